@@ -1,0 +1,74 @@
+package artifact
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// MaxKeyLen is the longest key ValidateKey accepts, in bytes.
+const MaxKeyLen = 512
+
+// ErrInvalidKey matches every error ValidateKey returns.
+var ErrInvalidKey = errors.New("artifact: invalid key")
+
+// ValidateKey accepts only relative slash-separated paths whose segments are
+// non-empty, are not "." or "..", and use only [A-Za-z0-9._-], up to MaxKeyLen
+// bytes. Such a key maps to a path under a store's root on every platform, so
+// neither a crafted key nor a crafted grant can reach another object or escape
+// the store. The error matches ErrInvalidKey and says which rule failed.
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return keyError(key, "empty")
+	case len(key) > MaxKeyLen:
+		return keyError(key, fmt.Sprintf("longer than %d bytes", MaxKeyLen))
+	case strings.HasPrefix(key, "/"):
+		return keyError(key, "absolute path")
+	case strings.ContainsRune(key, 0):
+		return keyError(key, "contains NUL")
+	case strings.ContainsRune(key, '\\'):
+		return keyError(key, "contains a backslash")
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		switch seg {
+		case "":
+			return keyError(key, "empty segment")
+		case ".", "..":
+			return keyError(key, fmt.Sprintf("segment %q is not allowed", seg))
+		}
+		for i := 0; i < len(seg); i++ {
+			if c := seg[i]; c >= 0x80 {
+				return keyError(key, fmt.Sprintf("segment %q contains non-ASCII byte 0x%02x", seg, c))
+			} else if !keyByte(c) {
+				return keyError(key, fmt.Sprintf("segment %q contains %q", seg, c))
+			}
+		}
+	}
+	return nil
+}
+
+// keyByte reports whether c may appear in a key segment. Bytes, not runes: any
+// non-ASCII byte is refused, so multi-byte encodings never reach the filesystem.
+func keyByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '.' || c == '_' || c == '-'
+}
+
+func keyError(key, why string) error {
+	const show = 64 // keep hostile keys from flooding logs
+	if len(key) > show {
+		key = key[:show] + "..."
+	}
+	return fmt.Errorf("%w %q: %s", ErrInvalidKey, key, why)
+}
+
+// InputKey is the key of a job's input, `inputs/{job_id}`. It is a valid key
+// whenever jobID is a valid segment, as a UUID is.
+func InputKey(jobID string) string { return "inputs/" + jobID }
+
+// OutputKey is the key of one attempt's output, `outputs/{job_id}/{attempt_id}.mp4`.
+// It is a valid key whenever both ids are valid segments, as UUIDs are.
+func OutputKey(jobID, attemptID string) string {
+	return "outputs/" + jobID + "/" + attemptID + ".mp4"
+}

@@ -1,0 +1,65 @@
+package artifact
+
+import (
+	"context"
+	"errors"
+	"io"
+)
+
+// ErrNotFound reports that no object exists at a key. Backends wrap it, so test
+// with errors.Is.
+var ErrNotFound = errors.New("artifact: object not found")
+
+// Object describes a stored object.
+type Object struct {
+	// Key is the object's key.
+	Key string
+	// Bytes is the object's size.
+	Bytes int64
+	// SHA256 is the lowercase hex SHA-256 of the content, filled in by Put from
+	// the bytes it wrote. Stat and Open leave it empty unless the backend
+	// recorded it, because a digest that was not recomputed from the content is
+	// no evidence of the content; Verify always hashes the bytes itself.
+	SHA256 string
+}
+
+// Reader is an open object: sequential reads for streaming and hashing, random
+// access for media checks (mp4.Check takes an io.ReaderAt). The caller closes it.
+type Reader interface {
+	io.Reader
+	io.ReaderAt
+	io.Closer
+}
+
+// Store holds objects under keys that pass ValidateKey. Every method validates
+// its key and fails with ErrInvalidKey before touching storage. Implementations
+// are safe for concurrent use.
+type Store interface {
+	// Put stores the content of r at key, replacing any previous object, and
+	// returns its size and SHA-256. Readers never see a partial object: they see
+	// the previous object (or none) until the new one is whole, and if r fails
+	// or ctx ends before then, the key is unchanged.
+	// Callers bound r (e.g. http.MaxBytesReader); Put stores whatever it reads.
+	Put(ctx context.Context, key string, r io.Reader) (Object, error)
+	// Open returns the object at key with its size, or an error matching
+	// ErrNotFound.
+	Open(ctx context.Context, key string) (Reader, Object, error)
+	// Stat returns the object's size, or an error matching ErrNotFound.
+	Stat(ctx context.Context, key string) (Object, error)
+	// Delete removes the object at key, or returns an error matching ErrNotFound.
+	Delete(ctx context.Context, key string) error
+}
+
+// ctxReader stops a copy once ctx ends, so a cancelled upload or verification
+// releases its goroutine instead of reading to the end of a large object.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
