@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+
+	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/sim"
+)
+
+type fuzzFlags struct {
+	target, mutation, replay, outDir, db string
+	seeds, steps, workers                int
+	seed, firstSeed                      uint64
+	progress                             bool
+}
+
+func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f fuzzFlags
+	fs := newFlagSet("fuzz", "--target model|both [--seeds N --steps M | --seed S | --replay FILE]", stderr)
+	fs.StringVar(&f.target, "target", "model", "what to run against: model, or both (model and Postgres, compared step by step)")
+	fs.IntVar(&f.seeds, "seeds", 100, "number of seeds to run (first-seed, first-seed+1, ...)")
+	fs.IntVar(&f.steps, "steps", 200, "events per sequence")
+	fs.Uint64Var(&f.seed, "seed", 0, "run this one seed only (replays a reported failure)")
+	fs.Uint64Var(&f.firstSeed, "first-seed", 1, "first seed of the campaign")
+	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "sequences run in parallel")
+	fs.StringVar(&f.replay, "replay", "", "replay a sequence file written by an earlier failure")
+	fs.StringVar(&f.mutation, "mutation", "", "run a deliberately broken variant (proves the checks can fail): "+strings.Join(mutationNames(), ", "))
+	fs.StringVar(&f.outDir, "failures", "rendermac-failures", "directory for shrunk failing sequences")
+	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL for --target both (default: DATABASE_URL, else an embedded cluster)")
+	fs.BoolVar(&f.progress, "progress", false, "print progress to stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if f.seeds < 1 || f.steps < 1 || f.workers < 1 {
+		return usageError{"--seeds, --steps and --workers must be at least 1"}
+	}
+	var rf *faults.ReplayFile
+	if f.replay != "" {
+		r, err := readReplay(f.replay)
+		if err != nil {
+			return err
+		}
+		// The file says what it failed against; run it the same way.
+		rf, f.target, f.mutation = &r, r.Target, r.Mutation
+	}
+	fac, cleanup, err := fuzzFactory(ctx, f, stderr)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if rf != nil {
+		return replaySequence(ctx, f, fac, *rf, stdout)
+	}
+	seeds := make([]uint64, 0, f.seeds)
+	if f.seed != 0 {
+		seeds = append(seeds, f.seed)
+	} else {
+		for i := 0; i < f.seeds; i++ {
+			seeds = append(seeds, f.firstSeed+uint64(i))
+		}
+	}
+	c := faults.Campaign{Factory: fac.factory, Options: fac.options, Gen: faults.DefaultGenConfig, Seeds: seeds,
+		Steps: f.steps, Workers: f.workers}
+	if f.progress {
+		c.Progress = func(done, total int) { fmt.Fprintf(stderr, "\r%d/%d seeds", done, total) }
+	}
+	fmt.Fprintf(stderr, "fuzz: target=%s seeds=%d first=%d steps=%d workers=%d mutation=%q\n",
+		f.target, len(seeds), seeds[0], f.steps, f.workers, f.mutation)
+	start := time.Now()
+	res, err := c.Run(ctx)
+	if f.progress {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return err
+	}
+	printCampaign(stdout, f.target, res)
+	wall := time.Since(start)
+	fmt.Fprintf(stderr, "fuzz: wall time %s (%.0f steps/s)\n", wall.Round(time.Millisecond), float64(res.Steps)/wall.Seconds())
+	if len(res.Failures) == 0 {
+		return nil
+	}
+	return reportFailure(stdout, f, res.Failures[0])
+}
+
+func printCampaign(w io.Writer, target string, res faults.CampaignResult) {
+	t := tablewriter.NewWriter(w)
+	t.Header("target", "seeds", "steps", "violations", "divergences", "errors")
+	_ = t.Append(target, res.Seeds, res.Steps, res.Violations(), res.Divergences(), res.Errors())
+	_ = t.Render()
+	codes := tablewriter.NewWriter(w)
+	codes.Header("reply", "count")
+	for _, k := range res.SortedCodes() {
+		_ = codes.Append(k, res.Codes[k])
+	}
+	_ = codes.Render()
+}
+
+func reportFailure(w io.Writer, f fuzzFlags, sf faults.SeedFailure) error {
+	fmt.Fprintf(w, "\nFAIL seed %d: %s\n", sf.Seed, sf.Result.Failure)
+	fmt.Fprintf(w, "replay the whole run:  %s\n", fuzzCommand(f, fmt.Sprintf("--seed %d --steps %d", sf.Seed, f.steps)))
+	if sf.Shrunk != nil {
+		fmt.Fprintf(w, "\nshrunk to %d events (%s):\n", len(sf.Shrunk.Events), sf.ShrunkRes.Failure)
+		for i, ev := range sf.Shrunk.Events {
+			fmt.Fprintf(w, "  %3d  %s\n", i, ev)
+		}
+		path, err := writeFailure(f, *sf.Shrunk)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "replay the shrunk run: %s\n", fuzzCommand(f, "--replay "+path))
+	}
+	return exitError{1}
+}
+
+func fuzzCommand(f fuzzFlags, rest string) string {
+	cmd := "go run ./cmd/rendermac fuzz --target " + f.target
+	if f.mutation != "" {
+		cmd += " --mutation " + f.mutation
+	}
+	return cmd + " " + rest
+}
+
+func writeFailure(f fuzzFlags, seq faults.Sequence) (string, error) {
+	if err := os.MkdirAll(f.outDir, 0o755); err != nil {
+		return "", fmt.Errorf("write failure: %w", err)
+	}
+	path := filepath.Join(f.outDir, fmt.Sprintf("%s-seed-%d.txt", f.target, seq.Seed))
+	file, err := os.Create(path)
+	if err != nil {
+		return "", fmt.Errorf("write failure: %w", err)
+	}
+	defer file.Close()
+	if err := faults.WriteReplay(file, faults.ReplayFile{Target: f.target, Mutation: f.mutation, Seq: seq}); err != nil {
+		return "", fmt.Errorf("write failure %s: %w", path, err)
+	}
+	return path, file.Close()
+}
+
+func readReplay(path string) (faults.ReplayFile, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return faults.ReplayFile{}, usageError{err.Error()}
+	}
+	defer file.Close()
+	rf, err := faults.ReadReplay(file)
+	if err != nil {
+		return rf, usageError{fmt.Sprintf("%s: %v", path, err)}
+	}
+	return rf, nil
+}
+
+func replaySequence(ctx context.Context, f fuzzFlags, fac fuzzSetup, rf faults.ReplayFile, stdout io.Writer) error {
+	res, err := faults.Run(ctx, fac.factory, 0, rf.Seq, fac.options)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "replayed %d events of seed %d against %s\n", res.Steps, rf.Seq.Seed, f.target)
+	if res.Failure != nil {
+		fmt.Fprintf(stdout, "FAIL: %s\n", res.Failure)
+		return exitError{1}
+	}
+	fmt.Fprintln(stdout, "ok: no divergence, no violation")
+	return nil
+}
+
+// fuzzSetup is what a campaign needs from its target choice.
+type fuzzSetup struct {
+	factory faults.Factory
+	options faults.Options
+}
+
+func mutationNames() []string {
+	return []string{string(sim.MutationCommitFromCancelling), string(sim.MutationNoEpochCheck),
+		string(sim.MutationRequeuePastBudget), string(sim.MutationKeepSlot)}
+}
+
+func fuzzFactory(_ context.Context, f fuzzFlags, _ io.Writer) (fuzzSetup, func(), error) {
+	switch f.target {
+	case "model":
+		mut := sim.Mutation(f.mutation)
+		return fuzzSetup{factory: func(_ context.Context, _ int, seed uint64) ([]faults.Target, error) {
+			return []faults.Target{faults.NewModelTarget(seed, mut)}, nil
+		}}, func() {}, nil
+	}
+	return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown --target %q (want model or both)", f.target)}
+}

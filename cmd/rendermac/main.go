@@ -1,0 +1,111 @@
+// Command rendermac is the RenderMac control plane, Mac agent and
+// qualification harness in one binary. See `rendermac help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// command is one subcommand: its one-line summary and its entry point.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"fuzz", "run a seeded fuzz campaign against the model and/or Postgres", runFuzz},
+	}
+}
+
+// usageError marks a bad invocation: exit 2 with the message.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// exitError carries an exit code for an outcome that was already reported
+// (a campaign that found a failure exits 1 without another message).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printHelp(stdout)
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdout, stderr)
+		var ue usageError
+		var ee exitError
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.As(err, &ue):
+			fmt.Fprintf(stderr, "rendermac %s: %s\nRun 'rendermac %s --help' for usage.\n", c.name, ue.msg, c.name)
+			return 2
+		case errors.As(err, &ee):
+			return ee.code
+		default:
+			fmt.Fprintf(stderr, "rendermac %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "rendermac: unknown command %q\n\n", args[0])
+	printHelp(stderr)
+	return 2
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "rendermac: fenced, pull-leased media workers and the harness that proves them.")
+	fmt.Fprintln(w, "\nUsage: rendermac <command> [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'rendermac <command> --help' for a command's flags.")
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting, with
+// a usage text that names the command.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: rendermac %s %s\n\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, turning a bad flag into a usageError.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package faults
+
+import (
+	"time"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// GenConfig shapes generated sequences. Weights are per Op; perturbation
+// probabilities are integer ratios.
+type GenConfig struct {
+	Weights [opCount]int
+	// Perturb is the chance of each identity perturbation on a fenced frame.
+	Perturb Ratio
+	// Duplicate and Reorder are the chances that a step repeats the previous
+	// frame or swaps places with it.
+	Duplicate, Reorder Ratio
+}
+
+// DefaultGenConfig is the campaign's default mix.
+var DefaultGenConfig = GenConfig{
+	Weights: [opCount]int{
+		OpCreate: 8, OpLease: 12, OpProgress: 24, OpCommit: 14, OpCommitBegin: 4,
+		OpCommitFinish: 4, OpFail: 5, OpCancel: 5, OpTick: 12, OpSweep: 6,
+	},
+	Perturb:   Ratio{1, 8},
+	Duplicate: Ratio{1, 25},
+	Reorder:   Ratio{1, 25},
+}
+
+// Sequence is a generated (or shrunk, or hand-written) run.
+type Sequence struct {
+	Seed   uint64
+	Events []Event
+}
+
+// Generate draws steps events from seed. The same seed and config give the
+// same sequence.
+func Generate(seed uint64, steps int, cfg GenConfig) Sequence {
+	g := NewRng(seed)
+	seq := Sequence{Seed: seed, Events: make([]Event, 0, steps)}
+	for len(seq.Events) < steps {
+		n := len(seq.Events)
+		switch {
+		case n > 0 && g.Chance(cfg.Duplicate):
+			seq.Events = append(seq.Events, seq.Events[n-1])
+		case n > 0 && g.Chance(cfg.Reorder):
+			ev := genEvent(g, cfg)
+			seq.Events = append(seq.Events, seq.Events[n-1])
+			seq.Events[n-1] = ev
+		default:
+			seq.Events = append(seq.Events, genEvent(g, cfg))
+		}
+	}
+	seq.Events = seq.Events[:steps]
+	return seq
+}
+
+var phases = []protocol.AttemptStatus{protocol.AttemptLeased, protocol.AttemptDownloading, protocol.AttemptRunning, protocol.AttemptUploading}
+
+func genEvent(g *Rng, cfg GenConfig) Event {
+	ev := Event{Op: Op(g.Weighted(cfg.Weights[:])), Device: -1, Buyer: -1}
+	switch ev.Op {
+	case OpProgress, OpCommit, OpCommitBegin, OpCommitFinish, OpFail, OpCancel:
+		ev.Job = geometric(g, 8)
+	}
+	switch ev.Op {
+	case OpCreate:
+		genCreate(g, &ev)
+	case OpLease:
+		ev.Device = g.IntN(len(WorldDevices))
+	case OpProgress:
+		genFence(g, cfg, &ev)
+		ev.Token = TokenRight // progress presents no token
+		switch {
+		case g.Chance(Ratio{1, 5}):
+			ev.Phase = phases[g.IntN(len(phases))] // any phase: may regress
+		case g.Chance(Ratio{1, 4}):
+			ev.Phase = protocol.AttemptUploading // skip ahead, as the table allows
+		default:
+			// "": the phase after the last one reported, resolved at apply time.
+		}
+	case OpCommit, OpCommitBegin:
+		genFence(g, cfg, &ev)
+		ev.OutputOK = !g.Chance(Ratio{1, 6})
+	case OpCommitFinish:
+		ev.Attempt = pick(g, cfg.Perturb, 0, 1)
+	case OpFail:
+		genFence(g, cfg, &ev)
+		ev.Code = protocol.FailureCodes[g.IntN(len(protocol.FailureCodes))]
+		if g.Chance(cfg.Perturb) {
+			ev.Code = "made_up_code"
+		}
+	case OpCancel:
+		if g.Chance(cfg.Perturb) {
+			ev.Buyer = g.IntN(len(WorldBuyers))
+		}
+	case OpTick:
+		ev.Advance = time.Duration(g.Between(500, 20_000)) * time.Millisecond
+		if g.Chance(Ratio{1, 20}) {
+			ev.Advance = time.Duration(g.Between(60, 900)) * time.Second // a clock jump
+		}
+	}
+	return ev
+}
+
+func genCreate(g *Rng, ev *Event) {
+	ev.Buyer = g.IntN(len(WorldBuyers))
+	services := []string{"synthetic.mp4", "synthetic.mp4", "ffmpeg.h264_720p", "ffmpeg.h264_1080p"}
+	ev.Service = services[g.IntN(len(services))]
+	if g.Chance(Ratio{1, 30}) {
+		ev.Service = "no.such.service"
+	}
+	ev.MaxAttempts = g.Between(1, 4)
+	if g.Chance(Ratio{1, 30}) {
+		ev.MaxAttempts = []int{0, 11}[g.IntN(2)]
+	}
+	ev.WindowSec = g.Between(30, 600)
+	if g.Chance(Ratio{1, 4}) {
+		ev.IdemKey = g.Between(1, 3)
+	}
+	ev.Param = g.IntN(3)
+}
+
+// genFence fills the identity a fenced frame presents, perturbing each part
+// independently: a stale attempt, a foreign device, a wrong epoch, a wrong
+// or stale token.
+func genFence(g *Rng, cfg GenConfig, ev *Event) {
+	ev.Attempt = pick(g, cfg.Perturb, 0, g.Between(1, 2))
+	if g.Chance(cfg.Perturb) {
+		ev.Device = g.IntN(len(WorldDevices))
+	}
+	if g.Chance(cfg.Perturb) {
+		ev.Epoch = []int{-1, 1}[g.IntN(2)]
+	}
+	if g.Chance(cfg.Perturb) {
+		ev.Token = TokenKind(g.Between(1, 2))
+	}
+}
+
+// geometric draws 0 with probability 1/2, 1 with 1/4, ... below n.
+func geometric(g *Rng, n int) int {
+	k := 0
+	for k < n-1 && g.Chance(Ratio{1, 2}) {
+		k++
+	}
+	return k
+}
+
+func pick(g *Rng, p Ratio, usual, rare int) int {
+	if g.Chance(p) {
+		return rare
+	}
+	return usual
+}

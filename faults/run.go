@@ -1,0 +1,287 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// Factory builds fresh targets for one run of seed. worker is the index of
+// the campaign worker asking, so a target can reuse per-worker resources
+// (a database) between runs.
+type Factory func(ctx context.Context, worker int, seed uint64) ([]Target, error)
+
+// Options tune a run.
+type Options struct {
+	// Outputs describes attempts' uploads (HashOutput when nil).
+	Outputs OutputFunc
+	// CompareState compares the targets' snapshots after every step
+	// (replies are always compared).
+	CompareState bool
+}
+
+// FailureKind classifies why a run failed.
+type FailureKind string
+
+// Failure kinds.
+const (
+	FailureDivergence FailureKind = "divergence"
+	FailureViolation  FailureKind = "violation"
+	FailureError      FailureKind = "error"
+)
+
+// Failure is the first thing that went wrong in a run.
+type Failure struct {
+	Kind   FailureKind
+	Step   int // index into the sequence
+	Event  Event
+	Target string
+	Detail string
+}
+
+func (f *Failure) String() string {
+	return fmt.Sprintf("%s at step %d (%s) on %s: %s", f.Kind, f.Step, f.Event, f.Target, f.Detail)
+}
+
+// RunResult is the outcome of one sequence.
+type RunResult struct {
+	Steps   int
+	Codes   map[string]int
+	Failure *Failure
+}
+
+// Run plays seq against fresh targets from f, step by step: it applies each
+// event to every target, compares their replies (and snapshots, if asked),
+// and checks every target's invariants after every step. It stops at the
+// first failure.
+func Run(ctx context.Context, f Factory, worker int, seq Sequence, opts Options) (RunResult, error) {
+	targets, err := f(ctx, worker, seq.Seed)
+	if err != nil {
+		return RunResult{}, fmt.Errorf("build targets for seed %d: %w", seq.Seed, err)
+	}
+	defer func() {
+		for _, t := range targets {
+			_ = t.Close()
+		}
+	}()
+	if opts.Outputs == nil {
+		opts.Outputs = HashOutput
+	}
+	r := &runner{targets: targets, opts: opts, v: newView(seq.Seed)}
+	res := RunResult{Codes: map[string]int{}}
+	for i, ev := range seq.Events {
+		res.Steps++
+		replies, fail := r.step(ctx, ev)
+		if fail == nil {
+			for _, c := range replies {
+				res.Codes[c]++
+			}
+			fail = r.check(ctx)
+		}
+		if fail != nil {
+			fail.Step, fail.Event = i, ev
+			res.Failure = fail
+			return res, nil
+		}
+	}
+	return res, nil
+}
+
+type runner struct {
+	targets []Target
+	opts    Options
+	v       *view
+}
+
+// outcome is one target's answer to a step: replies (a commit has two) or a
+// sweep result.
+type outcome struct {
+	replies []protocol.Reply
+	sweep   *protocol.SweepResult
+}
+
+func (r *runner) step(ctx context.Context, ev Event) ([]string, *Failure) {
+	if ev.Op == OpTick {
+		r.v.now = r.v.now.Add(ev.Advance)
+		return []string{"tick"}, nil
+	}
+	outs := make([]outcome, len(r.targets))
+	for i, t := range r.targets {
+		o, err := r.apply(ctx, t, ev)
+		if err != nil {
+			return nil, &Failure{Kind: FailureError, Target: t.Name(), Detail: err.Error()}
+		}
+		outs[i] = o
+	}
+	for i := 1; i < len(outs); i++ {
+		if d := diffOutcome(outs[0], outs[i]); d != "" {
+			return nil, &Failure{Kind: FailureDivergence, Target: r.targets[0].Name() + " vs " + r.targets[i].Name(), Detail: d}
+		}
+	}
+	buyer, device := r.actors(ev)
+	if ev.Op == OpProgress {
+		r.v.learnPhase(outs[0].replies[0], r.v.nextPhase(ev))
+	}
+	var codes []string
+	for _, rep := range outs[0].replies {
+		r.v.learn(rep, buyer, device)
+		codes = append(codes, string(rep.Code))
+	}
+	if outs[0].sweep != nil {
+		codes = append(codes, "sweep")
+	}
+	return codes, nil
+}
+
+func (r *runner) actors(ev Event) (buyer, device string) {
+	if ev.Op == OpCreate {
+		buyer = WorldBuyers[ev.Buyer%len(WorldBuyers)].ID
+	}
+	if ev.Op == OpLease {
+		device = WorldDevices[ev.Device%len(WorldDevices)].ID
+	}
+	return buyer, device
+}
+
+func (r *runner) check(ctx context.Context) *Failure {
+	var first protocol.Snapshot
+	for i, t := range r.targets {
+		vs, err := t.CheckInvariants(ctx)
+		if err != nil {
+			return &Failure{Kind: FailureError, Target: t.Name(), Detail: "check invariants: " + err.Error()}
+		}
+		if len(vs) > 0 {
+			return &Failure{Kind: FailureViolation, Target: t.Name(), Detail: fmt.Sprint(vs)}
+		}
+		if !r.opts.CompareState || len(r.targets) < 2 {
+			continue
+		}
+		snap, err := t.Snapshot(ctx)
+		if err != nil {
+			return &Failure{Kind: FailureError, Target: t.Name(), Detail: "snapshot: " + err.Error()}
+		}
+		if i == 0 {
+			first = snap
+			continue
+		}
+		if d := DiffSnapshots(first, snap); d != "" {
+			return &Failure{Kind: FailureDivergence, Target: r.targets[0].Name() + " vs " + t.Name(), Detail: "state: " + d}
+		}
+	}
+	return nil
+}
+
+func (r *runner) apply(ctx context.Context, t Target, ev Event) (outcome, error) {
+	now := r.v.now
+	one := func(rep protocol.Reply, err error) (outcome, error) {
+		return outcome{replies: []protocol.Reply{rep}}, err
+	}
+	switch ev.Op {
+	case OpCreate:
+		return one(t.CreateJob(ctx, now, r.v.createRequest(ev)))
+	case OpLease:
+		return one(t.Lease(ctx, now, WorldDevices[ev.Device%len(WorldDevices)].ID))
+	case OpProgress:
+		f := r.v.fence(ev)
+		return one(t.Progress(ctx, now, f.device, protocol.Progress{Type: protocol.TypeProgress,
+			JobID: f.jobID, AttemptID: f.attemptID, LeaseEpoch: f.epoch, Phase: r.v.nextPhase(ev)}))
+	case OpCommit, OpCommitBegin:
+		return r.commit(ctx, t, ev)
+	case OpCommitFinish:
+		f := r.v.fence(ev)
+		return one(t.CommitFinish(ctx, now, f.jobID, f.attemptID))
+	case OpFail:
+		f := r.v.fence(ev)
+		return one(t.Fail(ctx, now, f.device, protocol.Fail{Type: protocol.TypeFail, JobID: f.jobID,
+			AttemptID: f.attemptID, LeaseEpoch: f.epoch, CommitToken: f.token, FailureCode: ev.Code}))
+	case OpCancel:
+		jobID, buyer := r.v.junkID(), WorldBuyers[0].ID
+		if j := r.v.job(ev.Job); j != nil {
+			jobID, buyer = j.id, j.buyer
+		}
+		if ev.Buyer >= 0 {
+			buyer = WorldBuyers[ev.Buyer%len(WorldBuyers)].ID
+		}
+		return one(t.Cancel(ctx, now, buyer, jobID))
+	case OpSweep:
+		res, err := t.Sweep(ctx, now)
+		return outcome{sweep: &res}, err
+	}
+	return outcome{}, fmt.Errorf("unknown op %v", ev.Op)
+}
+
+// commit runs transaction 1 and, for a whole commit that was accepted,
+// verification and transaction 2 in the same step.
+func (r *runner) commit(ctx context.Context, t Target, ev Event) (outcome, error) {
+	now := r.v.now
+	f := r.v.fence(ev)
+	out := r.opts.Outputs(f.jobID, f.attemptID)
+	if !ev.OutputOK {
+		out.SHA256 = corrupt(out.SHA256)
+	}
+	c := protocol.Commit{Type: protocol.TypeCommit, JobID: f.jobID, AttemptID: f.attemptID, LeaseEpoch: f.epoch,
+		CommitToken: f.token, Output: out}
+	begin, err := t.CommitBegin(ctx, now, f.device, c, ev.OutputOK)
+	o := outcome{replies: []protocol.Reply{begin}}
+	if err != nil || ev.Op == OpCommitBegin || begin.Code != protocol.CodeCommitPending {
+		return o, err
+	}
+	finish, err := t.CommitFinish(ctx, now, f.jobID, f.attemptID)
+	o.replies = append(o.replies, finish)
+	return o, err
+}
+
+// corrupt flips the last hex digit, so a claimed sha256 no longer matches.
+func corrupt(sha string) string {
+	if sha == "" {
+		return sha
+	}
+	last := byte('0')
+	if sha[len(sha)-1] == '0' {
+		last = '1'
+	}
+	return sha[:len(sha)-1] + string(last)
+}
+
+func diffOutcome(a, b outcome) string {
+	if (a.sweep == nil) != (b.sweep == nil) || len(a.replies) != len(b.replies) {
+		return fmt.Sprintf("replies %s != %s", a, b)
+	}
+	if a.sweep != nil && *a.sweep != *b.sweep {
+		return fmt.Sprintf("sweep %+v != %+v", *a.sweep, *b.sweep)
+	}
+	for i := range a.replies {
+		x, y := normalReply(a.replies[i]), normalReply(b.replies[i])
+		if x != y {
+			return fmt.Sprintf("reply %+v != %+v", x, y)
+		}
+	}
+	return ""
+}
+
+func (o outcome) String() string {
+	if o.sweep != nil {
+		return fmt.Sprintf("sweep%+v", *o.sweep)
+	}
+	s := ""
+	for _, r := range o.replies {
+		s += string(r.Code) + " "
+	}
+	return "[" + s + "]"
+}
+
+// normalReply drops what is not compared (Message) and puts times in UTC.
+func normalReply(r protocol.Reply) protocol.Reply {
+	r.Message = ""
+	r.LeaseExpiresAt = normalTime(r.LeaseExpiresAt)
+	return r
+}
+
+func normalTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC().Round(time.Microsecond)
+}
