@@ -22,6 +22,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"fuzz", "run a seeded fuzz campaign against the model and/or Postgres", runFuzz},
+		{"agent", "run the Mac agent: pair a device or serve leases from the gateway", runAgent},
 	}
 }
 

@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// sessionHealthy is how long a session must last before the backoff resets:
+// a gateway that accepts and then drops every connection at once must not
+// be hammered at the base delay forever.
+const sessionHealthy = time.Minute
+
+// Agent is one device's worker. Create it with New and call Run once.
+type Agent struct {
+	cfg   Config
+	log   *slog.Logger
+	base  *url.URL
+	wsURL string
+
+	mu       sync.Mutex
+	attempts map[string]*attempt // by attempt id; the slots in use
+	sess     *session            // current connection, nil while disconnected
+	// slotsSent is the free-slot count the gateway last heard on sess.
+	slotsSent int
+	draining  bool // shutting down: report no free slots, refuse offers
+	stopping  bool // drained: close the session and do not reconnect
+	ran       bool
+	jobsCtx   context.Context // parent of every attempt's context
+
+	wake    chan struct{} // something is due on the wire
+	removed chan struct{} // an attempt ended (for the shutdown drain)
+	jobs    sync.WaitGroup
+}
+
+// New validates cfg and returns an agent. It does no I/O.
+func New(cfg Config) (*Agent, error) {
+	cfg, base, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{
+		cfg: cfg, log: cfg.Logger, base: base, wsURL: sessionURL(base),
+		attempts: make(map[string]*attempt),
+		wake:     make(chan struct{}, 1),
+		removed:  make(chan struct{}, 1),
+	}, nil
+}
+
+// fatalError ends Run: retrying cannot help (the device token was refused).
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
+
+// Run connects, serves lease offers and reconnects until ctx ends, then
+// shuts down: it reports no free slots, fails every running attempt with
+// provider_offline, waits up to ShutdownTimeout for the results, closes the
+// session with status 1000 and returns nil once every goroutine it started
+// has ended. It returns an error only when it cannot work at all: the work
+// dir is unusable or the gateway refused the device token.
+func (a *Agent) Run(ctx context.Context) error {
+	a.mu.Lock()
+	if a.ran {
+		a.mu.Unlock()
+		return errors.New("agent: Run called twice")
+	}
+	a.ran = true
+	// Attempts and the connection outlive ctx on purpose: shutdown still
+	// has fail frames to send after the caller's context is done.
+	jobsCtx, stopJobs := context.WithCancelCause(context.WithoutCancel(ctx))
+	a.jobsCtx = jobsCtx
+	a.mu.Unlock()
+	defer stopJobs(errShutdown)
+	if err := os.MkdirAll(a.cfg.WorkDir, 0o700); err != nil {
+		return fmt.Errorf("agent: work dir: %w", err)
+	}
+	connCtx, stopConn := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopConn()
+	loopDone := make(chan error, 1)
+	go func() { loopDone <- a.connectLoop(connCtx) }()
+
+	var err error
+	select {
+	case <-ctx.Done():
+		a.log.Info("shutting down")
+		a.drain(stopJobs)
+		a.closeSession()
+		stopConn()
+		<-loopDone
+	case err = <-loopDone:
+		stopJobs(errShutdown)
+	}
+	a.jobs.Wait()
+	a.forgetAll()
+	return err
+}
+
+// connectLoop runs sessions back to back, backing off between them.
+func (a *Agent) connectLoop(ctx context.Context) error {
+	bo := backoff{base: a.cfg.BackoffBase, max: a.cfg.BackoffMax, rnd: a.cfg.Rand}
+	for {
+		lasted, err := a.runSession(ctx)
+		if a.isStopping() || ctx.Err() != nil {
+			return nil
+		}
+		var fe *fatalError
+		if errors.As(err, &fe) {
+			a.log.Error("gateway refused this device; not reconnecting", "err", err)
+			return fe.err
+		}
+		if lasted > sessionHealthy {
+			bo.reset()
+		}
+		d := bo.next()
+		a.log.Warn("gateway session ended; reconnecting", "err", err, "lasted", lasted, "retry_in", d)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.cfg.Clock.After(d):
+		}
+	}
+}
+
+// drain stops every attempt with the shutdown cause (so each pipeline sends
+// fail provider_offline) and waits, bounded by ShutdownTimeout, until the
+// gateway answered them all. The bound is real time, not the Clock: it
+// limits how long a process exit may take, which is about the OS, not about
+// lease time.
+func (a *Agent) drain(stopJobs context.CancelCauseFunc) {
+	a.mu.Lock()
+	a.draining = true
+	a.mu.Unlock()
+	stopJobs(errShutdown)
+	signal(a.wake)
+	timer := time.NewTimer(a.cfg.ShutdownTimeout)
+	defer timer.Stop()
+	for {
+		a.mu.Lock()
+		n := len(a.attempts)
+		a.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-a.removed:
+		case <-timer.C:
+			a.log.Warn("shutdown timeout: attempts left unresolved; the control plane's sweeper will expire them",
+				"attempts", n)
+			return
+		}
+	}
+}
+
+// closeSession ends the current connection with a normal closure and keeps
+// connectLoop from opening another.
+func (a *Agent) closeSession() {
+	a.mu.Lock()
+	a.stopping = true
+	s := a.sess
+	a.mu.Unlock()
+	if s == nil {
+		return
+	}
+	if err := s.conn.Close(websocket.StatusNormalClosure, "agent shutting down"); err != nil {
+		a.log.Debug("close session", "err", err)
+	}
+}
+
+func (a *Agent) isStopping() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stopping
+}
+
+// forgetAll drops every attempt left after shutdown, and its token with it.
+func (a *Agent) forgetAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, at := range a.attempts {
+		at.forget(errShutdown)
+		delete(a.attempts, id)
+	}
+}
+
+// signal sets a level-triggered flag channel without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// hello is the frame that opens a session, with the free slots it reports.
+func (a *Agent) hello() (*protocol.Hello, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	free := a.slotsFreeLocked()
+	return &protocol.Hello{Type: protocol.TypeHello, AgentVersion: a.cfg.AgentVersion, Services: a.cfg.Services,
+		SlotsTotal: a.cfg.Slots, SlotsFree: free}, free
+}
+
+// slotsFreeLocked counts free slots. An offer refused for lack of capacity
+// still occupies an entry until its fail is answered, so clamp at zero.
+func (a *Agent) slotsFreeLocked() int {
+	if a.draining {
+		return 0
+	}
+	return max(0, a.cfg.Slots-len(a.attempts))
+}

@@ -1,0 +1,57 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+
+	"github.com/rendermac/rendermac/internal/clock"
+)
+
+// Spec is what a runner is asked to do: the offer's service and parameters.
+type Spec struct {
+	Service string
+	Params  map[string]string
+}
+
+// Runner produces outputPath from inputPath ("" when the job has no input).
+// Run returns once the output is complete or ctx is done; a runner must stop
+// promptly when ctx ends, because a cancel or a lost lease means the work no
+// longer belongs to this device. The caller checks the output's media
+// structure, so a runner need not.
+type Runner interface {
+	Run(ctx context.Context, spec Spec, inputPath, outputPath string) error
+}
+
+// Service names of the built-in runners (protocol.Services lists the same).
+const (
+	ServiceSynthetic    = "synthetic.mp4"
+	ServiceH264p720     = "ffmpeg.h264_720p"
+	ServiceH264p1080    = "ffmpeg.h264_1080p"
+	defaultFFmpegBinary = "ffmpeg"
+)
+
+// Builtin returns the built-in runners by service name. ffmpegPath is the
+// ffmpeg binary; "" means look it up on PATH when a job runs. clk drives the
+// synthetic runner's delay.
+func Builtin(clk clock.Clock, ffmpegPath string) map[string]Runner {
+	return map[string]Runner{
+		ServiceSynthetic: Synthetic{Clock: clk},
+		ServiceH264p720:  FFmpeg{Path: ffmpegPath, Width: 1280, Height: 720},
+		ServiceH264p1080: FFmpeg{Path: ffmpegPath, Width: 1920, Height: 1080},
+	}
+}
+
+// LookFFmpeg resolves the ffmpeg binary: path itself when set, else "ffmpeg"
+// on PATH. The agent calls it at start-up when it offers an FFmpeg service,
+// so a missing binary is reported once, clearly, instead of failing every job.
+func LookFFmpeg(path string) (string, error) {
+	if path == "" {
+		path = defaultFFmpegBinary
+	}
+	p, err := exec.LookPath(path)
+	if err != nil {
+		return "", fmt.Errorf("find ffmpeg (install it, e.g. `brew install ffmpeg` or `apt-get install ffmpeg`, or pass its path): %w", err)
+	}
+	return p, nil
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rendermac/rendermac/agent"
+	"github.com/rendermac/rendermac/agent/runner"
+	"github.com/rendermac/rendermac/internal/clock"
+)
+
+// pairTimeout bounds the pairing request; a code is single-use, so a hung
+// request is better reported than waited on.
+const pairTimeout = 30 * time.Second
+
+type agentFlags struct {
+	server, pair, tokenFile, services, work, name, ffmpeg, logLevel string
+	slots                                                           int
+}
+
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, err := parseAgentFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", f.logLevel)}
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	services := splitList(f.services)
+	runners, err := agentRunners(services, f.ffmpeg)
+	if err != nil {
+		return err
+	}
+	creds, err := agentCredentials(ctx, f, services, stdout)
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(agent.Config{
+		ServerURL: creds.Server, DeviceToken: creds.DeviceToken, Services: services, Slots: f.slots,
+		WorkDir: f.work, Clock: clock.Real{}, Rand: mrand.New(mrand.NewPCG(cryptoSeed(), cryptoSeed())),
+		Logger: log, Runners: runners,
+	})
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	log.Info("agent starting", "creds", creds, "services", services, "slots", f.slots, "work", f.work, "version", agent.Version)
+	return a.Run(ctx)
+}
+
+func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
+	var f agentFlags
+	set := newFlagSet("agent", "--server URL (--pair CODE | --token-file F) --services LIST --slots N --work DIR [--name NAME] [--ffmpeg PATH]", stderr)
+	set.StringVar(&f.server, "server", "", "control plane base URL (http or https); required with --pair")
+	set.StringVar(&f.pair, "pair", "", "pairing code from 'rendermac admin': pair this device, write --token-file, then run")
+	set.StringVar(&f.tokenFile, "token-file", "", "device credentials file, mode 0600 (default $HOME/.rendermac/device.json)")
+	set.StringVar(&f.services, "services", "", "comma-separated services to offer: "+strings.Join(builtinServices(), ", "))
+	set.IntVar(&f.slots, "slots", 1, "attempts run at once (1..64)")
+	set.StringVar(&f.work, "work", "", "work directory for inputs and outputs while attempts run")
+	set.StringVar(&f.name, "name", "", "device name shown to operators when pairing (default: host name)")
+	set.StringVar(&f.ffmpeg, "ffmpeg", "", "ffmpeg binary (default: ffmpeg on PATH)")
+	set.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := parseFlags(set, args); err != nil {
+		return f, err
+	}
+	switch {
+	case f.pair != "" && f.server == "":
+		return f, usageError{"--pair needs --server"}
+	case len(splitList(f.services)) == 0:
+		return f, usageError{"--services is required"}
+	case f.slots < 1 || f.slots > agent.MaxSlots:
+		return f, usageError{fmt.Sprintf("--slots must be 1..%d", agent.MaxSlots)}
+	case f.work == "":
+		return f, usageError{"--work is required"}
+	}
+	if f.tokenFile == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return f, usageError{"no home directory for the default --token-file; pass --token-file"}
+		}
+		f.tokenFile = filepath.Join(home, ".rendermac", "device.json")
+	}
+	return f, nil
+}
+
+// agentCredentials pairs (writing the token file) or loads the token file.
+func agentCredentials(ctx context.Context, f agentFlags, services []string, stdout io.Writer) (agent.Credentials, error) {
+	if f.pair == "" {
+		c, err := agent.LoadCredentials(f.tokenFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			return c, fmt.Errorf("%w; pair this device first: rendermac agent --server URL --pair CODE ...", err)
+		}
+		if err != nil {
+			return c, err
+		}
+		if f.server != "" && strings.TrimRight(f.server, "/") != strings.TrimRight(c.Server, "/") {
+			return c, usageError{fmt.Sprintf("--server %s differs from %s in %s; pair again to change servers", f.server, c.Server, f.tokenFile)}
+		}
+		return c, nil
+	}
+	name := f.name
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	pctx, cancel := context.WithTimeout(ctx, pairTimeout)
+	defer cancel()
+	c, err := agent.Pair(pctx, f.server, f.pair, name, services)
+	if err != nil {
+		return c, err
+	}
+	if err := agent.SaveCredentials(f.tokenFile, c); err != nil {
+		return c, err
+	}
+	fmt.Fprintf(stdout, "paired as device %s; credentials written to %s\n", c.DeviceID, f.tokenFile)
+	return c, nil
+}
+
+// agentRunners checks the services against the built-in runners and, when
+// an FFmpeg service is offered, that ffmpeg exists, so a missing binary is a
+// start-up error rather than a failed job per offer.
+func agentRunners(services []string, ffmpegPath string) (map[string]runner.Runner, error) {
+	needFFmpeg := false
+	for _, s := range services {
+		if !slices.Contains(builtinServices(), s) {
+			return nil, usageError{fmt.Sprintf("--services: unknown service %q (available: %s)", s, strings.Join(builtinServices(), ", "))}
+		}
+		needFFmpeg = needFFmpeg || strings.HasPrefix(s, "ffmpeg.")
+	}
+	if needFFmpeg {
+		p, err := runner.LookFFmpeg(ffmpegPath)
+		if err != nil {
+			return nil, err
+		}
+		ffmpegPath = p
+	}
+	return runner.Builtin(clock.Real{}, ffmpegPath), nil
+}
+
+func builtinServices() []string {
+	var names []string
+	for name := range runner.Builtin(clock.Real{}, "") {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func splitList(s string) []string {
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		if p := strings.TrimSpace(part); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// cryptoSeed draws a seed for backoff jitter, so that no two agents share one.
+func cryptoSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return binary.LittleEndian.Uint64(b[:])
+}
