@@ -1,0 +1,97 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// CancelChannel is the Postgres NOTIFY channel on which Cancel announces
+// that a live attempt lost its authority. The notification is sent by the
+// deciding transaction, so Postgres delivers it only once the cancel has
+// committed; whichever gateway holds the device's session sends it cancel.
+const CancelChannel = "rendermac_cancel"
+
+// CancelNotice is the JSON payload of a CancelChannel notification.
+type CancelNotice struct {
+	JobID     string `json:"job_id"`
+	AttemptID string `json:"attempt_id"`
+	DeviceID  string `json:"device_id"`
+}
+
+const (
+	// Locked after the job, as everywhere.
+	sqlLockLiveAttempt = `
+SELECT id::text, device_id::text FROM job_attempts
+WHERE job_id = $1 AND status IN ('leased', 'downloading', 'running', 'uploading', 'committing')
+FOR UPDATE`
+
+	sqlNotify = `SELECT pg_notify($1, $2)`
+)
+
+// Cancel is a buyer's cancel. A queued job is cancelled at once; an active
+// or verifying job becomes cancelling, which takes the live attempt's
+// authority away (the attempt row itself is left as it is); cancelling is
+// idempotent; a terminal job is job_terminal. Another buyer's job is
+// not_found, exactly like a missing one.
+func (s *Service) Cancel(ctx context.Context, now time.Time, buyerID, jobID string) (protocol.Reply, error) {
+	var r protocol.Reply
+	err := s.inTx(ctx, OpCancel, func(tx pgx.Tx) error {
+		st := &step{tx: tx, actor: protocol.ActorBuyer}
+		var err error
+		if st.now, err = resolveNow(ctx, tx, now); err != nil {
+			return err
+		}
+		r, err = s.cancel(ctx, st, buyerID, jobID)
+		return err
+	})
+	return r, err
+}
+
+func (s *Service) cancel(ctx context.Context, st *step, buyerID, jobID string) (protocol.Reply, error) {
+	j, ok, err := lockJob(ctx, st.tx, jobID)
+	switch {
+	case err != nil:
+		return protocol.Reply{}, err
+	case !ok || j.BuyerID != buyerID:
+		return protocol.Reply{Code: protocol.CodeNotFound}, nil
+	case j.Status == protocol.JobQueued:
+		return protocol.Reply{Code: protocol.CodeCancelled}, st.moveJob(ctx, &j, protocol.JobCancelled, "")
+	case j.Status == protocol.JobActive || j.Status == protocol.JobVerifying:
+		if err := st.moveJob(ctx, &j, protocol.JobCancelling, ""); err != nil {
+			return protocol.Reply{}, err
+		}
+		return protocol.Reply{Code: protocol.CodeCancelling}, notifyCancel(ctx, st.tx, j.ID)
+	case j.Status == protocol.JobCancelling:
+		return protocol.Reply{Code: protocol.CodeCancelling}, nil
+	case j.Status.Terminal():
+		return protocol.Reply{Code: protocol.CodeJobTerminal}, nil
+	}
+	return protocol.Reply{}, internalf("job %s has unknown status %q", j.ID, j.Status)
+}
+
+// notifyCancel tells the gateways which device lost which attempt.
+func notifyCancel(ctx context.Context, tx pgx.Tx, jobID string) error {
+	n := CancelNotice{JobID: jobID}
+	err := tx.QueryRow(ctx, sqlLockLiveAttempt, jobID).Scan(&n.AttemptID, &n.DeviceID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return internalf("cancelling job %s has no live attempt", jobID)
+	}
+	if err != nil {
+		return fmt.Errorf("find live attempt of %s: %w", jobID, err)
+	}
+	payload, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("cancel notice: %w", err)
+	}
+	if _, err := tx.Exec(ctx, sqlNotify, CancelChannel, string(payload)); err != nil {
+		return fmt.Errorf("notify cancel of %s: %w", jobID, err)
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/artifact"
+)
+
+const (
+	// sqlBeginCommit is transaction 1's write: uploading -> committing with
+	// the claimed output, and the lease renewed as the verification deadline.
+	sqlBeginCommit = `
+UPDATE job_attempts SET status = 'committing', claimed_output_key = $5, claimed_output_bytes = $6,
+       claimed_output_sha256 = $7, lease_expires_at = $8
+WHERE id = $1 AND job_id = $2 AND device_id = $3 AND lease_epoch = $4 AND status = 'uploading'`
+
+	// sqlClaimedOutput reads what transaction 1 recorded, for verification
+	// outside any transaction.
+	sqlClaimedOutput = `
+SELECT a.status, coalesce(a.claimed_output_key, ''), coalesce(a.claimed_output_bytes, 0),
+       coalesce(a.claimed_output_sha256, ''), j.service
+FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE a.id = $1 AND a.job_id = $2`
+)
+
+// CommitBegin is commit transaction 1. It locks the job (by c.JobID), then
+// the attempt, checks identity and token, and either finalizes a pending
+// cancellation (job_cancelled) or moves the attempt to committing and the
+// job to verifying (commit_pending). A repeated commit of a committing
+// attempt changes nothing and is commit_pending again.
+func (s *Service) CommitBegin(ctx context.Context, now time.Time, deviceID string, c protocol.Commit) (protocol.Reply, error) {
+	var r protocol.Reply
+	err := s.inTx(ctx, OpCommitBegin, func(tx pgx.Tx) error {
+		st := &step{tx: tx, actor: protocol.ActorDevice}
+		var err error
+		if st.now, err = resolveNow(ctx, tx, now); err != nil {
+			return err
+		}
+		r, err = s.commitBegin(ctx, st, deviceID, c)
+		return err
+	})
+	return r, err
+}
+
+func (s *Service) commitBegin(ctx context.Context, st *step, deviceID string, c protocol.Commit) (protocol.Reply, error) {
+	j, a, ok, err := lockJobAttempt(ctx, st.tx, c.JobID, c.AttemptID)
+	if err != nil {
+		return protocol.Reply{}, err
+	}
+	f, ok := s.authorize(ok, a, deviceID, c.LeaseEpoch, c.CommitToken, s.cfg.Mutation == MutationNoEpochCheck)
+	switch {
+	case !ok:
+		return protocol.Reply{Code: protocol.CodeCommitConflict}, nil
+	case a.Status != protocol.AttemptUploading && a.Status != protocol.AttemptCommitting:
+		return protocol.Reply{Code: protocol.CodeAttemptNotCommittable, Status: a.Status}, nil
+	case a.Status == protocol.AttemptUploading && !st.now.Before(a.LeaseExpiresAt):
+		return protocol.Reply{Code: protocol.CodeLeaseExpired}, nil
+	case j.Status == protocol.JobCancelling:
+		return protocol.Reply{Code: protocol.CodeJobCancelled}, st.cancelBoth(ctx, &j, &a, f)
+	case a.Status == protocol.AttemptCommitting:
+		return protocol.Reply{Code: protocol.CodeCommitPending}, nil
+	}
+	if err := protocol.AssertAttemptTransition(a.Status, protocol.AttemptCommitting); err != nil {
+		return protocol.Reply{}, internalf("attempt %s: %v", a.ID, err)
+	}
+	tag, err := st.tx.Exec(ctx, sqlBeginCommit, a.ID, a.JobID, f.DeviceID, f.LeaseEpoch, c.Output.Key, c.Output.Bytes,
+		c.Output.SHA256, at(st.now, s.cfg.LeaseTTL))
+	if err := wantOne("begin commit of "+a.ID, tag.RowsAffected(), err); err != nil {
+		return protocol.Reply{}, err
+	}
+	if err := st.journal(ctx, a.JobID, a.ID, string(a.Status), string(protocol.AttemptCommitting), ""); err != nil {
+		return protocol.Reply{}, err
+	}
+	if err := st.moveJob(ctx, &j, protocol.JobVerifying, ""); err != nil {
+		return protocol.Reply{}, err
+	}
+	return protocol.Reply{Code: protocol.CodeCommitPending}, nil
+}
+
+// authorize is the identity and token check that commit and fail share:
+// the attempt exists under the presented job, on the presented device, at
+// the presented epoch, and the token hashes to its stored hash (compared in
+// constant time, after the row is locked). It returns the fence the
+// following writes are guarded by. ignoreEpoch is true only for commit under
+// MutationNoEpochCheck; MutationNoTokenCheck drops the token comparison for
+// both. No other code looks at the mutations of the fence.
+func (s *Service) authorize(found bool, a attemptRow, deviceID string, epoch int, token string, ignoreEpoch bool) (fence, bool) {
+	f := fence{DeviceID: deviceID, LeaseEpoch: epoch}
+	if ignoreEpoch {
+		f.LeaseEpoch = a.LeaseEpoch
+	}
+	tokenOK := protocol.VerifyCommitToken(token, a.TokenHash) || s.cfg.Mutation == MutationNoTokenCheck
+	return f, found && a.DeviceID == f.DeviceID && a.LeaseEpoch == f.LeaseEpoch && tokenOK
+}
+
+// Verify checks, outside any transaction, the output transaction 1 recorded
+// for the attempt: the claimed key is the attempt's own key, and the object
+// there has the claimed size and SHA-256 and passes the service's media
+// check. ok is false for any verification failure, and also when the
+// attempt is not committing (transaction 2 then decides from its status).
+// err is only for store I/O trouble: the attempt stays committing and the
+// sweeper verifies again later.
+func (s *Service) Verify(ctx context.Context, jobID, attemptID string) (ok bool, err error) {
+	if !protocol.ValidID(jobID) || !protocol.ValidID(attemptID) {
+		return false, nil
+	}
+	var status protocol.AttemptStatus
+	var claimed protocol.Output
+	var service string
+	err = s.pool.QueryRow(ctx, sqlClaimedOutput, attemptID, jobID).Scan(&status, &claimed.Key, &claimed.Bytes,
+		&claimed.SHA256, &service)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("verify %s: read claim: %w", attemptID, err)
+	}
+	key := protocol.OutputKey(jobID, attemptID)
+	if status != protocol.AttemptCommitting || claimed.Key != key {
+		return false, nil
+	}
+	svc, known := s.service(service)
+	if !known {
+		return false, fmt.Errorf("verify %s: service %q is not in the catalogue", attemptID, service)
+	}
+	err = artifact.Verify(ctx, s.store, key, claimed.Bytes, claimed.SHA256, svc.Media)
+	var verdict *artifact.VerifyError
+	if errors.As(err, &verdict) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("verify %s: %w", attemptID, err)
+	}
+	return true, nil
+}
+
+// CommitFinish is commit transaction 2: it locks the job, then the attempt,
+// and decides. A job cancelled during verification is cancelled
+// (job_cancelled); a failed verification fails attempt and job, not
+// retried (verification_failed); otherwise attempt and job succeed with the
+// claimed output and the hold is captured (commit_ok).
+func (s *Service) CommitFinish(ctx context.Context, now time.Time, jobID, attemptID string, verified bool) (protocol.Reply, error) {
+	return s.commitFinish(ctx, now, jobID, attemptID, verified, protocol.ActorVerify)
+}
+
+// commitFinish is transaction 2 for actor: the verifier after a commit, the
+// sweeper after re-verifying an abandoned one.
+func (s *Service) commitFinish(ctx context.Context, now time.Time, jobID, attemptID string, verified bool, actor protocol.Actor) (protocol.Reply, error) {
+	var r protocol.Reply
+	err := s.inTx(ctx, OpCommitFinish, func(tx pgx.Tx) error {
+		st := &step{tx: tx, actor: actor}
+		var err error
+		if st.now, err = resolveNow(ctx, tx, now); err != nil {
+			return err
+		}
+		r, err = s.finish(ctx, st, jobID, attemptID, verified)
+		return err
+	})
+	return r, err
+}
+
+func (s *Service) finish(ctx context.Context, st *step, jobID, attemptID string, verified bool) (protocol.Reply, error) {
+	j, a, ok, err := lockJobAttempt(ctx, st.tx, jobID, attemptID)
+	switch {
+	case err != nil:
+		return protocol.Reply{}, err
+	case !ok || a.Status != protocol.AttemptCommitting:
+		return protocol.Reply{Code: protocol.CodeAttemptNotCommittable, Status: a.Status}, nil
+	case j.Status == protocol.JobCancelling && s.cfg.Mutation != MutationCommitFromCancelling:
+		return protocol.Reply{Code: protocol.CodeJobCancelled}, st.cancelBoth(ctx, &j, &a, rowFence(a))
+	case !verified:
+		if err := st.endAttempt(ctx, &a, rowFence(a), protocol.AttemptFailed, protocol.FailVerificationFailed); err != nil {
+			return protocol.Reply{}, err
+		}
+		return protocol.Reply{Code: protocol.CodeVerificationFailed}, st.moveJob(ctx, &j, protocol.JobFailed, protocol.FailVerificationFailed)
+	}
+	if err := st.endAttempt(ctx, &a, rowFence(a), protocol.AttemptSucceeded, ""); err != nil {
+		return protocol.Reply{}, err
+	}
+	if err := st.succeedJob(ctx, &j, a); err != nil {
+		return protocol.Reply{}, err
+	}
+	return protocol.Reply{Code: protocol.CodeCommitOK}, nil
+}
+
+// Commit runs a whole commit: transaction 1, verification outside any
+// transaction, transaction 2. It returns transaction 1's reply when that is
+// not commit_pending. A store I/O error during verification is returned as
+// an error; the attempt stays committing and Sweep finishes it.
+func (s *Service) Commit(ctx context.Context, now time.Time, deviceID string, c protocol.Commit) (protocol.Reply, error) {
+	r, err := s.CommitBegin(ctx, now, deviceID, c)
+	if err != nil || r.Code != protocol.CodeCommitPending {
+		return r, err
+	}
+	ok, err := s.Verify(ctx, c.JobID, c.AttemptID)
+	if err != nil {
+		return protocol.Reply{}, err
+	}
+	return s.CommitFinish(ctx, now, c.JobID, c.AttemptID, ok)
+}

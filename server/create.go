@@ -1,0 +1,177 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+const (
+	// The buyer row is locked first: it serialises one buyer's creates, so
+	// the idempotency lookup and the balance check cannot race a concurrent
+	// create with the same key.
+	sqlLockBuyer = `SELECT balance_cents FROM buyers WHERE id = $1 FOR UPDATE`
+
+	sqlFindIdempotent = `
+SELECT id::text, request_fingerprint FROM jobs WHERE buyer_id = $1 AND idempotency_key = $2`
+
+	sqlInsertJob = `
+INSERT INTO jobs (id, buyer_id, service, params, input_bytes, input_sha256, max_attempts, attempt_count,
+                  status, idempotency_key, request_fingerprint, created_at, admission_deadline, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 'queued', nullif($8, ''), $9, $10, $11, $10)`
+
+	sqlInsertHold = `
+INSERT INTO holds (job_id, buyer_id, amount_cents, status, created_at) VALUES ($1, $2, $3, 'held', $4)`
+
+	sqlDebitBuyer = `
+UPDATE buyers SET balance_cents = balance_cents - $2 WHERE id = $1 AND balance_cents >= $2`
+)
+
+// Limits of CreateJob's validation (docs/semantics.md, CreateJob step 1).
+const (
+	maxParams              = 32
+	maxParamValueBytes     = 256
+	maxIdempotencyKeyBytes = 200
+)
+
+var paramKey = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// CreateJob places a buyer's order: validation, idempotency, funds, then the
+// job, its hold and its journal row in one transaction. A job id is drawn
+// from the IDSource only when the job row is inserted.
+func (s *Service) CreateJob(ctx context.Context, now time.Time, req protocol.CreateJobRequest) (protocol.Reply, error) {
+	field := s.invalidField(req)
+	fingerprint, err := requestFingerprint(req)
+	if err != nil {
+		return protocol.Reply{}, err
+	}
+	d := draws{ids: s.ids}
+	var r protocol.Reply
+	err = s.inTx(ctx, OpCreateJob, func(tx pgx.Tx) error {
+		st := &step{tx: tx, actor: protocol.ActorBuyer}
+		var err error
+		if st.now, err = resolveNow(ctx, tx, now); err != nil {
+			return err
+		}
+		r, err = s.createJob(ctx, st, req, field, fingerprint, &d)
+		return err
+	})
+	return r, err
+}
+
+func (s *Service) createJob(ctx context.Context, st *step, req protocol.CreateJobRequest, field, fingerprint string, d *draws) (protocol.Reply, error) {
+	var balance int64
+	err := pgx.ErrNoRows
+	if protocol.ValidID(req.BuyerID) {
+		err = st.tx.QueryRow(ctx, sqlLockBuyer, req.BuyerID).Scan(&balance)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return protocol.Reply{Code: protocol.CodeNotFound, Field: "buyer"}, nil
+	}
+	if err != nil {
+		return protocol.Reply{}, fmt.Errorf("lock buyer: %w", err)
+	}
+	if field != "" {
+		return protocol.Reply{Code: protocol.CodeValidation, Field: field}, nil
+	}
+	if req.IdempotencyKey != "" {
+		var id, fp string
+		err := st.tx.QueryRow(ctx, sqlFindIdempotent, req.BuyerID, req.IdempotencyKey).Scan(&id, &fp)
+		switch {
+		case err == nil && fp == fingerprint:
+			return protocol.Reply{Code: protocol.CodeCreated, JobID: id, Existing: true}, nil
+		case err == nil:
+			return protocol.Reply{Code: protocol.CodeIdempotencyConflict}, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return protocol.Reply{}, fmt.Errorf("find idempotent job: %w", err)
+		}
+	}
+	svc, _ := s.service(req.Service)
+	if svc.PriceCents > balance {
+		return protocol.Reply{Code: protocol.CodeInsufficientFunds}, nil
+	}
+	jobID := d.jobID()
+	if err := insertJob(ctx, st, jobID, req, fingerprint, svc.PriceCents); err != nil {
+		return protocol.Reply{}, err
+	}
+	return protocol.Reply{Code: protocol.CodeCreated, JobID: jobID}, nil
+}
+
+// insertJob writes the queued job, its held hold, the debit and the journal row.
+func insertJob(ctx context.Context, st *step, jobID string, req protocol.CreateJobRequest, fingerprint string, price int64) error {
+	params := req.Params
+	if params == nil {
+		params = map[string]string{}
+	}
+	deadline := at(st.now, req.AdmissionWindow)
+	if _, err := st.tx.Exec(ctx, sqlInsertJob, jobID, req.BuyerID, req.Service, params, req.Input.Bytes,
+		req.Input.SHA256, req.MaxAttempts, req.IdempotencyKey, fingerprint, st.now, deadline); err != nil {
+		return fmt.Errorf("insert job: %w", err)
+	}
+	if _, err := st.tx.Exec(ctx, sqlInsertHold, jobID, req.BuyerID, price, st.now); err != nil {
+		return fmt.Errorf("insert hold: %w", err)
+	}
+	tag, err := st.tx.Exec(ctx, sqlDebitBuyer, req.BuyerID, price)
+	if err := wantOne("debit buyer "+req.BuyerID, tag.RowsAffected(), err); err != nil {
+		return err
+	}
+	return st.journal(ctx, jobID, "", "", string(protocol.JobQueued), "")
+}
+
+// invalidField is CreateJob's validation after the buyer lookup, in the
+// documented order; "" means the request is valid.
+func (s *Service) invalidField(req protocol.CreateJobRequest) string {
+	if _, ok := s.service(req.Service); !ok {
+		return "service"
+	}
+	if req.MaxAttempts < protocol.MaxAttemptsMin || req.MaxAttempts > protocol.MaxAttemptsMax {
+		return "max_attempts"
+	}
+	if req.AdmissionWindow < protocol.AdmissionWindowMin || req.AdmissionWindow > protocol.AdmissionWindowMax {
+		return "admission_window"
+	}
+	if req.Input.Bytes < 0 {
+		return "input.bytes"
+	}
+	if !protocol.ValidTokenHash(req.Input.SHA256) { // the same 64-lowercase-hex form
+		return "input.sha256"
+	}
+	if len(req.Params) > maxParams {
+		return "params"
+	}
+	for k, v := range req.Params {
+		if !paramKey.MatchString(k) || len(v) > maxParamValueBytes {
+			return "params"
+		}
+	}
+	if len(req.IdempotencyKey) > maxIdempotencyKeyBytes {
+		return "idempotency_key"
+	}
+	return ""
+}
+
+// requestFingerprint is the lowercase hex SHA-256 of the request's JSON
+// (service, params, input, max_attempts: the fields CreateJobRequest
+// serialises, map keys sorted) immediately followed by the admission window
+// in whole milliseconds. The JSON ends in '}', so the concatenation is
+// unambiguous. Two requests with the same key are "the same request" exactly
+// when these agree.
+func requestFingerprint(req protocol.CreateJobRequest) (string, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return "", fmt.Errorf("fingerprint request: %w", err)
+	}
+	body = strconv.AppendInt(body, req.AdmissionWindow.Milliseconds(), 10)
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:]), nil
+}

@@ -1,0 +1,51 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// Fail gives the device's attempt up with a failure code. The control plane,
+// not the agent, decides what happens to the job: cancelled if it was
+// cancelling, requeued if the code is retryable and budget and deadline
+// allow, failed otherwise. An expired but not yet swept lease may still
+// fail: the agent is giving its authority up, not using it.
+func (s *Service) Fail(ctx context.Context, now time.Time, deviceID string, f protocol.Fail) (protocol.Reply, error) {
+	if !f.FailureCode.Valid() {
+		return protocol.Reply{Code: protocol.CodeBadFailureCode}, nil
+	}
+	var r protocol.Reply
+	err := s.inTx(ctx, OpFail, func(tx pgx.Tx) error {
+		st := &step{tx: tx, actor: protocol.ActorDevice}
+		var err error
+		if st.now, err = resolveNow(ctx, tx, now); err != nil {
+			return err
+		}
+		r, err = s.fail(ctx, st, deviceID, f)
+		return err
+	})
+	return r, err
+}
+
+func (s *Service) fail(ctx context.Context, st *step, deviceID string, f protocol.Fail) (protocol.Reply, error) {
+	j, a, ok, err := lockJobAttempt(ctx, st.tx, f.JobID, f.AttemptID)
+	if err != nil {
+		return protocol.Reply{}, err
+	}
+	fc, ok := s.authorize(ok, a, deviceID, f.LeaseEpoch, f.CommitToken, false)
+	if !ok || !a.Status.LeasePhase() {
+		return protocol.Reply{Code: protocol.CodeFailConflict}, nil
+	}
+	if err := st.endAttempt(ctx, &a, fc, protocol.AttemptFailed, f.FailureCode); err != nil {
+		return protocol.Reply{}, err
+	}
+	requeued, err := st.afterAttemptEnded(ctx, &j, a, f.FailureCode)
+	if err != nil {
+		return protocol.Reply{}, err
+	}
+	return protocol.Reply{Code: protocol.CodeFailOK, Requeued: requeued}, nil
+}

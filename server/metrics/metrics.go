@@ -1,0 +1,69 @@
+// Package metrics holds the control plane's Prometheus collectors, created
+// once per process on a registry of their own so that tests can build as
+// many servers as they like without colliding on the default registry.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the control plane's collectors.
+type Metrics struct {
+	Registry *prometheus.Registry
+	// Leases counts lease offers sent.
+	Leases prometheus.Counter
+	// Commits counts commit results by outcome (the reply code).
+	Commits *prometheus.CounterVec
+	// Fails counts fail results by reply code.
+	Fails *prometheus.CounterVec
+	// Conflicts counts lease_conflict replies by reason.
+	Conflicts *prometheus.CounterVec
+	// Sessions is the number of open device WebSocket sessions.
+	Sessions prometheus.Gauge
+	// BadMessages counts frames answered with bad_message.
+	BadMessages prometheus.Counter
+	// Sweeps counts sweeper passes; SweepChanges what they changed by kind.
+	Sweeps       prometheus.Counter
+	SweepChanges *prometheus.CounterVec
+	// VerifySeconds times output verification.
+	VerifySeconds prometheus.Histogram
+	// HTTPRequests counts API requests by route and status code.
+	HTTPRequests *prometheus.CounterVec
+	// Webhooks counts webhook delivery attempts by result.
+	Webhooks *prometheus.CounterVec
+}
+
+// New creates and registers every collector, plus Go and process collectors.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	f := func(c prometheus.Collector) { r.MustRegister(c) }
+	m := &Metrics{
+		Registry:      r,
+		Leases:        prometheus.NewCounter(prometheus.CounterOpts{Name: "rendermac_leases_total", Help: "Lease offers sent to devices."}),
+		Commits:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_commits_total", Help: "Commit results by outcome."}, []string{"outcome"}),
+		Fails:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_fails_total", Help: "Fail results by reply code."}, []string{"code"}),
+		Conflicts:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_lease_conflicts_total", Help: "lease_conflict replies by reason."}, []string{"reason"}),
+		Sessions:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "rendermac_sessions", Help: "Open device sessions."}),
+		BadMessages:   prometheus.NewCounter(prometheus.CounterOpts{Name: "rendermac_bad_messages_total", Help: "Frames answered with bad_message."}),
+		Sweeps:        prometheus.NewCounter(prometheus.CounterOpts{Name: "rendermac_sweeps_total", Help: "Sweeper passes."}),
+		SweepChanges:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_sweep_changes_total", Help: "Rows changed by the sweeper, by kind."}, []string{"kind"}),
+		VerifySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rendermac_verification_seconds", Help: "Output verification time.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		HTTPRequests:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_http_requests_total", Help: "API requests by route and status."}, []string{"route", "status"}),
+		Webhooks:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_webhook_deliveries_total", Help: "Webhook delivery attempts by result."}, []string{"result"}),
+	}
+	for _, c := range []prometheus.Collector{m.Leases, m.Commits, m.Fails, m.Conflicts, m.Sessions, m.BadMessages,
+		m.Sweeps, m.SweepChanges, m.VerifySeconds, m.HTTPRequests, m.Webhooks,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		f(c)
+	}
+	return m
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}

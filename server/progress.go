@@ -1,0 +1,74 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// sqlRenewLease sets the phase and renews the lease under the full fence;
+// with an unchanged phase it only renews.
+const sqlRenewLease = `
+UPDATE job_attempts SET status = $5, lease_expires_at = $6
+WHERE id = $1 AND job_id = $2 AND device_id = $3 AND lease_epoch = $4 AND status = $7`
+
+// Progress reports a lease phase for the device's attempt and renews the
+// lease. The first failing check of docs/semantics.md wins and nothing is
+// mutated; the epoch never changes.
+func (s *Service) Progress(ctx context.Context, now time.Time, deviceID string, p protocol.Progress) (protocol.Reply, error) {
+	var r protocol.Reply
+	err := s.inTx(ctx, OpProgress, func(tx pgx.Tx) error {
+		st := &step{tx: tx, actor: protocol.ActorDevice}
+		var err error
+		if st.now, err = resolveNow(ctx, tx, now); err != nil {
+			return err
+		}
+		r, err = s.progress(ctx, st, deviceID, p)
+		return err
+	})
+	return r, err
+}
+
+func (s *Service) progress(ctx context.Context, st *step, deviceID string, p protocol.Progress) (protocol.Reply, error) {
+	conflict := func(reason protocol.ConflictReason) (protocol.Reply, error) {
+		return protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: reason}, nil
+	}
+	j, a, ok, err := lockJobAttempt(ctx, st.tx, p.JobID, p.AttemptID)
+	switch {
+	case err != nil:
+		return protocol.Reply{}, err
+	case !ok || a.DeviceID != deviceID || a.LeaseEpoch != p.LeaseEpoch:
+		return conflict(protocol.ReasonIdentityMismatch)
+	case !a.Status.LeasePhase():
+		return conflict(protocol.ReasonAttemptTerminal)
+	case j.Status == protocol.JobCancelling:
+		return conflict(protocol.ReasonJobCancelling)
+	case !st.now.Before(a.LeaseExpiresAt):
+		return conflict(protocol.ReasonLeaseExpired)
+	case protocol.PhaseRank(p.Phase) < protocol.PhaseRank(a.Status):
+		return conflict(protocol.ReasonPhaseRegression)
+	}
+	if p.Phase != a.Status {
+		if err := protocol.AssertAttemptTransition(a.Status, p.Phase); err != nil {
+			return protocol.Reply{}, internalf("attempt %s: %v", a.ID, err)
+		}
+	}
+	expires := at(st.now, s.cfg.LeaseTTL)
+	tag, err := st.tx.Exec(ctx, sqlRenewLease, a.ID, a.JobID, deviceID, p.LeaseEpoch, string(p.Phase), expires, string(a.Status))
+	if err := wantOne("renew lease of "+a.ID, tag.RowsAffected(), err); err != nil {
+		return protocol.Reply{}, err
+	}
+	if p.Phase != a.Status {
+		if err := st.journal(ctx, a.JobID, a.ID, string(a.Status), string(p.Phase), ""); err != nil {
+			return protocol.Reply{}, err
+		}
+	}
+	if _, err := st.tx.Exec(ctx, sqlTouchDevice, deviceID, st.now); err != nil {
+		return protocol.Reply{}, fmt.Errorf("touch device %s: %w", deviceID, err)
+	}
+	return protocol.Reply{Code: protocol.CodeProgressOK, JobID: a.JobID, AttemptID: a.ID, LeaseExpiresAt: expires}, nil
+}

@@ -1,0 +1,122 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// The row locks. Every transaction that touches a job locks the job row
+// first and only then its attempt rows; see doc.go for why this order,
+// together with Lease's device-first SKIP LOCKED scan, cannot deadlock.
+const (
+	sqlLockJob = `
+SELECT id::text, buyer_id::text, service, status, max_attempts, attempt_count, admission_deadline
+FROM jobs WHERE id = $1 FOR UPDATE`
+
+	// The attempt is locked by its id and its job's id together, so a
+	// transaction never locks an attempt of a job it has not locked.
+	sqlLockAttempt = `
+SELECT id::text, job_id::text, device_id::text, attempt_number, status, lease_epoch, commit_token_hash,
+       lease_expires_at, coalesce(claimed_output_key, ''), coalesce(claimed_output_bytes, 0),
+       coalesce(claimed_output_sha256, '')
+FROM job_attempts WHERE id = $1 AND job_id = $2 FOR UPDATE`
+)
+
+// jobRow is the part of a locked jobs row the decisions read.
+type jobRow struct {
+	ID, BuyerID, Service string
+	Status               protocol.JobStatus
+	MaxAttempts          int
+	AttemptCount         int
+	AdmissionDeadline    time.Time
+}
+
+// attemptRow is a locked job_attempts row.
+type attemptRow struct {
+	ID, JobID, DeviceID string
+	Number              int
+	Status              protocol.AttemptStatus
+	LeaseEpoch          int
+	TokenHash           string
+	LeaseExpiresAt      time.Time
+	Claimed             protocol.Output
+}
+
+// lockJob locks the job with id; ok is false when there is none. Ids that
+// are not canonical lowercase uuids name no job, exactly as in the model's
+// string-keyed maps, and are never sent to Postgres (which would accept
+// other spellings of the same uuid).
+func lockJob(ctx context.Context, tx pgx.Tx, id string) (j jobRow, ok bool, err error) {
+	if !protocol.ValidID(id) {
+		return j, false, nil
+	}
+	err = tx.QueryRow(ctx, sqlLockJob, id).Scan(&j.ID, &j.BuyerID, &j.Service, &j.Status, &j.MaxAttempts,
+		&j.AttemptCount, &j.AdmissionDeadline)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return j, false, nil
+	}
+	if err != nil {
+		return j, false, fmt.Errorf("lock job %s: %w", id, err)
+	}
+	j.AdmissionDeadline = j.AdmissionDeadline.UTC()
+	return j, true, nil
+}
+
+// lockAttempt locks attempt id of job jobID (which the caller has locked).
+func lockAttempt(ctx context.Context, tx pgx.Tx, id, jobID string) (a attemptRow, ok bool, err error) {
+	if !protocol.ValidID(id) {
+		return a, false, nil
+	}
+	err = tx.QueryRow(ctx, sqlLockAttempt, id, jobID).Scan(&a.ID, &a.JobID, &a.DeviceID, &a.Number, &a.Status,
+		&a.LeaseEpoch, &a.TokenHash, &a.LeaseExpiresAt, &a.Claimed.Key, &a.Claimed.Bytes, &a.Claimed.SHA256)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, false, nil
+	}
+	if err != nil {
+		return a, false, fmt.Errorf("lock attempt %s: %w", id, err)
+	}
+	a.LeaseExpiresAt = a.LeaseExpiresAt.UTC()
+	return a, true, nil
+}
+
+// lockJobAttempt locks a job and then one of its attempts, the order every
+// agent-facing operation uses. ok is false when either is missing.
+func lockJobAttempt(ctx context.Context, tx pgx.Tx, jobID, attemptID string) (jobRow, attemptRow, bool, error) {
+	j, ok, err := lockJob(ctx, tx, jobID)
+	if err != nil || !ok {
+		return j, attemptRow{}, false, err
+	}
+	a, ok, err := lockAttempt(ctx, tx, attemptID, j.ID)
+	return j, a, ok, err
+}
+
+// fence is the device and lease epoch an attempt write is guarded by, next
+// to the attempt's id, its job's id and the status it was locked in. For a
+// device's write they are what the device presented (and the check
+// accepted). A write whose WHERE clause matches no row is an internal error:
+// the locks make it impossible.
+type fence struct {
+	DeviceID   string
+	LeaseEpoch int
+}
+
+// rowFence is the fence of an attempt as stored, for writers that do not
+// act for a device (verifier, sweeper).
+func rowFence(a attemptRow) fence { return fence{DeviceID: a.DeviceID, LeaseEpoch: a.LeaseEpoch} }
+
+// wantOne turns a write that must have hit exactly one row into an error otherwise.
+func wantOne(what string, n int64, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n != 1 {
+		return internalf("%s: fence matched %d rows", what, n)
+	}
+	return nil
+}

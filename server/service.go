@@ -1,0 +1,247 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/artifact"
+)
+
+// Configuration defaults (docs/semantics.md, common rules).
+const (
+	DefaultLeaseTTL        = 30 * time.Second
+	DefaultHeartbeatWindow = 90 * time.Second
+	DefaultMaxTxRetries    = 8
+)
+
+// Mutation names a deliberately broken variant of the service. Mutations
+// exist to prove that the harness and the tests can fail: each one removes a
+// single fence and must be caught. Production runs with MutationNone.
+type Mutation string
+
+// The mutations. Each is confined to the one check it breaks.
+const (
+	// MutationNone is the correct service.
+	MutationNone Mutation = ""
+	// MutationNoEpochCheck makes commit ignore the lease epoch.
+	MutationNoEpochCheck Mutation = "no_epoch_check"
+	// MutationCommitFromCancelling makes commit transaction 2 skip its check
+	// for a cancelling job; the transition tables then refuse cancelling ->
+	// succeeded, or the job fails where it should have been cancelled.
+	MutationCommitFromCancelling Mutation = "commit_from_cancelling"
+	// MutationNoTokenCheck makes commit and fail ignore the commit token.
+	MutationNoTokenCheck Mutation = "no_token_check"
+)
+
+// Config tunes a Service. Zero fields take the defaults above; a nil
+// Services takes protocol.Services.
+type Config struct {
+	LeaseTTL        time.Duration
+	HeartbeatWindow time.Duration
+	Services        []protocol.Service
+	// MaxTxRetries bounds how often one operation's transaction is re-run
+	// after a serialization failure (40001) or a deadlock (40P01).
+	MaxTxRetries int
+	Mutation     Mutation
+}
+
+// ErrInternal marks a state the service's own locks and checks should have
+// made impossible (a fence that matched no row, an illegal transition). It
+// is returned, never papered over, so the harness sees it as a failure.
+var ErrInternal = errors.New("server: internal invariant broken")
+
+// ErrNotFound is returned by the administrative operations for an unknown id.
+var ErrNotFound = errors.New("server: not found")
+
+// Service is the fenced control plane on Postgres: every operation of SPEC
+// section 3 as one or two short transactions, with the order of checks and
+// effects of docs/semantics.md. It is safe for concurrent use; several
+// Services (gateway processes) may share one database.
+type Service struct {
+	pool  *pgxpool.Pool
+	store artifact.Store
+	ids   protocol.IDSource
+	cfg   Config
+
+	mu      sync.Mutex
+	retries map[string]int64
+}
+
+// Stats counts what the service retried.
+type Stats struct {
+	// Retries counts transaction re-runs after 40001 or 40P01, by operation
+	// (the Op* names).
+	Retries map[string]int64
+}
+
+// Operation names used in Stats and in error messages.
+const (
+	OpCreateJob    = "create_job"
+	OpLease        = "lease"
+	OpProgress     = "progress"
+	OpCommitBegin  = "commit_begin"
+	OpCommitFinish = "commit_finish"
+	OpFail         = "fail"
+	OpCancel       = "cancel"
+	OpSweep        = "sweep"
+)
+
+// NewService returns a Service over pool (the contract's schema, see
+// store.Migrate), verifying outputs in store and drawing ids and tokens from ids.
+func NewService(pool *pgxpool.Pool, store artifact.Store, ids protocol.IDSource, cfg Config) *Service {
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.HeartbeatWindow <= 0 {
+		cfg.HeartbeatWindow = DefaultHeartbeatWindow
+	}
+	if len(cfg.Services) == 0 {
+		cfg.Services = protocol.Services
+	}
+	if cfg.MaxTxRetries <= 0 {
+		cfg.MaxTxRetries = DefaultMaxTxRetries
+	}
+	return &Service{pool: pool, store: store, ids: &syncIDs{ids: ids}, cfg: cfg, retries: map[string]int64{}}
+}
+
+// syncIDs serialises draws, so that a seeded IDSource (which is not safe
+// for concurrent use) can back a Service that is.
+type syncIDs struct {
+	mu  sync.Mutex
+	ids protocol.IDSource
+}
+
+func (s *syncIDs) NewJobID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids.NewJobID()
+}
+
+func (s *syncIDs) NewAttemptID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids.NewAttemptID()
+}
+
+func (s *syncIDs) NewCommitToken() (string, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids.NewCommitToken()
+}
+
+// Stats returns a copy of the retry counters.
+func (s *Service) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Stats{Retries: make(map[string]int64, len(s.retries))}
+	for k, v := range s.retries {
+		out.Retries[k] = v
+	}
+	return out
+}
+
+// service looks name up in the configured catalogue.
+func (s *Service) service(name string) (protocol.Service, bool) {
+	for _, sv := range s.cfg.Services {
+		if sv.Name == name {
+			return sv, true
+		}
+	}
+	return protocol.Service{}, false
+}
+
+// inTx runs fn in a READ COMMITTED transaction and commits it when fn
+// returns nil. Row locks (FOR UPDATE, in the documented order) give each
+// operation the serial view it needs, so READ COMMITTED suffices; a
+// serialization failure or deadlock re-runs the whole transaction up to
+// MaxTxRetries times, each re-run counted. fn must therefore derive all its
+// results afresh on every run.
+func (s *Service) inTx(ctx context.Context, op string, fn func(pgx.Tx) error) error {
+	for try := 0; ; try++ {
+		err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) || try >= s.cfg.MaxTxRetries || ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		s.mu.Lock()
+		s.retries[op]++
+		s.mu.Unlock()
+	}
+}
+
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// sqlNow is the database clock; every decision of a transaction uses the
+// one instant it returns, so checks and written timestamps agree.
+const sqlNow = `SELECT coalesce($1::timestamptz, now())`
+
+// rowQuerier is a pool or a transaction.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// resolveNow returns now in the form every row stores (UTC, microseconds),
+// or the database's clock when now is zero: the database is the single
+// authority on time, so gateways with skewed clocks agree.
+func resolveNow(ctx context.Context, q rowQuerier, now time.Time) (time.Time, error) {
+	if !now.IsZero() {
+		return now.UTC().Truncate(time.Microsecond), nil
+	}
+	var db time.Time
+	if err := q.QueryRow(ctx, sqlNow, nil).Scan(&db); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return db.UTC(), nil
+}
+
+// at is t + d in the stored form.
+func at(t time.Time, d time.Duration) time.Time { return t.Add(d).Truncate(time.Microsecond) }
+
+func internalf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInternal}, args...)...)
+}
+
+// draws caches the ids and token one operation draws, so that a transaction
+// re-run after 40001/40P01 inserts the same ids again: an operation consumes
+// exactly the draws the model's does, which the harness relies on.
+type draws struct {
+	ids                       protocol.IDSource
+	job, attempt, token, hash string
+}
+
+func (d *draws) jobID() string {
+	if d.job == "" {
+		d.job = d.ids.NewJobID()
+	}
+	return d.job
+}
+
+func (d *draws) attemptID() string {
+	if d.attempt == "" {
+		d.attempt = d.ids.NewAttemptID()
+	}
+	return d.attempt
+}
+
+func (d *draws) commitToken() (plaintext, hash string, err error) {
+	if d.token == "" {
+		if d.token, d.hash, err = d.ids.NewCommitToken(); err != nil {
+			d.token, d.hash = "", ""
+			return "", "", fmt.Errorf("draw commit token: %w", err)
+		}
+	}
+	return d.token, d.hash, nil
+}

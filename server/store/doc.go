@@ -1,0 +1,16 @@
+// Package store owns the Postgres schema of the control plane and the
+// read-side projections over it.
+//
+// The schema is a set of embedded goose migrations (migrations/*.sql). It
+// restates the contract's rules as constraints wherever the database can
+// hold them: CHECKs on every status and code column, a partial unique index
+// that refuses a second live attempt for a job, a unique terminal webhook per
+// job, and triggers that refuse any status change the transition tables of
+// SPEC section 2 do not allow. The service layer (package server) enforces
+// the same rules in Go first; the database is the second line.
+//
+// Snapshot projects the rows the harness compares with the model
+// (protocol.Snapshot), and CheckInvariants evaluates SPEC section 4 over the
+// real rows. Both take a Querier, so they run on a pool or inside a
+// transaction.
+package store

@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver goose runs on
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Querier is what Snapshot and CheckInvariants need: *pgxpool.Pool,
+// *pgx.Conn and pgx.Tx all satisfy it.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Migrate brings the database at url up to the newest embedded migration.
+// It takes a Postgres session advisory lock first, so that several gateway
+// processes starting together migrate once, one after the other. It uses
+// goose's Provider API rather than its package globals, so concurrent
+// Migrate calls on different databases (parallel tests) do not interfere.
+func Migrate(ctx context.Context, url string) error {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return fmt.Errorf("migrate: open: %w", err)
+	}
+	defer db.Close()
+	migrations, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("migrate: locker: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations,
+		goose.WithSessionLocker(locker), goose.WithLogger(goose.NopLogger()), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: up: %w", err)
+	}
+	return nil
+}
+
+// OpenPool connects to url and checks the connection with a ping, so that a
+// bad URL fails here rather than at the first operation.
+func OpenPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open pool: ping: %w", err)
+	}
+	return pool, nil
+}

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// Status writes. Each is guarded by the status it was read in (and, for
+// attempts, the full identity fence), and each goes through
+// protocol.Assert*Transition first; the database's trigger refuses the same
+// transitions again.
+const (
+	sqlEndAttempt = `
+UPDATE job_attempts SET status = $5, failure_code = nullif($6, ''), ended_at = $7
+WHERE id = $1 AND job_id = $2 AND device_id = $3 AND lease_epoch = $4 AND status = $8`
+
+	sqlMoveJob = `
+UPDATE jobs SET status = $3, failure_code = nullif($4, ''), updated_at = $5
+WHERE id = $1 AND status = $2`
+
+	sqlSucceedJob = `
+UPDATE jobs SET status = 'succeeded', output_key = $3, output_bytes = $4, output_sha256 = $5,
+       succeeded_attempt_id = $6, updated_at = $7
+WHERE id = $1 AND status = $2`
+
+	// sqlSettleHold settles a held hold once and moves its money: released
+	// money returns to the balance, captured money to the captured total.
+	sqlSettleHold = `
+WITH h AS (
+    UPDATE holds SET status = $2, settled_at = $3 WHERE job_id = $1 AND status = 'held'
+    RETURNING buyer_id, amount_cents)
+UPDATE buyers b
+SET balance_cents  = b.balance_cents + CASE WHEN $2 = 'released' THEN h.amount_cents ELSE 0 END,
+    captured_cents = b.captured_cents + CASE WHEN $2 = 'captured' THEN h.amount_cents ELSE 0 END
+FROM h WHERE b.id = h.buyer_id`
+
+	sqlEnqueueWebhook = `
+INSERT INTO webhook_outbox (job_id, event, payload, created_at, next_attempt_at) VALUES ($1, $2, $3, $4, $4)`
+
+	sqlJournal = `
+INSERT INTO job_events (kind, job_id, attempt_id, from_status, to_status, code, actor, at)
+VALUES ($1, $2, nullif($3, '')::uuid, nullif($4, ''), $5, $6, $7, $8)`
+)
+
+// step is the context of one deciding transaction: who acts and when. Every
+// journal row and timestamp it writes uses its one instant.
+type step struct {
+	tx    pgx.Tx
+	now   time.Time
+	actor protocol.Actor
+}
+
+// journal appends one job_events row; from is "" for an insert, attemptID
+// is "" for a job row.
+func (st *step) journal(ctx context.Context, jobID, attemptID, from, to string, code protocol.FailureCode) error {
+	kind := "job"
+	if attemptID != "" {
+		kind = "attempt"
+	}
+	if _, err := st.tx.Exec(ctx, sqlJournal, kind, jobID, attemptID, from, to, string(code), string(st.actor), st.now); err != nil {
+		return fmt.Errorf("journal %s %s -> %s: %w", kind, from, to, err)
+	}
+	return nil
+}
+
+// endAttempt moves a locked attempt to a terminal status under fence f.
+func (st *step) endAttempt(ctx context.Context, a *attemptRow, f fence, to protocol.AttemptStatus, code protocol.FailureCode) error {
+	if err := protocol.AssertAttemptTransition(a.Status, to); err != nil {
+		return internalf("attempt %s: %v", a.ID, err)
+	}
+	tag, err := st.tx.Exec(ctx, sqlEndAttempt, a.ID, a.JobID, f.DeviceID, f.LeaseEpoch, string(to), string(code), st.now, string(a.Status))
+	if err := wantOne("end attempt "+a.ID, tag.RowsAffected(), err); err != nil {
+		return err
+	}
+	if err := st.journal(ctx, a.JobID, a.ID, string(a.Status), string(to), code); err != nil {
+		return err
+	}
+	a.Status = to
+	return nil
+}
+
+// moveJob moves a locked job to any status but succeeded (see succeedJob).
+// code is the job's failure code and is only given for failed. A terminal
+// move settles the hold (released) and enqueues the terminal webhook, in
+// this same transaction.
+func (st *step) moveJob(ctx context.Context, j *jobRow, to protocol.JobStatus, code protocol.FailureCode) error {
+	if err := protocol.AssertJobTransition(j.Status, to); err != nil {
+		return internalf("job %s: %v", j.ID, err)
+	}
+	if to == protocol.JobSucceeded || (code != "") != (to == protocol.JobFailed) {
+		return internalf("job %s: move to %s with code %q", j.ID, to, code)
+	}
+	tag, err := st.tx.Exec(ctx, sqlMoveJob, j.ID, string(j.Status), string(to), string(code), st.now)
+	if err := wantOne("move job "+j.ID, tag.RowsAffected(), err); err != nil {
+		return err
+	}
+	if to.Terminal() {
+		if err := st.settle(ctx, j.ID, to, code, protocol.HoldReleased); err != nil {
+			return err
+		}
+	}
+	if err := st.journal(ctx, j.ID, "", string(j.Status), string(to), code); err != nil {
+		return err
+	}
+	j.Status = to
+	return nil
+}
+
+// succeedJob records a's claimed output on the job, captures the hold and
+// enqueues the webhook. It is reachable only from verifying: the
+// transition table has no cancelling -> succeeded.
+func (st *step) succeedJob(ctx context.Context, j *jobRow, a attemptRow) error {
+	if err := protocol.AssertJobTransition(j.Status, protocol.JobSucceeded); err != nil {
+		return internalf("job %s: %v", j.ID, err)
+	}
+	tag, err := st.tx.Exec(ctx, sqlSucceedJob, j.ID, string(j.Status), a.Claimed.Key, a.Claimed.Bytes,
+		a.Claimed.SHA256, a.ID, st.now)
+	if err := wantOne("succeed job "+j.ID, tag.RowsAffected(), err); err != nil {
+		return err
+	}
+	if err := st.settle(ctx, j.ID, protocol.JobSucceeded, "", protocol.HoldCaptured); err != nil {
+		return err
+	}
+	if err := st.journal(ctx, j.ID, "", string(j.Status), string(protocol.JobSucceeded), ""); err != nil {
+		return err
+	}
+	j.Status = protocol.JobSucceeded
+	return nil
+}
+
+// webhookPayload is the body of a terminal webhook.
+type webhookPayload struct {
+	JobID       string               `json:"job_id"`
+	Status      protocol.JobStatus   `json:"status"`
+	FailureCode protocol.FailureCode `json:"failure_code,omitempty"`
+	At          time.Time            `json:"at"`
+}
+
+// settle is the once-only side of a terminal job transition: the hold is
+// settled and one terminal webhook row is enqueued.
+func (st *step) settle(ctx context.Context, jobID string, to protocol.JobStatus, code protocol.FailureCode, hold protocol.HoldStatus) error {
+	tag, err := st.tx.Exec(ctx, sqlSettleHold, jobID, string(hold), st.now)
+	if err := wantOne("settle hold of job "+jobID, tag.RowsAffected(), err); err != nil {
+		return err
+	}
+	payload, err := json.Marshal(webhookPayload{JobID: jobID, Status: to, FailureCode: code, At: st.now})
+	if err != nil {
+		return fmt.Errorf("webhook payload: %w", err)
+	}
+	if _, err := st.tx.Exec(ctx, sqlEnqueueWebhook, jobID, string(to), payload, st.now); err != nil {
+		return fmt.Errorf("enqueue webhook for job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// cancelBoth finalizes a cancellation: the live attempt is cancelled with
+// buyer_cancelled, then the cancelling job is cancelled.
+func (st *step) cancelBoth(ctx context.Context, j *jobRow, a *attemptRow, f fence) error {
+	if err := st.endAttempt(ctx, a, f, protocol.AttemptCancelled, protocol.FailBuyerCancelled); err != nil {
+		return err
+	}
+	return st.moveJob(ctx, j, protocol.JobCancelled, "")
+}
+
+// afterAttemptEnded decides a job whose live attempt just ended with code
+// (the rule Fail and Sweep share): a cancelling job is cancelled; otherwise
+// the job is requeued only if code is retryable, the attempt budget is not
+// spent and the deadline has not passed; otherwise it fails with code.
+func (st *step) afterAttemptEnded(ctx context.Context, j *jobRow, a attemptRow, code protocol.FailureCode) (requeued bool, err error) {
+	switch {
+	case j.Status == protocol.JobCancelling:
+		return false, st.moveJob(ctx, j, protocol.JobCancelled, "")
+	case code.IsRetryable() && a.Number < j.MaxAttempts && st.now.Before(j.AdmissionDeadline):
+		return true, st.moveJob(ctx, j, protocol.JobQueued, "")
+	default:
+		return false, st.moveJob(ctx, j, protocol.JobFailed, code)
+	}
+}
