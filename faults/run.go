@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rendermac/rendermac/protocol"
@@ -255,7 +256,7 @@ func diffOutcome(a, b outcome) string {
 	for i := range a.replies {
 		x, y := normalReply(a.replies[i]), normalReply(b.replies[i])
 		if x != y {
-			return fmt.Sprintf("reply %+v != %+v", x, y)
+			return fmt.Sprintf("reply %s != %s", FormatReply(x), FormatReply(y))
 		}
 	}
 	return ""
@@ -270,6 +271,30 @@ func (o outcome) String() string {
 		s += string(r.Code) + " "
 	}
 	return "[" + s + "]"
+}
+
+// FormatReply renders the compared fields of r that are set, e.g.
+// `attempt_not_committable status=leased`.
+func FormatReply(r protocol.Reply) string {
+	var b strings.Builder
+	b.WriteString(string(r.Code))
+	add := func(k string, v any, set bool) {
+		if set {
+			fmt.Fprintf(&b, " %s=%v", k, v)
+		}
+	}
+	add("reason", r.Reason, r.Reason != "")
+	add("field", r.Field, r.Field != "")
+	add("status", r.Status, r.Status != "")
+	add("job", r.JobID, r.JobID != "")
+	add("attempt", r.AttemptID, r.AttemptID != "")
+	add("number", r.AttemptNumber, r.AttemptNumber != 0)
+	add("epoch", r.LeaseEpoch, r.LeaseEpoch != 0)
+	add("token", "(set)", r.CommitToken != "")
+	add("expires", r.LeaseExpiresAt.Format(time.RFC3339Nano), !r.LeaseExpiresAt.IsZero())
+	add("requeued", r.Requeued, r.Requeued)
+	add("existing", r.Existing, r.Existing)
+	return b.String()
 }
 
 // normalReply drops what is not compared (Message) and puts times in UTC.

@@ -7,12 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/scenarios"
+	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/sim"
 )
 
@@ -184,13 +187,45 @@ func mutationNames() []string {
 		string(sim.MutationRequeuePastBudget), string(sim.MutationKeepSlot)}
 }
 
-func fuzzFactory(_ context.Context, f fuzzFlags, _ io.Writer) (fuzzSetup, func(), error) {
+func fuzzFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup, func(), error) {
 	switch f.target {
 	case "model":
+		if f.mutation != "" && !slices.Contains(mutationNames(), f.mutation) {
+			return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown model --mutation %q (want one of %s)", f.mutation, strings.Join(mutationNames(), ", "))}
+		}
 		mut := sim.Mutation(f.mutation)
 		return fuzzSetup{factory: func(_ context.Context, _ int, seed uint64) ([]faults.Target, error) {
 			return []faults.Target{faults.NewModelTarget(seed, mut)}, nil
 		}}, func() {}, nil
+	case "both":
+		return postgresFactory(ctx, f, stderr)
 	}
 	return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown --target %q (want model or both)", f.target)}
+}
+
+// postgresFactory runs the model and the Postgres service layer side by
+// side; --mutation breaks the service layer, never the model.
+func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup, func(), error) {
+	var names []string
+	for _, m := range scenarios.ServerMutations() {
+		names = append(names, string(m))
+	}
+	if f.mutation != "" && !slices.Contains(names, f.mutation) {
+		return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown server --mutation %q (want one of %s)", f.mutation, strings.Join(names, ", "))}
+	}
+	pg, err := scenarios.OpenPostgres(ctx, f.db, stderr)
+	if err != nil {
+		return fuzzSetup{}, nil, err
+	}
+	workers, err := scenarios.NewPostgresWorkers(ctx, f.workers, server.Mutation(f.mutation), pg.NewDatabase)
+	if err != nil {
+		_ = pg.Close()
+		return fuzzSetup{}, nil, err
+	}
+	cleanup := func() {
+		workers.Close()
+		_ = pg.Close()
+	}
+	opts := faults.Options{Outputs: scenarios.SyntheticOutput, CompareState: true}
+	return fuzzSetup{factory: workers.Factory(""), options: opts}, cleanup, nil
 }

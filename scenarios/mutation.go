@@ -1,0 +1,5 @@
+package scenarios
+
+import "github.com/rendermac/rendermac/sim"
+
+func simMutation(m string) sim.Mutation { return sim.Mutation(m) }

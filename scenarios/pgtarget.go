@@ -1,0 +1,244 @@
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/internal/mp4"
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/store"
+)
+
+// SyntheticOutput is the output every harness attempt uploads: a small valid
+// MP4 derived from the attempt id, so verification really walks the file.
+func SyntheticOutput(jobID, attemptID string) protocol.Output {
+	data := syntheticBytes(attemptID)
+	sum := sha256.Sum256(data)
+	return protocol.Output{Key: protocol.OutputKey(jobID, attemptID), Bytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+}
+
+func syntheticBytes(attemptID string) []byte {
+	return mp4.Synthetic(mp4.SyntheticParams{Seed: attemptID, MdatBytes: 2048})
+}
+
+// PostgresTarget runs operations through server.Service on a real database.
+type PostgresTarget struct {
+	svc   *server.Service
+	pool  *pgxpool.Pool
+	store artifact.Store
+}
+
+// PostgresWorkers owns one database and one artifact directory per campaign
+// worker; each run truncates its worker's tables and re-seeds the world, which
+// is much cheaper than a database per run.
+type PostgresWorkers struct {
+	URLs     []string
+	Mutation server.Mutation
+	mu       sync.Mutex
+	pools    map[int]*pgxpool.Pool
+	dirs     map[int]string
+}
+
+// NewPostgresWorkers creates n databases with newDB (which returns the URL of
+// a freshly migrated database).
+func NewPostgresWorkers(ctx context.Context, n int, mutation server.Mutation, newDB func(ctx context.Context) (string, error)) (*PostgresWorkers, error) {
+	w := &PostgresWorkers{Mutation: mutation, pools: map[int]*pgxpool.Pool{}, dirs: map[int]string{}}
+	for i := 0; i < n; i++ {
+		url, err := newDB(ctx)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("database for worker %d: %w", i, err)
+		}
+		w.URLs = append(w.URLs, url)
+	}
+	return w, nil
+}
+
+// Close releases every pool and artifact directory.
+func (w *PostgresWorkers) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.pools {
+		p.Close()
+	}
+	for _, d := range w.dirs {
+		_ = os.RemoveAll(d)
+	}
+}
+
+func (w *PostgresWorkers) resources(ctx context.Context, worker int) (*pgxpool.Pool, string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p, ok := w.pools[worker]; ok {
+		return p, w.dirs[worker], nil
+	}
+	if worker >= len(w.URLs) {
+		return nil, "", fmt.Errorf("no database for worker %d", worker)
+	}
+	p, err := store.OpenPool(ctx, w.URLs[worker])
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := os.MkdirTemp("", "rendermac-artifacts-")
+	if err != nil {
+		p.Close()
+		return nil, "", err
+	}
+	w.pools[worker], w.dirs[worker] = p, dir
+	return p, dir, nil
+}
+
+// Factory returns a faults.Factory whose targets are the model and Postgres.
+func (w *PostgresWorkers) Factory(modelMutation string) faults.Factory {
+	return func(ctx context.Context, worker int, seed uint64) ([]faults.Target, error) {
+		pg, err := w.Target(ctx, worker, seed)
+		if err != nil {
+			return nil, err
+		}
+		return []faults.Target{faults.NewModelTarget(seed, simMutation(modelMutation)), pg}, nil
+	}
+}
+
+// Target returns a Postgres target over worker's database, emptied and
+// seeded with the world's cast, drawing ids from seed like the model does.
+func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (*PostgresTarget, error) {
+	pool, dir, err := w.resources(ctx, worker)
+	if err != nil {
+		return nil, err
+	}
+	if err := truncateAll(ctx, pool); err != nil {
+		return nil, err
+	}
+	st, err := artifact.NewFS(dir)
+	if err != nil {
+		return nil, err
+	}
+	svc := server.NewService(pool, st, faults.IDSource(seed), server.Config{
+		LeaseTTL: faults.WorldLeaseTTL, HeartbeatWindow: faults.WorldHeartbeatWindow, Mutation: w.Mutation})
+	for _, b := range faults.WorldBuyers {
+		if err := svc.CreateBuyer(ctx, b.ID, "buyer-"+b.ID[len(b.ID)-1:], b.BalanceCents); err != nil {
+			return nil, fmt.Errorf("seed buyer: %w", err)
+		}
+	}
+	for _, d := range faults.WorldDevices {
+		tokenHash := protocol.HashCommitToken("device-token-" + d.ID)
+		if err := svc.CreateDevice(ctx, d.ID, "mac-"+d.ID[len(d.ID)-1:], d.Services, d.SlotsTotal, tokenHash); err != nil {
+			return nil, fmt.Errorf("seed device: %w", err)
+		}
+	}
+	return &PostgresTarget{svc: svc, pool: pool, store: st}, nil
+}
+
+// truncateAll empties every table but goose's version table.
+func truncateAll(ctx context.Context, pool *pgxpool.Pool) error {
+	rows, err := pool.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'goose_db_version' ORDER BY tablename`)
+	if err != nil {
+		return fmt.Errorf("list tables: %w", err)
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		names = append(names, `"`+n+`"`)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	_, err = pool.Exec(ctx, "TRUNCATE "+strings.Join(names, ", ")+" RESTART IDENTITY CASCADE")
+	if err != nil {
+		return fmt.Errorf("truncate: %w", err)
+	}
+	return nil
+}
+
+// Name implements faults.Target.
+func (t *PostgresTarget) Name() string { return "postgres" }
+
+// CreateJob implements faults.Target.
+func (t *PostgresTarget) CreateJob(ctx context.Context, now time.Time, req protocol.CreateJobRequest) (protocol.Reply, error) {
+	return t.svc.CreateJob(ctx, now, req)
+}
+
+// Lease implements faults.Target.
+func (t *PostgresTarget) Lease(ctx context.Context, now time.Time, dev string) (protocol.Reply, error) {
+	return t.svc.Lease(ctx, now, dev)
+}
+
+// Progress implements faults.Target.
+func (t *PostgresTarget) Progress(ctx context.Context, now time.Time, dev string, p protocol.Progress) (protocol.Reply, error) {
+	return t.svc.Progress(ctx, now, dev, p)
+}
+
+// CommitBegin uploads the attempt's synthetic output (what a real agent
+// would have done before committing), then runs transaction 1. outputOK is
+// already reflected in the commit's claimed sha256.
+func (t *PostgresTarget) CommitBegin(ctx context.Context, now time.Time, dev string, c protocol.Commit, _ bool) (protocol.Reply, error) {
+	if protocol.ValidID(c.JobID) && protocol.ValidID(c.AttemptID) {
+		key := protocol.OutputKey(c.JobID, c.AttemptID)
+		if _, err := t.store.Stat(ctx, key); err != nil {
+			if _, err := t.store.Put(ctx, key, bytes.NewReader(syntheticBytes(c.AttemptID))); err != nil {
+				return protocol.Reply{}, fmt.Errorf("upload output: %w", err)
+			}
+		}
+	}
+	return t.svc.CommitBegin(ctx, now, dev, c)
+}
+
+// CommitFinish implements faults.Target: verification, then transaction 2.
+func (t *PostgresTarget) CommitFinish(ctx context.Context, now time.Time, job, att string) (protocol.Reply, error) {
+	ok, err := t.svc.Verify(ctx, job, att)
+	if err != nil {
+		return protocol.Reply{}, err
+	}
+	return t.svc.CommitFinish(ctx, now, job, att, ok)
+}
+
+// Fail implements faults.Target.
+func (t *PostgresTarget) Fail(ctx context.Context, now time.Time, dev string, f protocol.Fail) (protocol.Reply, error) {
+	return t.svc.Fail(ctx, now, dev, f)
+}
+
+// Cancel implements faults.Target.
+func (t *PostgresTarget) Cancel(ctx context.Context, now time.Time, buyer, job string) (protocol.Reply, error) {
+	return t.svc.Cancel(ctx, now, buyer, job)
+}
+
+// Sweep implements faults.Target.
+func (t *PostgresTarget) Sweep(ctx context.Context, now time.Time) (protocol.SweepResult, error) {
+	return t.svc.Sweep(ctx, now)
+}
+
+// Snapshot implements faults.Target.
+func (t *PostgresTarget) Snapshot(ctx context.Context) (protocol.Snapshot, error) {
+	return store.Snapshot(ctx, t.pool)
+}
+
+// CheckInvariants implements faults.Target with the SQL checks of store.
+func (t *PostgresTarget) CheckInvariants(ctx context.Context) ([]string, error) {
+	vs, err := store.CheckInvariants(ctx, t.pool)
+	if err != nil || len(vs) == 0 {
+		return nil, err
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = fmt.Sprintf("invariant %d: %s", v.Invariant, v.Message)
+	}
+	return out, nil
+}
+
+// Close implements faults.Target; the worker's pool outlives the run.
+func (t *PostgresTarget) Close() error { return nil }

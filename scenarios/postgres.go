@@ -1,0 +1,51 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/rendermac/rendermac/internal/pgprovider"
+	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/store"
+)
+
+// TemplateName is the migrated template database every harness database is
+// cloned from.
+const TemplateName = "rendermac_template"
+
+// Postgres is a provider plus a migrated template: where the harness gets
+// its databases.
+type Postgres struct {
+	Provider *pgprovider.Provider
+}
+
+// OpenPostgres opens a provider (url, else DATABASE_URL, else an embedded
+// cluster from local binaries, else Docker) and migrates the template. It
+// logs which Postgres it uses to log.
+func OpenPostgres(ctx context.Context, url string, log io.Writer) (*Postgres, error) {
+	p, err := pgprovider.Open(ctx, pgprovider.Options{URL: url})
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Template(ctx, TemplateName, store.Migrate); err != nil {
+		_ = p.Close()
+		return nil, fmt.Errorf("migrate template: %w", err)
+	}
+	version, _ := p.Version(ctx)
+	fmt.Fprintf(log, "postgres: %s (%s)\n", p.Kind(), version)
+	return &Postgres{Provider: p}, nil
+}
+
+// NewDatabase clones a fresh migrated database.
+func (p *Postgres) NewDatabase(ctx context.Context) (string, error) {
+	return p.Provider.NewDatabase(ctx, TemplateName)
+}
+
+// Close stops an embedded cluster and drops what was created.
+func (p *Postgres) Close() error { return p.Provider.Close() }
+
+// ServerMutations lists the service layer's deliberately broken variants.
+func ServerMutations() []server.Mutation {
+	return []server.Mutation{server.MutationNoEpochCheck, server.MutationCommitFromCancelling, server.MutationNoTokenCheck}
+}
