@@ -50,6 +50,17 @@ var paramKey = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
 // job, its hold and its journal row in one transaction. A job id is drawn
 // from the IDSource only when the job row is inserted.
 func (s *Service) CreateJob(ctx context.Context, now time.Time, req protocol.CreateJobRequest) (protocol.Reply, error) {
+	return s.CreateJobWithInput(ctx, now, req, nil)
+}
+
+// CreateJobWithInput is CreateJob that also runs beforeCommit inside the
+// creating transaction, after the new job's id is drawn and its row written,
+// and only on the path that creates a job. The API stores the job's input at
+// inputs/{job_id} there, so no device can lease a job whose input is not yet
+// stored; if beforeCommit fails, nothing is written. beforeCommit may run
+// more than once with the same id when the transaction is retried.
+func (s *Service) CreateJobWithInput(ctx context.Context, now time.Time, req protocol.CreateJobRequest,
+	beforeCommit func(ctx context.Context, jobID string) error) (protocol.Reply, error) {
 	field := s.invalidField(req)
 	fingerprint, err := requestFingerprint(req)
 	if err != nil {
@@ -64,6 +75,11 @@ func (s *Service) CreateJob(ctx context.Context, now time.Time, req protocol.Cre
 			return err
 		}
 		r, err = s.createJob(ctx, st, req, field, fingerprint, &d)
+		if err == nil && beforeCommit != nil && r.Code == protocol.CodeCreated && !r.Existing {
+			if err = beforeCommit(ctx, r.JobID); err != nil {
+				err = fmt.Errorf("create job %s: before commit: %w", r.JobID, err)
+			}
+		}
 		return err
 	})
 	return r, err

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +150,32 @@ func TestCreateJobIdempotency(t *testing.T) {
 	// Keys are per buyer.
 	other := b.createJob(t, t0, func(r *protocol.CreateJobRequest) { withKey(r); r.BuyerID = otherBuyerID })
 	require.NotEqual(t, id, other)
+}
+
+// The API stores a job's input inside the creating transaction; a failed
+// store writes nothing: no job, no hold, no debit, no journal row.
+func TestCreateJobWithInputWritesNothingWhenTheInputFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t, server.Config{})
+	ctx := context.Background()
+	var seen string
+	_, err := b.svc.CreateJobWithInput(ctx, t0, request(), func(_ context.Context, jobID string) error {
+		seen = jobID
+		return errors.New("disk full")
+	})
+	require.ErrorContains(t, err, "disk full")
+	require.True(t, protocol.ValidID(seen), "beforeCommit ran with the new job's id")
+	snap := b.snapshot(t)
+	require.Empty(t, snap.Jobs)
+	require.Empty(t, snap.Journal)
+	require.Equal(t, protocol.BuyerRow{ID: buyerID, BalanceCents: balance}, b.buyer(t, buyerID))
+
+	r, err := b.svc.CreateJobWithInput(ctx, t0, request(), func(_ context.Context, jobID string) error {
+		seen = jobID
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, protocol.CodeCreated, r.Code)
+	require.Equal(t, seen, r.JobID)
+	require.Equal(t, protocol.JobQueued, b.job(t, r.JobID).Status)
 }
