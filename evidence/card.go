@@ -1,0 +1,99 @@
+package evidence
+
+// Card is one qualification run.
+type Card struct {
+	// Title is the card's heading, e.g. "Phase-fault qualification".
+	Title string `json:"title"`
+	// Date is the run's day, YYYY-MM-DD; it names the files.
+	Date string `json:"date"`
+	// Passed is true when every campaign and scenario passed.
+	Passed bool    `json:"passed"`
+	Run    RunInfo `json:"run"`
+	// Campaigns are seeded fuzz campaigns, in the order they ran.
+	Campaigns []Campaign `json:"campaigns"`
+	// Scenarios are named phase-fault scenarios, in catalogue order.
+	Scenarios []Scenario `json:"scenarios"`
+	// Invariants lists what was checked after every step.
+	Invariants []Invariant `json:"invariants"`
+	// Failures lists every failure with the command that replays it.
+	Failures []Failure `json:"failures"`
+	// NotCovered says what this run does not cover.
+	NotCovered []string `json:"not_covered"`
+	// NoTimings is set when durations were left out.
+	NoTimings bool `json:"no_timings"`
+}
+
+// RunInfo says what was run.
+type RunInfo struct {
+	Commit          string `json:"commit"`
+	GoVersion       string `json:"go_version"`
+	PostgresVersion string `json:"postgres_version"`
+	PostgresKind    string `json:"postgres_kind"`
+	Host            string `json:"host"`
+	// Command is the command line that produced the card.
+	Command   string `json:"command"`
+	FirstSeed uint64 `json:"first_seed"`
+	// DurationMs is the whole run's wall time (0 with NoTimings).
+	DurationMs int64 `json:"duration_ms"`
+}
+
+// Campaign totals one seeded campaign.
+type Campaign struct {
+	Name        string `json:"name"`
+	Target      string `json:"target"`
+	Seeds       int    `json:"seeds"`
+	FirstSeed   uint64 `json:"first_seed"`
+	StepsPerSeq int    `json:"steps_per_sequence"`
+	Sequences   int    `json:"sequences"`
+	Steps       int    `json:"steps"`
+	// Replies counts reply codes seen (sorted by code when written).
+	Replies     map[string]int `json:"replies"`
+	Divergences int            `json:"divergences"`
+	Violations  int            `json:"violations"`
+	Errors      int            `json:"errors"`
+	Passed      bool           `json:"passed"`
+	DurationMs  int64          `json:"duration_ms"`
+}
+
+// Scenario is one named phase-fault scenario.
+type Scenario struct {
+	Name     string `json:"name"`
+	Fault    string `json:"fault"`
+	Phase    string `json:"phase"`
+	Expected string `json:"expected"`
+	Observed string `json:"observed"`
+	Passed   bool   `json:"passed"`
+	// Timeline is what happened, lane by lane, for the HTML card.
+	Timeline   []TimelineEvent `json:"timeline,omitempty"`
+	DurationMs int64           `json:"duration_ms"`
+}
+
+// TimelineEvent is one entry on a scenario's timeline.
+type TimelineEvent struct {
+	// Lane is "agent", "gateway" or "database".
+	Lane string `json:"lane"`
+	// Step orders events; Label says what happened.
+	Step  int    `json:"step"`
+	Label string `json:"label"`
+}
+
+// Invariant is one invariant of SPEC section 4.
+type Invariant struct {
+	Number int    `json:"number"`
+	Text   string `json:"text"`
+}
+
+// Failure is one failing campaign seed or scenario.
+type Failure struct {
+	// Source names the campaign or scenario.
+	Source string `json:"source"`
+	Seed   uint64 `json:"seed,omitempty"`
+	Detail string `json:"detail"`
+	// Replay is the one command that reproduces the failure.
+	Replay string `json:"replay"`
+	// Target, Mutation and Events are the shrunk sequence, so that
+	// `rendermac replay CARD.json` can run it without other files.
+	Target   string   `json:"target,omitempty"`
+	Mutation string   `json:"mutation,omitempty"`
+	Events   []string `json:"events,omitempty"`
+}
