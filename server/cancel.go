@@ -18,6 +18,19 @@ import (
 // committed; whichever gateway holds the device's session sends it cancel.
 const CancelChannel = "rendermac_cancel"
 
+// JobsChannel is the Postgres NOTIFY channel on which a job becoming
+// leasable (created, or requeued by Fail or Sweep) is announced, from inside
+// the deciding transaction, so it is delivered only once that commits. The
+// payload is the job's service.
+const JobsChannel = "rendermac_jobs"
+
+func notifyJobs(ctx context.Context, tx pgx.Tx, service string) error {
+	if _, err := tx.Exec(ctx, sqlNotify, JobsChannel, service); err != nil {
+		return fmt.Errorf("notify jobs (%s): %w", service, err)
+	}
+	return nil
+}
+
 // CancelNotice is the JSON payload of a CancelChannel notification.
 type CancelNotice struct {
 	JobID     string `json:"job_id"`

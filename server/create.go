@@ -141,7 +141,10 @@ func insertJob(ctx context.Context, st *step, jobID string, req protocol.CreateJ
 	if err := wantOne("debit buyer "+req.BuyerID, tag.RowsAffected(), err); err != nil {
 		return err
 	}
-	return st.journal(ctx, jobID, "", "", string(protocol.JobQueued), "")
+	if err := st.journal(ctx, jobID, "", "", string(protocol.JobQueued), ""); err != nil {
+		return err
+	}
+	return notifyJobs(ctx, st.tx, req.Service)
 }
 
 // invalidField is CreateJob's validation after the buyer lookup, in the

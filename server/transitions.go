@@ -177,7 +177,10 @@ func (st *step) afterAttemptEnded(ctx context.Context, j *jobRow, a attemptRow, 
 	case j.Status == protocol.JobCancelling:
 		return false, st.moveJob(ctx, j, protocol.JobCancelled, "")
 	case code.IsRetryable() && a.Number < j.MaxAttempts && st.now.Before(j.AdmissionDeadline):
-		return true, st.moveJob(ctx, j, protocol.JobQueued, "")
+		if err := st.moveJob(ctx, j, protocol.JobQueued, ""); err != nil {
+			return true, err
+		}
+		return true, notifyJobs(ctx, st.tx, j.Service)
 	default:
 		return false, st.moveJob(ctx, j, protocol.JobFailed, code)
 	}

@@ -1,0 +1,135 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
+)
+
+func TestHandshakeRefusesBadTokensWith401(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	before := b.snapshot(t)
+	for name, header := range map[string]string{
+		"missing":      "",
+		"unknown":      "Bearer not-a-device-token",
+		"wrong scheme": "Basic " + token1,
+		"empty bearer": "Bearer ",
+		"revoked":      "Bearer " + tokenRevoked,
+	} {
+		t.Run(name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, b.srv.URL+Path, nil)
+			require.NoError(t, err)
+			if header != "" {
+				req.Header.Set("Authorization", header)
+			}
+			// A real upgrade request: the refusal must come before the upgrade.
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "websocket")
+			req.Header.Set("Sec-WebSocket-Version", "13")
+			req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+			require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Bearer")
+			var body struct{ Code, Message string }
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+			require.Equal(t, "unauthorized", body.Code)
+			require.NotEmpty(t, body.Message)
+		})
+	}
+	// Through the protocol client too: Dial fails with the 401.
+	ctx, cancel := context.WithTimeout(context.Background(), gatewaytest.Timeout)
+	defer cancel()
+	_, resp, err := gatewaytest.Dial(ctx, b.wsURL(), "wrong")
+	require.Error(t, err)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Equal(t, before, b.snapshot(t), "a refused handshake changes nothing")
+	require.Zero(t, metricValue(b.m.Sessions))
+}
+
+func TestHelloIsAnsweredWithWelcomeAndDescribesTheDevice(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	c := b.dial(t, token1)
+	w := gatewaytest.MustHello(t, c, []string{service, "ffmpeg.h264_720p", service}, 2, 2)
+	require.Equal(t, &protocol.Welcome{Type: protocol.TypeWelcome, DeviceID: device1, LeaseTTLMs: ttl.Milliseconds(),
+		HeartbeatMs: (ttl / 3).Milliseconds()}, w)
+	var got struct {
+		services []string
+		slots    int
+		status   string
+	}
+	row := b.pool.QueryRow(context.Background(), `SELECT services, slots_total, status FROM devices WHERE id = $1`, device1)
+	require.NoError(t, row.Scan(&got.services, &got.slots, &got.status))
+	require.Equal(t, []string{service, "ffmpeg.h264_720p"}, got.services)
+	require.Equal(t, 2, got.slots)
+	require.Equal(t, "online", got.status)
+	require.Equal(t, 1.0, metricValue(b.m.Sessions))
+	c.Close()
+	require.Eventually(t, func() bool { return metricValue(b.m.Sessions) == 0 }, gatewaytest.Timeout, tick)
+}
+
+func TestFirstFrameMustBeHello(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	c := b.dial(t, token1)
+	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	e := gatewaytest.Expect[protocol.ErrorMessage](t, c)
+	require.Equal(t, protocol.CodeBadMessage, e.Code)
+	require.Contains(t, e.Message, "first frame must be hello")
+	gatewaytest.MustHello(t, c, services, 1, 1)
+	gatewaytest.MustSend(t, c, &protocol.Hello{Type: protocol.TypeHello, AgentVersion: "x", Services: services,
+		SlotsTotal: 1, SlotsFree: 1})
+	e = gatewaytest.Expect[protocol.ErrorMessage](t, c)
+	require.Contains(t, e.Message, "already received")
+}
+
+// A device that shrinks its slots while it holds more attempts keeps a
+// slots_total that covers them (invariant 9), and is offered nothing more.
+func TestHelloNeverDropsSlotsTotalBelowLiveAttempts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	b.createJob(t, false)
+	b.createJob(t, false)
+	b.createJob(t, false)
+	c := b.connect(t, token1, 2, 2)
+	gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	c.Drop()
+	c2 := b.connect(t, token1, 1, 1)
+	var slots int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT slots_total FROM devices WHERE id = $1`, device1).Scan(&slots))
+	require.Equal(t, 2, slots)
+	// The session believes one slot is free; Lease's count says no_slot,
+	// which zeroes the session's free slots.
+	require.Eventually(t, func() bool { return sessionFree(b, device1) == 0 }, gatewaytest.Timeout, tick)
+	requireLiveAttempts(t, b, device1, 2)
+	gatewaytest.MustSend(t, c2, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	require.Eventually(t, func() bool { return sessionFree(b, device1) == 0 }, gatewaytest.Timeout, tick)
+	requireLiveAttempts(t, b, device1, 2)
+}
+
+// A device revoked between the handshake and its hello is closed with
+// 1008 and not described from the hello.
+func TestHelloFromADeviceRevokedMeanwhileCloses1008(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	c := b.dial(t, token1)
+	require.NoError(t, b.svc.RevokeDevice(context.Background(), device1))
+	gatewaytest.MustSend(t, c, &protocol.Hello{Type: protocol.TypeHello, AgentVersion: "x", Services: services,
+		SlotsTotal: 3, SlotsFree: 3})
+	gatewaytest.ExpectClosed(t, c, websocket.StatusPolicyViolation)
+	var slots int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT slots_total FROM devices WHERE id = $1`, device1).Scan(&slots))
+	require.Equal(t, 4, slots)
+}

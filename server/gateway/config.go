@@ -1,0 +1,101 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/server"
+)
+
+// Path is the device WebSocket endpoint of SPEC section 5.
+const Path = "/v1/provider/ws"
+
+// JobsChannel is the Postgres NOTIFY channel that says "a job became
+// leasable"; the payload is the job's service name ("" means any). The
+// service layer notifies on it when a job is created or requeued; the
+// gateway LISTENs and wakes the sessions that offer the service, and the
+// polling fallback covers notifications lost while the listener reconnects.
+const JobsChannel = server.JobsChannel
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultGrantTTL       = time.Hour
+	DefaultPollInterval   = 2 * time.Second
+	DefaultSweepInterval  = time.Second
+	DefaultMaxBadMessages = 5
+)
+
+// Config tunes a Gateway. Zero fields take the defaults; PollInterval and
+// SweepInterval may be negative to turn that loop off (the harness sweeps
+// at instants of its own choosing).
+type Config struct {
+	// LeaseTTL is announced in welcome and is what offers' grant times are
+	// derived from; it must equal the service layer's LeaseTTL
+	// (default server.DefaultLeaseTTL).
+	LeaseTTL time.Duration
+	// Heartbeat is announced in welcome as the agent's renewal interval and
+	// is the gateway's WebSocket ping interval (default LeaseTTL/3).
+	Heartbeat time.Duration
+	// GrantTTL is the lifetime of the input and output grant URLs in an
+	// offer. It outlives one lease on purpose: progress renews the lease,
+	// but a large download or upload must not need a new grant.
+	GrantTTL time.Duration
+	// PollInterval is the fallback scan for queued jobs, for whatever
+	// LISTEN missed or nobody notified.
+	PollInterval time.Duration
+	// SweepInterval is how often the sweeper runs (in one gateway at a time).
+	SweepInterval time.Duration
+	// MaxBadMessages is how many bad_message frames a session gets before
+	// it is closed with 1008.
+	MaxBadMessages int
+	// Clock, when set, pins time: every service call and heartbeat uses
+	// Clock.Now() and the loops' timers use Clock.After (the harness passes
+	// a clock.Stub). Nil means the database clock decides (a zero now) and
+	// timers are real.
+	Clock clock.Clock
+}
+
+func (c Config) withDefaults() Config {
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = server.DefaultLeaseTTL
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = c.LeaseTTL / 3
+	}
+	if c.GrantTTL <= 0 {
+		c.GrantTTL = DefaultGrantTTL
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = DefaultSweepInterval
+	}
+	if c.MaxBadMessages <= 0 {
+		c.MaxBadMessages = DefaultMaxBadMessages
+	}
+	return c
+}
+
+// Timeouts that are safety nets, not decisions, so they are not configurable.
+const (
+	// writeTimeout bounds one frame write; a peer that stops reading for
+	// that long is gone (coder/websocket closes the connection).
+	writeTimeout = 10 * time.Second
+	// helloTimeout bounds the wait for hello after the upgrade.
+	helloTimeout = 10 * time.Second
+	// finalRetries bounds re-runs of a commit or fail whose service call
+	// failed with an infrastructure error; both are idempotent.
+	finalRetries = 3
+	// retryBackoff is the first pause between those re-runs (doubling).
+	retryBackoff = 50 * time.Millisecond
+	// maxWorkersPerSession bounds the frame workers of one session; the
+	// reader waits beyond it, which is backpressure (and a reader that
+	// waits answers no pings, so a flooding device is eventually cut). An
+	// agent sends at most one final frame per held attempt (at most 64),
+	// so an honest one never reaches the bound.
+	maxWorkersPerSession = 128
+	// listenBackoffMin and listenBackoffMax bound the listener's reconnects.
+	listenBackoffMin = 100 * time.Millisecond
+	listenBackoffMax = 5 * time.Second
+)

@@ -1,0 +1,108 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+)
+
+// nowArg is now as a SQL argument: NULL (the database clock, through
+// coalesce) unless a Clock pins it.
+func (g *Gateway) nowArg() any {
+	if g.cfg.Clock == nil {
+		return nil
+	}
+	return g.cfg.Clock.Now().UTC().Truncate(time.Microsecond)
+}
+
+// describeDevice records what hello says the device offers: its services
+// and its slots_total, which Lease counts live attempts against, so the
+// control plane never offers more than the agent can hold. It also
+// heartbeats the device. ok is false when the device was revoked (or
+// deleted) since the handshake.
+func (g *Gateway) describeDevice(ctx context.Context, deviceID string, h *protocol.Hello) (ok bool, err error) {
+	err = pgx.BeginTxFunc(ctx, g.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		var status protocol.DeviceStatus
+		err := tx.QueryRow(ctx, sqlLockDeviceForHello, deviceID).Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && status == protocol.DeviceRevoked) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("lock device: %w", err)
+		}
+		var live int
+		if err := tx.QueryRow(ctx, sqlCountLive, deviceID).Scan(&live); err != nil {
+			return fmt.Errorf("count live attempts: %w", err)
+		}
+		tag, err := tx.Exec(ctx, sqlDescribeDevice, deviceID, uniq(h.Services), h.SlotsTotal, live, g.nowArg())
+		if err != nil {
+			return fmt.Errorf("update device: %w", err)
+		}
+		ok = tag.RowsAffected() == 1
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("describe device %s: %w", deviceID, err)
+	}
+	return ok, nil
+}
+
+// pendingCancels lists the live attempts on the given devices whose job is
+// cancelling.
+func (g *Gateway) pendingCancels(ctx context.Context, deviceIDs []string) ([]server.CancelNotice, error) {
+	if len(deviceIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := g.pool.Query(ctx, sqlPendingCancels, deviceIDs)
+	if err != nil {
+		return nil, fmt.Errorf("pending cancels: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.CancelNotice, error) {
+		var n server.CancelNotice
+		return n, r.Scan(&n.JobID, &n.AttemptID, &n.DeviceID)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pending cancels: %w", err)
+	}
+	return out, nil
+}
+
+// sendCancel tells every session of the notice's device on this gateway to
+// stop the attempt. Writes run in the sessions' goroutines, so one slow
+// socket never holds up the listener.
+func (g *Gateway) sendCancel(n server.CancelNotice) {
+	for _, s := range g.sessionsOf(n.DeviceID) {
+		s.spawn(func() {
+			if s.write(&protocol.Cancel{Type: protocol.TypeCancel, JobID: n.JobID, AttemptID: n.AttemptID}) {
+				s.log.Info("cancel sent", "job_id", n.JobID, "attempt_id", n.AttemptID)
+			}
+		})
+	}
+}
+
+// wakeService wakes the offerers of the sessions that offer service ("" is
+// any service). A woken session without a free slot does nothing.
+func (g *Gateway) wakeService(service string) {
+	sessions, _ := g.welcomed()
+	for _, s := range sessions {
+		s.mu.Lock()
+		offers := service == "" || slices.Contains(s.services, service)
+		s.mu.Unlock()
+		if offers {
+			signal(s.wake)
+		}
+	}
+}
+
+// jobsAvailable wakes this gateway's sessions for a requeued job at once;
+// the service layer's NOTIFY tells every other gateway.
+func (g *Gateway) jobsAvailable(service string) {
+	g.wakeService(service)
+}

@@ -1,0 +1,57 @@
+// Package gateway is the device WebSocket endpoint of SPEC section 5
+// (GET /v1/provider/ws) on coder/websocket, in front of the fenced service
+// layer (package server).
+//
+// # Sessions
+//
+// A device authenticates with "Authorization: Bearer <device token>" before
+// the upgrade; the token is looked up by its SHA-256 hash and never logged.
+// The first frame must be hello; the gateway records the device's services
+// and slots_total from it (slots_total never below the device's live
+// attempts, so invariant 9 holds) and answers welcome. Frames are decoded
+// strictly (protocol.DecodeAgentFrame); one that does not decode is answered
+// with bad_message and changes nothing, and after Config.MaxBadMessages of
+// them the session is closed with 1008. A frame over 64 KiB closes it with
+// 1009. Every well-formed frame, and every pong to the gateway's pings,
+// heartbeats the device.
+//
+// # Authority
+//
+// progress, commit and fail go to the service layer with the session's
+// authenticated device id, never one from a frame; the service layer fences
+// them by device, job, attempt, epoch and token. So a reconnecting agent
+// simply goes on with the attempts it holds on a new session, and nothing,
+// least of all a token, is ever re-sent. A new session of a device
+// supersedes its older ones (closed 1001 after their in-flight frames).
+//
+// # Slots and wire order
+//
+// Each session tracks the device's free slots (hello and slots reports,
+// minus offers, plus attempts ended by a result) and leases only into a
+// free one; the service layer's count of live attempts against slots_total
+// is the hard bound. A commit or fail runs in a worker, after any earlier
+// frame about the same attempt, so the replies about one attempt leave in
+// the order its frames came (duplicated or stale frames are answered as the
+// model answers them); its result is
+// written to the socket first, and only then is the slot it freed released
+// and offered again. Since the service call has returned by then, the
+// deciding transaction has committed: the slot is never reused early.
+//
+// # Notifications
+//
+// Run holds one dedicated connection LISTENing on server.CancelChannel and
+// JobsChannel, reconnecting with backoff. A cancel notice is routed to the
+// device's sessions on this gateway, whichever gateway's pool executed the
+// cancel. Postgres keeps nothing for a listener that was away, so every
+// (re)subscribe reconciles from the rows, and a new session is told about
+// the cancelling jobs it holds. A jobs notice (or the PollInterval
+// fallback) wakes the sessions that offer the service. The sweeper runs
+// every SweepInterval in whichever gateway wins a transaction-scoped
+// advisory lock for that pass.
+//
+// # Time
+//
+// With a nil Config.Clock every decision uses the database clock (a zero
+// now), so gateways with skewed clocks agree; with a clock.Stub the harness
+// pins every decision and the loops' timers.
+package gateway

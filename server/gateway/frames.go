@@ -1,0 +1,241 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+)
+
+// onHello describes the device from its hello, welcomes it, supersedes the
+// device's older sessions, tells it about attempts it holds whose job is
+// being cancelled (notices it may have missed while away), and asks for
+// work. welcomed is set only after welcome is written, so no offer can
+// overtake it.
+func (s *session) onHello(m *protocol.Hello) {
+	ok, err := s.g.describeDevice(s.g.ctx, s.deviceID, m)
+	if err != nil {
+		s.log.Error("describe device from hello", "err", err)
+		_ = s.conn.Close(websocket.StatusInternalError, "internal error")
+		return
+	}
+	if !ok {
+		_ = s.conn.Close(websocket.StatusPolicyViolation, "device revoked")
+		return
+	}
+	s.mu.Lock()
+	s.services = uniq(m.Services)
+	s.slotsTotal = m.SlotsTotal
+	s.slotsFree = m.SlotsFree
+	s.mu.Unlock()
+	welcome := &protocol.Welcome{Type: protocol.TypeWelcome, DeviceID: s.deviceID,
+		LeaseTTLMs: s.g.cfg.LeaseTTL.Milliseconds(), HeartbeatMs: s.g.cfg.Heartbeat.Milliseconds()}
+	if !s.write(welcome) {
+		return
+	}
+	s.mu.Lock()
+	s.welcomed = true
+	s.mu.Unlock()
+	s.log.Info("session welcomed", "agent_version", m.AgentVersion, "slots_total", m.SlotsTotal, "slots_free", m.SlotsFree)
+	for _, old := range s.g.register(s) {
+		s.spawn(func() { old.drain(websocket.StatusGoingAway, "superseded by a newer session of this device") })
+	}
+	notices, err := s.g.pendingCancels(s.g.ctx, []string{s.deviceID})
+	if err != nil {
+		s.log.Warn("look up pending cancels", "err", err)
+	}
+	for _, n := range notices {
+		s.write(&protocol.Cancel{Type: protocol.TypeCancel, JobID: n.JobID, AttemptID: n.AttemptID})
+	}
+	signal(s.wake)
+}
+
+// onSlots takes the agent's report of free slots, less the offers it
+// cannot have seen yet.
+func (s *session) onSlots(m *protocol.Slots) {
+	s.touch()
+	s.mu.Lock()
+	s.slotsFree = max(0, min(m.SlotsFree, s.slotsTotal)-s.offering)
+	s.mu.Unlock()
+	signal(s.wake)
+}
+
+// onProgress renews a lease through the service layer. An infrastructure
+// error gets no reply: the agent's next heartbeat asks again.
+func (s *session) onProgress(m *protocol.Progress) {
+	r, err := s.g.svc.Progress(s.g.ctx, s.g.now(), s.deviceID, *m)
+	if err != nil {
+		s.log.Warn("progress", "job_id", m.JobID, "attempt_id", m.AttemptID, "err", err)
+		return
+	}
+	switch r.Code {
+	case protocol.CodeProgressOK:
+		s.write(&protocol.ProgressOK{Type: protocol.TypeProgressOK, JobID: r.JobID, AttemptID: r.AttemptID,
+			LeaseExpiresAt: r.LeaseExpiresAt})
+	case protocol.CodeLeaseConflict:
+		// Accepted progress heartbeats in its own transaction; a refused
+		// one still proves the device alive.
+		s.touch()
+		s.g.m.Conflicts.WithLabelValues(string(r.Reason)).Inc()
+		s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: m.JobID, AttemptID: m.AttemptID,
+			Reason: r.Reason})
+	default:
+		s.log.Error("progress: unexpected reply", "code", r.Code)
+	}
+}
+
+// onCommit runs the whole commit (transaction 1, verification,
+// transaction 2) and answers with its decision; commit_pending never
+// reaches the wire. The slot is released only after the result is written,
+// and only when this commit ended a live attempt.
+func (s *session) onCommit(m *protocol.Commit) {
+	s.touch()
+	r, err := s.retry(func(ctx context.Context) (protocol.Reply, error) {
+		return s.g.svc.Commit(ctx, s.g.now(), s.deviceID, *m)
+	})
+	if err != nil {
+		s.finalFailed("commit", m.JobID, m.AttemptID, err)
+		return
+	}
+	var reply any
+	switch r.Code {
+	case protocol.CodeCommitOK:
+		reply = &protocol.CommitOK{Type: protocol.TypeCommitOK, JobID: m.JobID, AttemptID: m.AttemptID}
+	case protocol.CodeCommitConflict, protocol.CodeAttemptNotCommittable, protocol.CodeLeaseExpired,
+		protocol.CodeJobCancelled, protocol.CodeVerificationFailed:
+		reply = &protocol.CommitRejected{Type: protocol.TypeCommitRejected, JobID: m.JobID, AttemptID: m.AttemptID,
+			Code: r.Code, Message: commitMessage(r)}
+	default:
+		s.finalFailed("commit", m.JobID, m.AttemptID, errors.New("unexpected reply "+string(r.Code)))
+		return
+	}
+	s.g.m.Commits.WithLabelValues(string(r.Code)).Inc()
+	s.log.Info("commit", "job_id", m.JobID, "attempt_id", m.AttemptID, "code", r.Code)
+	if s.write(reply) && endsAttempt(r.Code) {
+		s.release()
+	}
+}
+
+// onFail gives an attempt up through the service layer, which decides
+// requeue. A requeue is announced so idle devices anywhere hear of it.
+func (s *session) onFail(m *protocol.Fail) {
+	s.touch()
+	r, err := s.retry(func(ctx context.Context) (protocol.Reply, error) {
+		return s.g.svc.Fail(ctx, s.g.now(), s.deviceID, *m)
+	})
+	if err != nil {
+		s.finalFailed("fail", m.JobID, m.AttemptID, err)
+		return
+	}
+	var reply any
+	switch r.Code {
+	case protocol.CodeFailOK:
+		reply = &protocol.FailOK{Type: protocol.TypeFailOK, JobID: m.JobID, AttemptID: m.AttemptID, Requeued: r.Requeued}
+	case protocol.CodeFailConflict, protocol.CodeBadFailureCode:
+		reply = &protocol.FailRejected{Type: protocol.TypeFailRejected, JobID: m.JobID, AttemptID: m.AttemptID, Code: r.Code}
+	default:
+		s.finalFailed("fail", m.JobID, m.AttemptID, errors.New("unexpected reply "+string(r.Code)))
+		return
+	}
+	s.g.m.Fails.WithLabelValues(string(r.Code)).Inc()
+	s.log.Info("fail", "job_id", m.JobID, "attempt_id", m.AttemptID, "failure_code", m.FailureCode, "code", r.Code,
+		"requeued", r.Requeued)
+	if !s.write(reply) {
+		return
+	}
+	if r.Code == protocol.CodeFailOK {
+		s.release()
+	}
+	if r.Requeued {
+		s.g.jobsAvailable("")
+	}
+}
+
+// endsAttempt reports whether a commit reply is the decision that ended a
+// live attempt (so its slot is free). The rejections before any mutation
+// (conflict, not committable, expired) leave the device's slots as they were.
+func endsAttempt(c protocol.Code) bool {
+	switch c {
+	case protocol.CodeCommitOK, protocol.CodeJobCancelled, protocol.CodeVerificationFailed:
+		return true
+	}
+	return false
+}
+
+func commitMessage(r protocol.Reply) string {
+	switch r.Code {
+	case protocol.CodeCommitConflict:
+		return "job, attempt, device, lease epoch or commit token does not match"
+	case protocol.CodeAttemptNotCommittable:
+		return "attempt is " + string(r.Status) + ", not uploading"
+	case protocol.CodeLeaseExpired:
+		return "the lease expired before the commit"
+	case protocol.CodeJobCancelled:
+		return "the job was cancelled"
+	case protocol.CodeVerificationFailed:
+		return "the output failed verification"
+	}
+	return string(r.Code)
+}
+
+// release frees one slot after a result that ended an attempt was written
+// (so the deciding transaction has committed) and asks for the next offer.
+func (s *session) release() {
+	s.mu.Lock()
+	if s.slotsFree < s.slotsTotal {
+		s.slotsFree++
+	}
+	s.mu.Unlock()
+	signal(s.wake)
+}
+
+// retry re-runs a commit or fail after an infrastructure error; both are
+// idempotent under the fence (a repeated commit of a committing attempt
+// verifies again). The pause is real time: it waits for real
+// infrastructure, whatever clock pins the decisions.
+func (s *session) retry(op func(context.Context) (protocol.Reply, error)) (protocol.Reply, error) {
+	wait := retryBackoff
+	for try := 0; ; try++ {
+		r, err := op(s.g.ctx)
+		if err == nil || try >= finalRetries || errors.Is(err, server.ErrInternal) || s.g.ctx.Err() != nil {
+			return r, err
+		}
+		s.log.Warn("service call failed; retrying", "err", err, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-s.g.ctx.Done():
+			t.Stop()
+			return r, err
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+// finalFailed handles a commit or fail that got no decision. There is no
+// wire reply for "try again", so the session is closed with 1011: the
+// agent reconnects and re-sends the frame whose result it never got.
+func (s *session) finalFailed(op, jobID, attemptID string, err error) {
+	if s.g.ctx.Err() != nil {
+		return
+	}
+	s.log.Error(op+" got no decision; closing the session so the agent re-sends", "job_id", jobID,
+		"attempt_id", attemptID, "err", err)
+	_ = s.conn.Close(websocket.StatusInternalError, "internal error; reconnect and re-send")
+}
+
+func uniq(in []string) []string {
+	seen := make(map[string]bool, len(in))
+	out := make([]string, 0, len(in))
+	for _, v := range in {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,282 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/grant"
+	"github.com/rendermac/rendermac/server/metrics"
+)
+
+// Gateway is the device WebSocket endpoint: it authenticates devices, runs
+// one session per connection, offers leases into free slots, routes
+// progress, commit and fail through the service layer with the session's
+// authenticated device, and fans cancel notices out to the devices it
+// holds. Several Gateways (processes) may share one database.
+type Gateway struct {
+	svc    *server.Service
+	pool   *pgxpool.Pool
+	signer *grant.Signer
+	m      *metrics.Metrics
+	log    *slog.Logger
+	cfg    Config
+	timers clock.Clock
+
+	// ctx is what service calls run under: a dropped connection must not
+	// abort a transaction half-way, only a forced stop may.
+	ctx  context.Context
+	stop context.CancelFunc
+
+	listening     chan struct{}
+	listeningOnce sync.Once
+	// subscriptions counts successful (re)subscribes of the listener.
+	subscriptions atomic.Int64
+	// ignoreJobs drops JobsChannel notifications, so tests can show that
+	// the polling fallback alone finds queued work.
+	ignoreJobs atomic.Bool
+
+	mu       sync.Mutex
+	draining bool
+	all      map[*session]struct{}
+	byDevice map[string]map[*session]struct{} // welcomed sessions
+	handlers sync.WaitGroup
+}
+
+// New returns a Gateway over the service layer svc and its pool, signing
+// artifact grants with signer and counting into m. Serve Handler, run Run
+// for the background loops, and call Shutdown to drain.
+func New(svc *server.Service, pool *pgxpool.Pool, signer *grant.Signer, m *metrics.Metrics, log *slog.Logger, cfg Config) *Gateway {
+	cfg = cfg.withDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var timers clock.Clock = clock.Real{}
+	if cfg.Clock != nil {
+		timers = cfg.Clock
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Gateway{svc: svc, pool: pool, signer: signer, m: m, log: log.With("component", "gateway"), cfg: cfg,
+		timers: timers, ctx: ctx, stop: stop, listening: make(chan struct{}),
+		all: map[*session]struct{}{}, byDevice: map[string]map[*session]struct{}{}}
+}
+
+// now is the instant service calls decide at: zero (the database clock)
+// unless a Clock pins it.
+func (g *Gateway) now() time.Time {
+	if g.cfg.Clock == nil {
+		return time.Time{}
+	}
+	return g.cfg.Clock.Now()
+}
+
+// Listening returns a channel that is closed once Run's listener has
+// subscribed to the notification channels for the first time and has
+// reconciled what it might have missed; from then on a committed cancel
+// reaches this gateway's devices.
+func (g *Gateway) Listening() <-chan struct{} { return g.listening }
+
+// Handler serves GET Path. It authenticates the device before upgrading:
+// a missing, unknown or revoked token is 401 with a JSON error and no
+// WebSocket; a draining gateway answers 503.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+Path, g.serveWS)
+	return mux
+}
+
+func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
+	deviceID, err := g.authenticate(r.Context(), r.Header.Get("Authorization"))
+	switch {
+	case errors.Is(err, errUnauthorized):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rendermac-device"`)
+		writeJSONError(w, http.StatusUnauthorized, "unauthorized", "missing, unknown or revoked device token")
+		return
+	case err != nil:
+		g.log.Error("authenticate device", "err", err)
+		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "cannot check the device token now")
+		return
+	}
+	if !g.admit() {
+		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "gateway is shutting down")
+		return
+	}
+	defer g.handlers.Done()
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		g.log.Info("websocket upgrade failed", "device_id", deviceID, "err", err)
+		return
+	}
+	s := newSession(g, conn, deviceID)
+	if !g.track(s) {
+		_ = conn.Close(websocket.StatusGoingAway, "gateway shutting down")
+		return
+	}
+	defer g.untrack(s)
+	s.serve()
+}
+
+var errUnauthorized = errors.New("unauthorized")
+
+// authenticate maps "Bearer <device token>" to a device id. The token is
+// hashed before it goes anywhere, and never logged.
+func (g *Gateway) authenticate(ctx context.Context, header string) (string, error) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", errUnauthorized
+	}
+	var id string
+	err := g.pool.QueryRow(ctx, sqlAuthDevice, protocol.HashCommitToken(token)).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", errUnauthorized
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up device token: %w", err)
+	}
+	return id, nil
+}
+
+func writeJSONError(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "message": message})
+}
+
+// admit counts a new handler unless the gateway is draining; the count is
+// taken under the lock Shutdown sets draining under, so Shutdown's Wait
+// never races an Add.
+func (g *Gateway) admit() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.draining {
+		return false
+	}
+	g.handlers.Add(1)
+	return true
+}
+
+// track adds an upgraded session to the set Shutdown drains. It refuses
+// when Shutdown began after admit: that session was not in Shutdown's list.
+func (g *Gateway) track(s *session) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.draining {
+		return false
+	}
+	g.all[s] = struct{}{}
+	g.m.Sessions.Inc()
+	return true
+}
+
+func (g *Gateway) untrack(s *session) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.all, s)
+	g.unregisterLocked(s)
+	g.m.Sessions.Dec()
+}
+
+// register makes a welcomed session reachable for its device's cancels and
+// returns the device's older sessions: a new hello means the agent came
+// back, so those are stale (half-open, or about to notice) and an offer
+// sent there would be lost until its lease expired.
+func (g *Gateway) register(s *session) []*session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	set := g.byDevice[s.deviceID]
+	if set == nil {
+		set = map[*session]struct{}{}
+		g.byDevice[s.deviceID] = set
+	}
+	var stale []*session
+	for old := range set {
+		stale = append(stale, old)
+		delete(set, old)
+	}
+	set[s] = struct{}{}
+	return stale
+}
+
+func (g *Gateway) unregisterLocked(s *session) {
+	if set := g.byDevice[s.deviceID]; set != nil {
+		delete(set, s)
+		if len(set) == 0 {
+			delete(g.byDevice, s.deviceID)
+		}
+	}
+}
+
+// sessionsOf returns the welcomed sessions of a device on this gateway.
+func (g *Gateway) sessionsOf(deviceID string) []*session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*session, 0, len(g.byDevice[deviceID]))
+	for s := range g.byDevice[deviceID] {
+		out = append(out, s)
+	}
+	return out
+}
+
+// welcomed returns every welcomed session and its device ids.
+func (g *Gateway) welcomed() ([]*session, []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []*session
+	ids := make([]string, 0, len(g.byDevice))
+	for id, set := range g.byDevice {
+		ids = append(ids, id)
+		for s := range set {
+			out = append(out, s)
+		}
+	}
+	return out, ids
+}
+
+// Shutdown drains the gateway: it refuses new sessions, stops offering
+// leases, lets every frame already being handled finish and its reply be
+// written, and then closes each session with 1001 (going away); agents
+// reconnect elsewhere and re-send anything unanswered. If ctx ends first,
+// the remaining sessions are cut and their service calls cancelled.
+// http.Server.Shutdown does not wait for upgraded connections, so call
+// this as well.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	g.draining = true
+	sessions := make([]*session, 0, len(g.all))
+	for s := range g.all {
+		sessions = append(sessions, s)
+	}
+	g.mu.Unlock()
+	var drains sync.WaitGroup
+	for _, s := range sessions {
+		drains.Go(func() { s.drain(websocket.StatusGoingAway, "gateway shutting down") })
+	}
+	done := make(chan struct{})
+	go func() {
+		drains.Wait()
+		g.handlers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		g.stop()
+		<-done
+		return fmt.Errorf("gateway shutdown: %w", ctx.Err())
+	}
+}

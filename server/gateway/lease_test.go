@@ -1,0 +1,123 @@
+package gateway
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
+	"github.com/rendermac/rendermac/server/grant"
+)
+
+func TestLeaseOfferCarriesWhatTheAgentNeeds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	jobID := b.createJob(t, false)
+	c := b.connect(t, token1, 1, 1)
+	o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	require.Equal(t, jobID, o.JobID)
+	require.True(t, protocol.ValidID(o.AttemptID))
+	require.Equal(t, 1, o.AttemptNumber)
+	require.Equal(t, 1, o.LeaseEpoch)
+	require.Equal(t, t0.Add(ttl), o.LeaseExpiresAt)
+	require.Equal(t, service, o.Service)
+	require.Equal(t, map[string]string{"seed": "s1"}, o.Params)
+	require.Equal(t, int64(123), o.Input.Bytes)
+	require.Equal(t, inputSHA, o.Input.SHA256)
+	require.Equal(t, protocol.OutputKey(jobID, o.AttemptID), o.Output.Key)
+
+	// Only the token's hash is stored, and it is this token's.
+	var hash string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT commit_token_hash FROM job_attempts WHERE id = $1`, o.AttemptID).Scan(&hash))
+	require.Equal(t, protocol.HashCommitToken(o.CommitToken), hash)
+
+	// The grants open exactly the job's input (get) and the attempt's output (put).
+	inKey, inQ := parseGrant(t, o.Input.URL)
+	require.Equal(t, protocol.InputKey(jobID), inKey)
+	require.NoError(t, b.signer.Check(grant.Get, inKey, inQ, t0))
+	require.Error(t, b.signer.Check(grant.Put, inKey, inQ, t0))
+	outKey, outQ := parseGrant(t, o.Output.UploadURL)
+	require.Equal(t, o.Output.Key, outKey)
+	require.NoError(t, b.signer.Check(grant.Put, outKey, outQ, t0.Add(DefaultGrantTTL-1)))
+	require.ErrorIs(t, b.signer.Check(grant.Put, outKey, outQ, t0.Add(DefaultGrantTTL)), grant.ErrExpired)
+	require.ErrorIs(t, b.signer.Check(grant.Put, protocol.OutputKey(jobID, jobID), outQ, t0), grant.ErrBadSig)
+	require.Equal(t, 1.0, metricValue(b.m.Leases))
+}
+
+func parseGrant(t *testing.T, raw string) (string, url.Values) {
+	t.Helper()
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(u.Path, grant.PathPrefix), u.Path)
+	return strings.TrimPrefix(u.Path, grant.PathPrefix), u.Query()
+}
+
+// Offers fill exactly the free slots, oldest job first; a slots report
+// opens more.
+func TestOffersFillOnlyFreeSlotsOldestFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	var jobs []string
+	for range 3 {
+		// Distinct created_at, so "oldest" is the creation order, not the ids'.
+		b.clock.Advance(time.Millisecond)
+		jobs = append(jobs, b.createJob(t, false))
+	}
+	c := b.connect(t, token1, 4, 2)
+	require.Equal(t, jobs[0], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	require.Equal(t, jobs[1], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	require.Eventually(t, func() bool { return sessionFree(b, device1) == 0 }, gatewaytest.Timeout, tick)
+	requireLiveAttempts(t, b, device1, 2)
+	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	require.Equal(t, jobs[2], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	requireLiveAttempts(t, b, device1, 3)
+}
+
+// An idle session hears of a new job through JobsChannel.
+func TestJobsNotificationWakesAnIdleSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	c := b.connect(t, token1, 1, 1)
+	jobID := b.createJob(t, true)
+	require.Equal(t, jobID, gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+}
+
+// Without any notification the poll finds the job (database clock, real timers).
+func TestPollFallbackFindsUnannouncedJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Clock: realClock, PollInterval: 20 * time.Millisecond})
+	c := b.connect(t, token1, 1, 1)
+	jobID := b.createJob(t, false)
+	require.Equal(t, jobID, gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+}
+
+// A device offering another service is not offered the job.
+func TestOffersMatchTheServicesOfHello(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	b.createJob(t, false)
+	c := b.dial(t, token1)
+	gatewaytest.MustHello(t, c, []string{"ffmpeg.h264_720p"}, 1, 1)
+	require.Eventually(t, func() bool { return sessionFree(b, device1) == 1 && !offering(b, device1) },
+		gatewaytest.Timeout, tick)
+	requireLiveAttempts(t, b, device1, 0)
+}
+
+// offering reports whether the device's session is between claim and write.
+func offering(b *bundle, deviceID string) bool {
+	for _, s := range b.gw.sessionsOf(deviceID) {
+		s.mu.Lock()
+		n := s.offering
+		s.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}

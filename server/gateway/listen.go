@@ -1,0 +1,122 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+)
+
+// listenLoop keeps one dedicated connection LISTENing on the cancel and
+// jobs channels, reconnecting with capped exponential backoff. The backoff
+// is real time: it waits for a real database to come back, whatever clock
+// pins the decisions.
+func (g *Gateway) listenLoop(ctx context.Context) {
+	wait := listenBackoffMin
+	for {
+		err := g.listenOnce(ctx, func() { wait = listenBackoffMin })
+		if ctx.Err() != nil {
+			return
+		}
+		g.log.Warn("notification listener lost; reconnecting", "err", err, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, listenBackoffMax)
+	}
+}
+
+// listenOnce subscribes and dispatches notifications until the connection
+// fails. Postgres does not queue notifications for a listener that was not
+// subscribed, so after every (re)subscribe it reconciles: cancels that may
+// have been missed are looked up in the rows, and every session looks for
+// work.
+func (g *Gateway) listenOnce(ctx context.Context, connected func()) error {
+	conn, err := pgx.ConnectConfig(ctx, g.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("connect listener: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	for _, ch := range []string{server.CancelChannel, JobsChannel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return fmt.Errorf("listen %s: %w", ch, err)
+		}
+	}
+	connected()
+	if err := g.reconcileCancels(ctx); err != nil {
+		return err
+	}
+	g.wakeService("")
+	g.log.Info("listening for notifications", "subscription", g.subscriptions.Add(1))
+	g.listeningOnce.Do(func() { close(g.listening) })
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return fmt.Errorf("wait for notification: %w", err)
+		}
+		g.dispatchNotification(ctx, n)
+	}
+}
+
+func (g *Gateway) dispatchNotification(ctx context.Context, n *pgconn.Notification) {
+	switch n.Channel {
+	case server.CancelChannel:
+		g.onCancelNotice(ctx, n.Payload)
+	case JobsChannel:
+		if !g.ignoreJobs.Load() {
+			g.wakeService(n.Payload)
+		}
+	}
+}
+
+// onCancelNotice routes one cancel to the device's sessions here, if any;
+// the gateway holding the device's session is whichever one finds it.
+func (g *Gateway) onCancelNotice(ctx context.Context, payload string) {
+	var n server.CancelNotice
+	if err := json.Unmarshal([]byte(payload), &n); err != nil || !protocol.ValidID(n.JobID) {
+		g.log.Warn("ignoring malformed cancel notice", "err", err)
+		return
+	}
+	if n.DeviceID == "" || n.AttemptID == "" {
+		// A notice naming only the job: its live attempt says where to go.
+		err := g.pool.QueryRow(ctx, sqlLiveAttemptDevice, n.JobID).Scan(&n.AttemptID, &n.DeviceID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return
+		}
+		if err != nil {
+			g.log.Warn("find device of cancelled job", "job_id", n.JobID, "err", err)
+			return
+		}
+	}
+	g.sendCancel(n)
+}
+
+// reconcileCancels sends cancel for every live attempt of a cancelling job
+// on a device connected here. Agents ignore a cancel for an attempt they
+// no longer hold or have already answered, so a repeat is harmless.
+func (g *Gateway) reconcileCancels(ctx context.Context) error {
+	_, ids := g.welcomed()
+	notices, err := g.pendingCancels(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, n := range notices {
+		g.sendCancel(n)
+	}
+	return nil
+}

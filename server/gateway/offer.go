@@ -1,0 +1,146 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/grant"
+)
+
+// offerLoop leases into the session's free slots whenever it is woken: by
+// welcome, a slots report, a result that freed a slot, a jobs notification
+// or the poll.
+func (s *session) offerLoop() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.wake:
+		}
+		for s.offerOne() {
+		}
+	}
+}
+
+// offerOne leases one attempt into a free slot and sends the offer. It
+// reports whether to try again at once (an offer went out and more slots
+// may be free); otherwise the loop waits for the next wake.
+func (s *session) offerOne() bool {
+	if !s.claim() {
+		return false
+	}
+	defer s.inflight.Done()
+	r, err := s.g.svc.Lease(s.g.ctx, s.g.now(), s.deviceID)
+	if err != nil {
+		s.unclaim(1)
+		if s.g.ctx.Err() == nil {
+			s.log.Warn("lease", "err", err)
+		}
+		return false
+	}
+	switch r.Code {
+	case protocol.CodeLeaseOffer:
+		return s.deliver(r)
+	case protocol.CodeNoJob:
+		s.unclaim(1)
+	case protocol.CodeNoSlot:
+		// The database counts the device's live attempts: it is full,
+		// whatever this session believed.
+		s.mu.Lock()
+		s.slotsFree, s.offering = 0, s.offering-1
+		s.mu.Unlock()
+	case protocol.CodeNotFound:
+		s.mu.Lock()
+		s.revoked, s.offering = true, s.offering-1
+		s.mu.Unlock()
+		s.log.Warn("device revoked; no more offers on this session")
+	default:
+		s.unclaim(1)
+		s.log.Error("lease: unexpected reply", "code", r.Code)
+	}
+	return false
+}
+
+// claim takes a free slot for an offer about to be made.
+func (s *session) claim() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.welcomed || s.draining || s.revoked || s.slotsFree <= 0 || s.ctx.Err() != nil {
+		return false
+	}
+	s.slotsFree--
+	s.offering++
+	s.inflight.Add(1)
+	return true
+}
+
+// unclaim ends a claim; free is how many slots it gives back (0 or 1).
+func (s *session) unclaim(free int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.offering--
+	s.slotsFree = min(s.slotsFree+free, s.slotsTotal)
+}
+
+// deliver sends a leased attempt. An offer that cannot be built or sent is
+// given back at once with a retryable fail (the token is still in hand),
+// so the job is requeued now instead of when the lease would expire.
+func (s *session) deliver(r protocol.Reply) bool {
+	offer, err := s.g.buildOffer(s.g.ctx, r)
+	if err != nil {
+		s.log.Error("build offer", "job_id", r.JobID, "attempt_id", r.AttemptID, "err", err)
+		s.unclaim(1)
+		s.giveBack(r, protocol.FailInternalError)
+		return false
+	}
+	sent := s.write(offer)
+	s.unclaim(0)
+	if !sent {
+		s.giveBack(r, protocol.FailProviderOffline)
+		return false
+	}
+	s.g.m.Leases.Inc()
+	s.log.Info("lease offered", "job_id", r.JobID, "attempt_id", r.AttemptID, "attempt_number", r.AttemptNumber)
+	return true
+}
+
+// giveBack fails an attempt the device never received.
+func (s *session) giveBack(r protocol.Reply, code protocol.FailureCode) {
+	f := protocol.Fail{Type: protocol.TypeFail, JobID: r.JobID, AttemptID: r.AttemptID, LeaseEpoch: r.LeaseEpoch,
+		CommitToken: r.CommitToken, FailureCode: code, Message: "offer not delivered"}
+	res, err := s.g.svc.Fail(s.g.ctx, s.g.now(), s.deviceID, f)
+	if err != nil {
+		s.log.Warn("give back undelivered offer; the sweeper will reclaim it", "job_id", r.JobID,
+			"attempt_id", r.AttemptID, "err", err)
+		return
+	}
+	s.log.Info("gave back undelivered offer", "job_id", r.JobID, "attempt_id", r.AttemptID, "code", res.Code,
+		"requeued", res.Requeued)
+	if res.Requeued {
+		s.g.jobsAvailable("")
+	}
+}
+
+// buildOffer turns a lease_offer reply into the wire frame: the job's
+// service, params and input from its row, and grants scoped to the job's
+// input key (get) and the attempt's output key (put). Grants are issued at
+// the lease's own instant (the database's clock, through the reply), not
+// at this process's clock.
+func (g *Gateway) buildOffer(ctx context.Context, r protocol.Reply) (*protocol.LeaseOffer, error) {
+	o := &protocol.LeaseOffer{Type: protocol.TypeLeaseOffer, JobID: r.JobID, AttemptID: r.AttemptID,
+		AttemptNumber: r.AttemptNumber, LeaseEpoch: r.LeaseEpoch, CommitToken: r.CommitToken,
+		LeaseExpiresAt: r.LeaseExpiresAt}
+	err := g.pool.QueryRow(ctx, sqlOfferJob, r.JobID).Scan(&o.Service, &o.Params, &o.Input.Bytes, &o.Input.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("read job %s for its offer: %w", r.JobID, err)
+	}
+	if o.Params == nil {
+		o.Params = map[string]string{}
+	}
+	issued := r.LeaseExpiresAt.Add(-g.cfg.LeaseTTL)
+	o.Input.URL = g.signer.URL(grant.Get, protocol.InputKey(r.JobID), issued, g.cfg.GrantTTL)
+	o.Output.Key = protocol.OutputKey(r.JobID, r.AttemptID)
+	o.Output.UploadURL = g.signer.URL(grant.Put, o.Output.Key, issued, g.cfg.GrantTTL)
+	return o, nil
+}

@@ -1,0 +1,298 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// session is one device connection. The reader goroutine decodes frames and
+// handles hello, slots and progress itself (short transactions); commit and
+// fail run in workers so that a long verification does not hold up the
+// heartbeats of the device's other attempts, and frames about one attempt
+// are handled in arrival order (runOrdered). The offerer goroutine leases
+// into free slots. Every write goes straight to the connection
+// (coder/websocket serialises concurrent writers), so a worker's result is
+// on the wire before it frees the slot the offerer fills next.
+type session struct {
+	g        *Gateway
+	conn     *websocket.Conn
+	deviceID string
+	log      *slog.Logger
+	// ctx bounds reads and writes; cancelling it closes the connection.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wake   chan struct{}
+	// workers is the semaphore of frame workers.
+	workers chan struct{}
+	bad     int // bad_message frames so far; reader only
+
+	mu         sync.Mutex
+	welcomed   bool
+	services   []string
+	slotsTotal int
+	// slotsFree is the gateway's view of the device's free slots: the last
+	// report, minus offers since, plus attempts ended by a result sent.
+	// It only gates when to ask; Lease's own count of live attempts
+	// against slots_total is the bound.
+	slotsFree int
+	// offering counts offers claimed but not yet written, which a slots
+	// report sent meanwhile cannot have counted.
+	offering int
+	// tails holds, per attempt, the done channel of its last queued frame.
+	tails    map[string]chan struct{}
+	draining bool
+	ended    bool
+	revoked  bool // Lease said not_found: no more offers on this session
+	// inflight counts frames being handled and offers being made: what
+	// drain waits for before it closes.
+	inflight sync.WaitGroup
+	// bg counts every goroutine of the session except the reader.
+	bg sync.WaitGroup
+}
+
+func newSession(g *Gateway, conn *websocket.Conn, deviceID string) *session {
+	ctx, cancel := context.WithCancel(g.ctx)
+	return &session{g: g, conn: conn, deviceID: deviceID, log: g.log.With("device_id", deviceID),
+		ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), workers: make(chan struct{}, maxWorkersPerSession),
+		tails: map[string]chan struct{}{}}
+}
+
+// serve runs the session until the connection ends, then waits for every
+// goroutine it started, so nothing of it outlives the handler.
+func (s *session) serve() {
+	s.conn.SetReadLimit(protocol.ReadLimitBytes)
+	s.spawn(s.offerLoop)
+	s.spawn(s.pingLoop)
+	err := s.readLoop()
+	s.log.Info("session ended", "close_status", int(websocket.CloseStatus(err)), "err", err)
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
+	s.g.mu.Lock()
+	s.g.unregisterLocked(s)
+	s.g.mu.Unlock()
+	s.cancel()
+	s.bg.Wait()
+	_ = s.conn.CloseNow()
+}
+
+// readLoop reads until the connection ends. Until welcome, reads share one
+// deadline, so a client cannot hold a connection without saying hello.
+func (s *session) readLoop() error {
+	helloCtx, cancel := context.WithTimeout(s.ctx, helloTimeout)
+	defer cancel()
+	for {
+		ctx := s.ctx
+		if !s.isWelcomed() {
+			ctx = helloCtx
+		}
+		typ, data, err := s.conn.Read(ctx)
+		if err != nil {
+			return err
+		}
+		s.handleFrame(typ, data)
+	}
+}
+
+// handleFrame decodes one frame strictly and dispatches it. A frame that
+// does not decode changes nothing but the bad-message count.
+func (s *session) handleFrame(typ websocket.MessageType, data []byte) {
+	if typ != websocket.MessageText {
+		s.badMessage("frames must be JSON text")
+		return
+	}
+	msg, err := protocol.DecodeAgentFrame(data)
+	if err != nil {
+		s.badMessage(err.Error())
+		return
+	}
+	_, isHello := msg.(*protocol.Hello)
+	switch {
+	case isHello && s.isWelcomed():
+		s.badMessage("hello was already received on this session")
+		return
+	case !isHello && !s.isWelcomed():
+		s.badMessage("the first frame must be hello")
+		return
+	}
+	if !s.begin() {
+		// Draining: the close follows; the agent re-sends what went unanswered.
+		s.log.Info("draining; frame left for the next session", "type", frameType(msg))
+		return
+	}
+	switch m := msg.(type) {
+	case *protocol.Hello:
+		defer s.inflight.Done()
+		s.onHello(m)
+	case *protocol.Slots:
+		defer s.inflight.Done()
+		s.onSlots(m)
+	case *protocol.Progress:
+		s.runOrdered(m.AttemptID, true, func() { s.onProgress(m) })
+	case *protocol.Commit:
+		s.runOrdered(m.AttemptID, false, func() { s.onCommit(m) })
+	case *protocol.Fail:
+		s.runOrdered(m.AttemptID, false, func() { s.onFail(m) })
+	}
+}
+
+// badMessage answers a frame that could not be understood and closes the
+// session with 1008 once it has sent MaxBadMessages of them.
+func (s *session) badMessage(reason string) {
+	s.g.m.BadMessages.Inc()
+	s.bad++
+	if len(reason) > 256 {
+		reason = reason[:256]
+	}
+	s.log.Info("bad message", "reason", reason, "count", s.bad)
+	if !s.write(&protocol.ErrorMessage{Type: protocol.TypeError, Code: protocol.CodeBadMessage, Message: reason}) {
+		return
+	}
+	if s.bad >= s.g.cfg.MaxBadMessages {
+		_ = s.conn.Close(websocket.StatusPolicyViolation, "too many bad messages")
+	}
+}
+
+// runOrdered handles a frame about one attempt (counted in inflight by
+// begin) after every earlier frame about that attempt, so the replies about
+// one attempt leave in the order its frames came, as the model answers
+// them; frames about different attempts do not wait for each other. Commit
+// and fail run in a worker, because verification may take long and must not
+// hold up the heartbeats of the device's other attempts; progress runs
+// inline in the reader unless it has to queue. The reader takes the
+// worker's semaphore slot, so a device flooding frames stalls its own reads.
+func (s *session) runOrdered(attemptID string, inline bool, fn func()) {
+	s.mu.Lock()
+	prev := s.tails[attemptID]
+	if inline && prev == nil {
+		s.mu.Unlock()
+		defer s.inflight.Done()
+		fn()
+		return
+	}
+	mine := make(chan struct{})
+	s.tails[attemptID] = mine
+	s.mu.Unlock()
+	s.workers <- struct{}{}
+	run := func() {
+		defer func() {
+			s.mu.Lock()
+			if s.tails[attemptID] == mine {
+				delete(s.tails, attemptID)
+			}
+			s.mu.Unlock()
+			close(mine)
+			<-s.workers
+			s.inflight.Done()
+		}()
+		if prev != nil {
+			<-prev
+		}
+		fn()
+	}
+	if !s.spawn(run) {
+		run()
+	}
+}
+
+// begin counts a frame as in flight unless the session is draining.
+func (s *session) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
+}
+
+// spawn runs fn in a goroutine the session waits for when it ends.
+func (s *session) spawn(fn func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	s.bg.Go(fn)
+	return true
+}
+
+// drain stops new work on the session, waits for the frames and offers in
+// flight (their replies are written), and then closes with code.
+func (s *session) drain(code websocket.StatusCode, reason string) {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	s.inflight.Wait()
+	_ = s.conn.Close(code, reason)
+}
+
+func (s *session) isWelcomed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.welcomed
+}
+
+// write sends one frame. It never logs the frame: an offer carries a token.
+func (s *session) write(msg any) bool {
+	ctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
+	defer cancel()
+	if err := s.conn.Write(ctx, websocket.MessageText, protocol.Encode(msg)); err != nil {
+		s.log.Info("write failed", "type", frameType(msg), "err", err)
+		return false
+	}
+	return true
+}
+
+// touch is the per-frame heartbeat: the device is alive, whatever the
+// frame's outcome. A failure only delays the device's online status.
+func (s *session) touch() {
+	if _, err := s.g.pool.Exec(s.g.ctx, sqlTouchDevice, s.deviceID, s.g.nowArg()); err != nil {
+		s.log.Warn("heartbeat device", "err", err)
+	}
+}
+
+// pingLoop pings the agent every Heartbeat. A pong heartbeats an idle
+// device (one without attempts sends no frames); a missing pong means a
+// dead peer, whose connection is cut so its session and slots go away.
+func (s *session) pingLoop() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.g.timers.After(s.g.cfg.Heartbeat):
+		}
+		if !s.isWelcomed() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.g.cfg.Heartbeat)
+		err := s.conn.Ping(ctx)
+		cancel()
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.log.Info("ping unanswered; closing", "err", err)
+			}
+			_ = s.conn.CloseNow()
+			return
+		}
+		s.touch()
+	}
+}
+
+// signal sets a level-triggered wake flag without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// frameType names a frame for logs; never the frame itself, which may
+// carry a commit token.
+func frameType(msg any) string { return fmt.Sprintf("%T", msg) }

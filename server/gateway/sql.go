@@ -1,0 +1,59 @@
+package gateway
+
+// The gateway's own SQL. Every decision about jobs and attempts belongs to
+// the service layer; these statements only authenticate, describe and
+// heartbeat devices, read what an offer needs, and find cancel targets.
+const (
+	// A revoked device is refused exactly like an unknown token.
+	sqlAuthDevice = `SELECT id::text FROM devices WHERE token_hash = $1 AND status <> 'revoked'`
+
+	// Locked first, as Lease locks it, so counting live attempts and
+	// updating slots_total cannot race a concurrent Lease of the same device.
+	sqlLockDeviceForHello = `SELECT status FROM devices WHERE id = $1 FOR UPDATE`
+
+	sqlCountLive = `
+SELECT count(*) FROM job_attempts
+WHERE device_id = $1 AND status IN ('leased', 'downloading', 'running', 'uploading', 'committing')`
+
+	// hello describes what the device offers now. slots_total never drops
+	// below the live attempts, so invariant 9 holds while an agent that
+	// shrank its slots finishes what it holds; Lease then gives it nothing
+	// until it is below the new total.
+	sqlDescribeDevice = `
+UPDATE devices SET services = $2, slots_total = greatest($3::int, $4::int), last_seen_at = coalesce($5::timestamptz, now()),
+       status = 'online'
+WHERE id = $1 AND status <> 'revoked'`
+
+	// The per-frame heartbeat. Revoked stays revoked.
+	sqlTouchDevice = `
+UPDATE devices SET last_seen_at = coalesce($2::timestamptz, now()), status = 'online'
+WHERE id = $1 AND status <> 'revoked'`
+
+	sqlOfferJob = `SELECT service, params, input_bytes, input_sha256 FROM jobs WHERE id = $1`
+
+	// Live attempts of cancelling jobs on the given devices: the cancel
+	// notices a session or the listener may have missed.
+	sqlPendingCancels = `
+SELECT a.job_id::text, a.id::text, a.device_id::text FROM job_attempts a JOIN jobs j ON j.id = a.job_id
+WHERE j.status = 'cancelling' AND a.device_id = ANY($1::uuid[])
+  AND a.status IN ('leased', 'downloading', 'running', 'uploading', 'committing')
+ORDER BY a.job_id`
+
+	sqlLiveAttemptDevice = `
+SELECT id::text, device_id::text FROM job_attempts
+WHERE job_id = $1 AND status IN ('leased', 'downloading', 'running', 'uploading', 'committing')`
+
+	// The poll fallback: which services have leasable work.
+	sqlQueuedServices = `
+SELECT DISTINCT service FROM jobs WHERE status = 'queued' AND admission_deadline > coalesce($1::timestamptz, now())`
+
+	sqlNotify = `SELECT pg_notify($1, $2)`
+
+	// A transaction-scoped advisory lock: held for one sweep pass, released
+	// by commit, rollback or a dead connection, so a crashed gateway never
+	// keeps the others from sweeping.
+	sqlTrySweepLock = `SELECT pg_try_advisory_xact_lock($1)`
+)
+
+// sweepLockKey is the advisory lock key of the sweeper ("rendmcsw" in ASCII).
+const sweepLockKey int64 = 0x72656e646d637377
