@@ -178,8 +178,9 @@ func replaySequence(ctx context.Context, f fuzzFlags, fac fuzzSetup, rf faults.R
 
 // fuzzSetup is what a campaign needs from its target choice.
 type fuzzSetup struct {
-	factory faults.Factory
-	options faults.Options
+	factory           faults.Factory
+	options           faults.Options
+	pgKind, pgVersion string
 }
 
 func mutationNames() []string {
@@ -227,5 +228,6 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 		_ = pg.Close()
 	}
 	opts := faults.Options{Outputs: scenarios.SyntheticOutput, CompareState: true}
-	return fuzzSetup{factory: workers.Factory(""), options: opts}, cleanup, nil
+	version, _ := pg.Provider.Version(ctx)
+	return fuzzSetup{factory: workers.Factory(""), options: opts, pgKind: pg.Provider.Kind(), pgVersion: version}, cleanup, nil
 }

@@ -22,6 +22,13 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"fuzz", "run a seeded fuzz campaign against the model and/or Postgres", runFuzz},
+		{"qualify", "run the qualification campaigns and write the dated evidence card", runQualify},
+		{"replay", "replay the failures recorded in a card's JSON, or a replay file", runReplay},
+		{"card", "compare two qualification cards: card diff A.json B.json", runCard},
+		{"server", "run the control plane: HTTP API, device gateway, sweeper, webhooks", runServer},
+		{"migrate", "apply the database migrations (server also does on start)", runMigrate},
+		{"admin", "operator tasks: buyers, API keys, pairing codes, devices, signing keys", runAdmin},
+		{"dev", "run a throwaway local control plane with a demo buyer and pairing code", runDev},
 		{"agent", "run the Mac agent: pair a device or serve leases from the gateway", runAgent},
 	}
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rendermac/rendermac/internal/pgprovider"
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/api"
+)
+
+// Demo data of `rendermac dev`.
+const (
+	devBalanceCents = 100_000
+	devPairTTL      = time.Hour
+)
+
+// runDev runs a throwaway control plane: an embedded Postgres from local
+// binaries, a fresh signing key and artifact store in a temp dir, the
+// server, and a demo buyer and pairing code, with instructions for
+// connecting an agent and submitting a job. Ctrl-C stops and removes it all.
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	set := newFlagSet("dev", "[--listen ADDR] [--log-level L]", stderr)
+	listen := set.String("listen", "127.0.0.1:8080", "listen address")
+	logLevel := set.String("log-level", "info", "debug, info, warn or error")
+	if err := parseFlags(set, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "rendermac-dev-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	// Local binaries only: dev must not grab the DATABASE_URL database or
+	// wait for a Docker engine.
+	pg, err := pgprovider.Open(ctx, pgprovider.Options{IgnoreEnv: true, DisableDocker: true})
+	if err != nil {
+		return err
+	}
+	defer pg.Close()
+	keyFile := filepath.Join(dir, "signing.key")
+	if err := writeSigningKey(keyFile); err != nil {
+		return err
+	}
+	key, err := loadSigningKey(keyFile)
+	if err != nil {
+		return err
+	}
+	f := serverFlags{db: pg.AdminURL(), listen: *listen, artifacts: filepath.Join(dir, "artifacts"), keyFile: keyFile,
+		leaseTTL: server.DefaultLeaseTTL, heartbeat: 15 * time.Second}
+	return serve(ctx, f, key, log, func(ctx context.Context, st *stack) error {
+		return devWelcome(ctx, st, dir, stdout)
+	})
+}
+
+// devWelcome creates the demo buyer and pairing code and prints how to use them.
+func devWelcome(ctx context.Context, st *stack, dir string, stdout io.Writer) error {
+	b, err := createBuyer(ctx, st.pool, protocol.UUIDFrom(rand.Reader), "demo buyer", devBalanceCents, "")
+	if err != nil {
+		return err
+	}
+	code, expires, err := api.CreatePairingCode(ctx, st.pool, time.Time{}, devPairTTL)
+	if err != nil {
+		return err
+	}
+	u := st.baseURL
+	fmt.Fprintf(stdout, `
+RenderMac dev server at %[1]s (throwaway Postgres and artifacts in %[2]s)
+
+Demo buyer %[3]s, balance %[4]d cents, API key:
+  %[5]s
+
+Connect an agent (pairing code single use, valid until %[6]s):
+  rendermac agent --server %[1]s --pair %[7]s --services synthetic.mp4 --slots 2 --work %[2]s/agent --token-file %[2]s/device.json
+
+Submit a job:
+  curl -sS -X POST %[1]s/v1/jobs -H 'Authorization: Bearer %[5]s' -H 'Idempotency-Key: demo-1' -d '{"service":"synthetic.mp4","params":{"seed":"demo"}}'
+
+Watch it:
+  curl -sS -H 'Authorization: Bearer %[5]s' %[1]s/v1/jobs
+
+Press Ctrl-C to stop; everything above is deleted.
+`, u, dir, b.id, devBalanceCents, b.apiKey, expires.Format(time.Kitchen+" MST"), code)
+	return nil
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/rendermac/rendermac/evidence"
+	"github.com/rendermac/rendermac/faults"
+)
+
+type qualifyFlags struct {
+	seeds, steps, pgSeeds, pgSteps, workers int
+	firstSeed                               uint64
+	out, db, serverMutation, modelMutation  string
+	noTimings                               bool
+}
+
+// invariants is SPEC section 4, as the card states it.
+var invariants = []evidence.Invariant{
+	{Number: 1, Text: "At most one live attempt per job; attempt numbers are 1..n without gaps."},
+	{Number: 2, Text: "A terminal job has no live attempt."},
+	{Number: 3, Text: "A job reaches succeeded only through verifying, from a fenced commit of a non-expired attempt; never from cancelling."},
+	{Number: 4, Text: "Every status change is allowed by the tables; the journal replays to the rows."},
+	{Number: 5, Text: "attempt_number <= max_attempts; no requeue past the budget or the deadline."},
+	{Number: 6, Text: "Stored token hashes are 64 hex chars, distinct per attempt, never a plaintext."},
+	{Number: 7, Text: "A terminal job has exactly one settled hold and one terminal webhook; money is conserved."},
+	{Number: 8, Text: "A succeeded job's output is at its attempt's key with the recorded size and SHA-256."},
+	{Number: 9, Text: "A device's occupied slots equal its live attempts."},
+}
+
+// notCovered is what this qualification does not stand for.
+var notCovered = []string{
+	"The full-stack differential campaign (gateway + WebSocket + agent identities) and the named phase-fault scenario catalogue are not built yet (issue 6); this card covers the model and the Postgres service layer.",
+	"Faults injected below the service layer: Postgres restarts and crashes, TCP cuts and latency, gateway kills, artifact store outages.",
+	"Mac sleep, Wi-Fi loss and real FFmpeg renders at scale; multi-gateway failover.",
+	"Exactly-once physical execution, which RenderMac does not promise: a provider may finish encoding after its lease is lost.",
+}
+
+func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f qualifyFlags
+	fs := newFlagSet("qualify", "[--seeds N] [--out DIR] [--db URL] [--no-timings]", stderr)
+	fs.IntVar(&f.seeds, "seeds", 500, "seeds of the model campaign")
+	fs.IntVar(&f.steps, "steps", 200, "events per model sequence")
+	fs.IntVar(&f.pgSeeds, "pg-seeds", 100, "seeds of the model-vs-Postgres campaign")
+	fs.IntVar(&f.pgSteps, "pg-steps", 100, "events per model-vs-Postgres sequence")
+	fs.Uint64Var(&f.firstSeed, "first-seed", 1, "first seed of every campaign")
+	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "sequences run in parallel")
+	fs.StringVar(&f.out, "out", "evidence-out", "directory for the card (Markdown, JSON, JUnit XML, HTML) and replay files")
+	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL (default: DATABASE_URL, else an embedded cluster)")
+	fs.StringVar(&f.serverMutation, "server-mutation", "", "qualify a deliberately broken service layer (must fail)")
+	fs.StringVar(&f.modelMutation, "model-mutation", "", "qualify a deliberately broken model (must fail)")
+	fs.BoolVar(&f.noTimings, "no-timings", false, "leave durations out, so two runs of one commit give identical files")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if f.seeds < 1 || f.steps < 1 || f.pgSeeds < 0 || f.pgSteps < 1 || f.workers < 1 {
+		return usageError{"--seeds, --steps, --pg-steps and --workers must be at least 1, --pg-seeds at least 0"}
+	}
+	start := time.Now()
+	card := evidence.Card{Title: "Phase-fault qualification", Date: start.UTC().Format("2006-01-02"),
+		Invariants: invariants, NotCovered: notCovered, NoTimings: f.noTimings}
+	card.Run = evidence.RunInfo{Commit: gitCommit(), GoVersion: runtime.Version(), Host: hostname(),
+		Command: "rendermac qualify " + strings.Join(args, " "), FirstSeed: f.firstSeed}
+	prog := newProgress(stderr)
+
+	model := fuzzFlags{target: "model", mutation: f.modelMutation, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays")}
+	if err := qualifyCampaign(ctx, &card, "model", model, f.seeds, f.firstSeed, prog, stderr); err != nil {
+		return err
+	}
+	if f.pgSeeds > 0 {
+		both := fuzzFlags{target: "both", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.pgSteps, outDir: filepath.Join(f.out, "replays")}
+		if err := qualifyCampaign(ctx, &card, "model-vs-postgres", both, f.pgSeeds, f.firstSeed, prog, stderr); err != nil {
+			return err
+		}
+	}
+	card.Passed = len(card.Failures) == 0
+	if !f.noTimings {
+		card.Run.DurationMs = time.Since(start).Milliseconds()
+	}
+	paths, err := evidence.WriteAll(f.out, card, evidence.WriteOptions{NoTimings: f.noTimings})
+	if err != nil {
+		return err
+	}
+	verdict := "PASS"
+	if !card.Passed {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(stdout, "qualification %s: %d campaigns, %d failures\n", verdict, len(card.Campaigns), len(card.Failures))
+	for _, fl := range card.Failures {
+		fmt.Fprintf(stdout, "  %s seed %d: %s\n    replay: %s\n", fl.Source, fl.Seed, fl.Detail, fl.Replay)
+	}
+	for _, p := range paths {
+		fmt.Fprintf(stdout, "wrote %s\n", p)
+	}
+	if !card.Passed {
+		return exitError{1}
+	}
+	return nil
+}
+
+// qualifyCampaign runs one campaign and records it (and its first failure,
+// shrunk, with a replay file) on the card.
+func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fuzzFlags, seeds int, first uint64,
+	prog *progress, stderr io.Writer) error {
+	setup, cleanup, err := fuzzFactory(ctx, f, stderr)
+	if err != nil {
+		return fmt.Errorf("%s campaign: %w", name, err)
+	}
+	defer cleanup()
+	if f.target == "both" && card.Run.PostgresVersion == "" {
+		card.Run.PostgresKind, card.Run.PostgresVersion = setup.pgKind, setup.pgVersion
+	}
+	list := make([]uint64, seeds)
+	for i := range list {
+		list[i] = first + uint64(i)
+	}
+	c := faults.Campaign{Factory: setup.factory, Options: setup.options, Gen: faults.DefaultGenConfig, Seeds: list,
+		Steps: f.steps, Workers: f.workers, Progress: func(done, total int) { prog.update(name, done, total) }}
+	start := time.Now()
+	res, err := c.Run(ctx)
+	prog.done(name)
+	if err != nil {
+		return fmt.Errorf("%s campaign: %w", name, err)
+	}
+	camp := evidence.Campaign{Name: name, Target: f.target, Seeds: seeds, FirstSeed: first, StepsPerSeq: f.steps,
+		Sequences: res.Seeds, Steps: res.Steps, Replies: res.Codes, Divergences: res.Divergences(),
+		Violations: res.Violations(), Errors: res.Errors(), Passed: len(res.Failures) == 0}
+	if !card.NoTimings {
+		camp.DurationMs = time.Since(start).Milliseconds()
+	}
+	card.Campaigns = append(card.Campaigns, camp)
+	for i, sf := range res.Failures {
+		fl := evidence.Failure{Source: name, Seed: sf.Seed, Detail: sf.Result.Failure.String(), Target: f.target, Mutation: f.mutation,
+			Replay: fuzzCommand(f, fmt.Sprintf("--seed %d --steps %d", sf.Seed, f.steps))}
+		if i == 0 && sf.Shrunk != nil {
+			path, err := writeFailure(f, *sf.Shrunk)
+			if err != nil {
+				return err
+			}
+			fl.Detail = sf.ShrunkRes.Failure.String()
+			fl.Replay = fuzzCommand(f, "--replay "+path)
+			for _, ev := range sf.Shrunk.Events {
+				fl.Events = append(fl.Events, ev.String())
+			}
+		}
+		card.Failures = append(card.Failures, fl)
+	}
+	return nil
+}
+
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	commit := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		commit += "-dirty"
+	}
+	return commit
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}

@@ -1,0 +1,172 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/grant"
+	"github.com/rendermac/rendermac/server/metrics"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxInputBytes bounds a job's decoded input_base64.
+	DefaultMaxInputBytes = 32 << 20
+	// DefaultMaxArtifactBytes bounds one artifact PUT body (an output video).
+	DefaultMaxArtifactBytes = 4 << 30
+	// DefaultDownloadTTL is how long a succeeded job's download_url stays valid.
+	DefaultDownloadTTL = 15 * time.Minute
+)
+
+// Config tunes an API. Zero fields take the defaults.
+type Config struct {
+	MaxInputBytes    int64
+	MaxArtifactBytes int64
+	DownloadTTL      time.Duration
+	// Services is the catalogue a pairing device may offer; nil takes
+	// protocol.Services. It must match the service layer's catalogue.
+	Services []protocol.Service
+	// Gateway, when set, serves GET /v1/provider/ws (the device WebSocket),
+	// so that it is counted and logged like every other route.
+	Gateway http.Handler
+	// Now pins the instant of every decision (tests and the harness). Nil
+	// means the database clock, the single authority in production.
+	Now func() time.Time
+}
+
+// API serves the HTTP routes of SPEC section 6. It holds no per-request
+// state and is safe for concurrent use.
+type API struct {
+	svc     *server.Service
+	pool    *pgxpool.Pool
+	store   artifact.Store
+	signer  *grant.Signer
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	cfg     Config
+	mux     *http.ServeMux
+}
+
+// New returns the API over the service layer svc and its pool (the schema
+// of store.Migrate, at least SchemaVersion), serving artifacts from st
+// under grants signed by signer.
+func New(svc *server.Service, pool *pgxpool.Pool, st artifact.Store, signer *grant.Signer, m *metrics.Metrics,
+	log *slog.Logger, cfg Config) *API {
+	if cfg.MaxInputBytes <= 0 {
+		cfg.MaxInputBytes = DefaultMaxInputBytes
+	}
+	if cfg.MaxArtifactBytes <= 0 {
+		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
+	}
+	if cfg.DownloadTTL <= 0 {
+		cfg.DownloadTTL = DefaultDownloadTTL
+	}
+	if len(cfg.Services) == 0 {
+		cfg.Services = protocol.Services
+	}
+	a := &API{svc: svc, pool: pool, store: st, signer: signer, metrics: m, log: log, cfg: cfg, mux: http.NewServeMux()}
+	a.routes()
+	return a
+}
+
+func (a *API) routes() {
+	a.mux.HandleFunc("GET /healthz", a.healthz)
+	a.mux.HandleFunc("GET /readyz", a.readyz)
+	a.mux.Handle("GET /metrics", a.metrics.Handler())
+	a.mux.HandleFunc("POST /v1/jobs", a.buyer(a.createJob))
+	a.mux.HandleFunc("GET /v1/jobs", a.buyer(a.listJobs))
+	a.mux.HandleFunc("GET /v1/jobs/{id}", a.buyer(a.getJob))
+	a.mux.HandleFunc("POST /v1/jobs/{id}/cancel", a.buyer(a.cancelJob))
+	a.mux.HandleFunc("GET /v1/jobs/{id}/events", a.buyer(a.jobEvents))
+	a.mux.HandleFunc("POST /v1/provider/pair", a.pair)
+	if a.cfg.Gateway != nil {
+		a.mux.Handle("GET /v1/provider/ws", a.cfg.Gateway)
+	}
+	a.mux.HandleFunc("/", a.noRoute)
+}
+
+// Route labels of the artifact handler, which is dispatched before the mux.
+const (
+	routeArtifactGet   = "GET /v1/artifacts/{key...}"
+	routeArtifactPut   = "PUT /v1/artifacts/{key...}"
+	routeArtifactOther = "/v1/artifacts/{key...}"
+)
+
+// Handler returns the API's handler: every request is counted by route
+// pattern and status, logged without secrets, and recovered from panics.
+//
+// Artifact paths bypass the ServeMux on purpose: the mux would answer a
+// path containing ".." with a redirect to its cleaned form, so a crafted
+// key would silently turn into another key. Here it reaches
+// artifact.ValidateKey as sent and is refused with 400 invalid_key.
+func (a *API) Handler() http.Handler {
+	return a.instrument(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, grant.PathPrefix) {
+			a.artifact(w, r)
+			return
+		}
+		a.mux.ServeHTTP(w, r)
+	}))
+}
+
+// noRoute answers the catch-all pattern: 405 when the path exists for
+// another method, else 404, both as JSON rather than the mux's plain text.
+func (a *API) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := a.mux.Handler(probe); pattern != "" && pattern != "/" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		slices.Sort(allowed)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed here")
+		return
+	}
+	writeError(w, http.StatusNotFound, string(protocol.CodeNotFound), "no such route")
+}
+
+// pinned is the instant handed to the service layer: the pinned clock, or
+// the zero time, which the service reads as "use the database clock".
+func (a *API) pinned() time.Time {
+	if a.cfg.Now == nil {
+		return time.Time{}
+	}
+	return a.cfg.Now().UTC().Truncate(time.Microsecond)
+}
+
+// now is the instant of a decision the API takes itself (grant and
+// pairing-code expiry, signing download grants): the pinned clock, or the
+// database's, so that every process judges expiry by one clock.
+func (a *API) now(ctx context.Context) (time.Time, error) {
+	if t := a.pinned(); !t.IsZero() {
+		return t, nil
+	}
+	var t time.Time
+	if err := a.pool.QueryRow(ctx, `SELECT now()`).Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return t.UTC(), nil
+}
+
+// internal answers 500 and logs the cause, which the client never sees.
+func (a *API) internal(w http.ResponseWriter, r *http.Request, err error) {
+	a.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+}

@@ -1,0 +1,172 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/artifact"
+)
+
+// jsonSlackBytes is what a create body may carry besides input_base64.
+const jsonSlackBytes = 64 << 10
+
+// createJobBody is the body of POST /v1/jobs. Pointers tell an absent
+// field (which takes its default) from an explicit zero (which is refused).
+type createJobBody struct {
+	Service          string            `json:"service"`
+	Params           map[string]string `json:"params"`
+	InputBase64      string            `json:"input_base64"`
+	MaxAttempts      *int              `json:"max_attempts"`
+	AdmissionWindowS *int64            `json:"admission_window_s"`
+}
+
+// bodyField maps the service layer's validation fields to the names the
+// client sent, so a 422 names something the client can find in its request.
+var bodyField = map[string]string{
+	"admission_window": "admission_window_s",
+	"input.bytes":      "input_base64",
+	"input.sha256":     "input_base64",
+	"idempotency_key":  "Idempotency-Key",
+}
+
+// createJob is POST /v1/jobs: 201 with the job, 200 with the earlier job
+// for a repeated Idempotency-Key and body, 422 validation_error, 402
+// insufficient_funds, 409 idempotency_conflict.
+func (a *API) createJob(w http.ResponseWriter, r *http.Request, buyerID string) {
+	req, input, rerr := a.readCreate(w, r, buyerID)
+	if rerr != nil {
+		rerr.write(w)
+		return
+	}
+	var reply protocol.Reply
+	var err error
+	if len(input) == 0 {
+		reply, err = a.svc.CreateJob(r.Context(), a.pinned(), req)
+	} else {
+		reply, err = a.createJobWithInput(r.Context(), a.pinned(), req, a.storeInput(input, req.Input.SHA256))
+	}
+	if err != nil {
+		a.internal(w, r, err)
+		return
+	}
+	switch reply.Code {
+	case protocol.CodeCreated:
+		status := http.StatusCreated
+		if reply.Existing {
+			status = http.StatusOK
+		}
+		w.Header().Set("Location", "/v1/jobs/"+reply.JobID)
+		a.writeJob(w, r, status, buyerID, reply.JobID)
+	case protocol.CodeValidation:
+		field := reply.Field
+		if f, ok := bodyField[field]; ok {
+			field = f
+		}
+		invalid(field, "%s is invalid", field).write(w)
+	case protocol.CodeInsufficientFunds:
+		writeError(w, http.StatusPaymentRequired, string(reply.Code), "balance does not cover the service's price")
+	case protocol.CodeIdempotencyConflict:
+		writeError(w, http.StatusConflict, string(reply.Code),
+			"Idempotency-Key was already used with a different request")
+	case protocol.CodeNotFound: // the key's buyer vanished after authentication
+		unauthorized(w, "unknown buyer")
+	default:
+		a.internal(w, r, fmt.Errorf("create job: unexpected reply %q", reply.Code))
+	}
+}
+
+// readCreate decodes and checks the body's shape; the service layer
+// validates the values, in the contract's order, and writes nothing when
+// one is refused.
+func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string) (protocol.CreateJobRequest, []byte, *requestError) {
+	var body createJobBody
+	limit := base64.StdEncoding.EncodedLen(int(a.cfg.MaxInputBytes)) + jsonSlackBytes
+	if rerr := decodeJSON(w, r, int64(limit), &body); rerr != nil {
+		return protocol.CreateJobRequest{}, nil, rerr
+	}
+	input, err := base64.StdEncoding.DecodeString(body.InputBase64)
+	if err != nil {
+		return protocol.CreateJobRequest{}, nil, invalid("input_base64", "input_base64 is not standard base64: %v", err)
+	}
+	if int64(len(input)) > a.cfg.MaxInputBytes {
+		return protocol.CreateJobRequest{}, nil, &requestError{status: http.StatusRequestEntityTooLarge,
+			body: Error{Code: CodeBodyTooLarge, Field: "input_base64",
+				Message: fmt.Sprintf("input exceeds %d bytes", a.cfg.MaxInputBytes)}}
+	}
+	sum := sha256.Sum256(input)
+	req := protocol.CreateJobRequest{
+		BuyerID: buyerID, Service: body.Service, Params: body.Params,
+		Input:           protocol.InputRef{Bytes: int64(len(input)), SHA256: hex.EncodeToString(sum[:])},
+		MaxAttempts:     protocol.MaxAttemptsDefault,
+		AdmissionWindow: protocol.AdmissionWindowDefault,
+		IdempotencyKey:  r.Header.Get("Idempotency-Key"),
+	}
+	if body.MaxAttempts != nil {
+		req.MaxAttempts = *body.MaxAttempts
+	}
+	if s := body.AdmissionWindowS; s != nil {
+		// Out-of-range values are the service's to refuse; only values whose
+		// conversion would overflow are mapped to an equally invalid -1.
+		req.AdmissionWindow = -1
+		if *s >= 0 && *s <= math.MaxInt64/int64(time.Second) {
+			req.AdmissionWindow = time.Duration(*s) * time.Second
+		}
+	}
+	return req, input, nil
+}
+
+// storeInput returns the callback that writes a job's input at
+// inputs/{job_id} inside the creating transaction, so that a job is never
+// leasable before its input exists. It may run more than once (the service
+// re-runs a transaction after a serialization failure); Put replaces the
+// object whole, so a re-run is harmless.
+func (a *API) storeInput(input []byte, sha string) func(context.Context, string) error {
+	return func(ctx context.Context, jobID string) error {
+		obj, err := a.store.Put(ctx, artifact.InputKey(jobID), bytes.NewReader(input))
+		if err != nil {
+			return fmt.Errorf("store input of job %s: %w", jobID, err)
+		}
+		if obj.SHA256 != sha || obj.Bytes != int64(len(input)) {
+			return fmt.Errorf("store input of job %s: stored %d bytes %s, want %d bytes %s",
+				jobID, obj.Bytes, obj.SHA256, len(input), sha)
+		}
+		return nil
+	}
+}
+
+// cancelJob is POST /v1/jobs/{id}/cancel: 200 with the cancelled job, 202
+// with a cancelling one (the device is told; the job ends when it stops),
+// 409 job_terminal, 404 not_found.
+func (a *API) cancelJob(w http.ResponseWriter, r *http.Request, buyerID string) {
+	id := r.PathValue("id")
+	reply, err := a.svc.Cancel(r.Context(), a.pinned(), buyerID, id)
+	if err != nil {
+		a.internal(w, r, err)
+		return
+	}
+	switch reply.Code {
+	case protocol.CodeCancelled:
+		a.writeJob(w, r, http.StatusOK, buyerID, id)
+	case protocol.CodeCancelling:
+		a.writeJob(w, r, http.StatusAccepted, buyerID, id)
+	case protocol.CodeJobTerminal:
+		writeError(w, http.StatusConflict, string(reply.Code), "job is already terminal")
+	case protocol.CodeNotFound:
+		jobNotFound(w)
+	default:
+		a.internal(w, r, fmt.Errorf("cancel job: unexpected reply %q", reply.Code))
+	}
+}
+
+// jobNotFound is the one answer for a missing job and for another buyer's.
+func jobNotFound(w http.ResponseWriter) {
+	writeError(w, http.StatusNotFound, string(protocol.CodeNotFound), "no such job")
+}

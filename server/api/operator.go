@@ -1,0 +1,166 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// Operator credentials: what `rendermac admin` mints. Each secret is
+// returned once and stored only as HashSecret of it.
+
+// SchemaVersion is the newest migration the API needs (00002: webhook_url
+// and pairing_codes); /readyz is not ready below it.
+const SchemaVersion = 2
+
+// pairingAlphabet has 32 symbols, so each draws exactly 5 random bits (no
+// modulo bias), and leaves out 0, 1, I and O, which people misread.
+const pairingAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+// pairingCodeLen symbols give 80 bits: a code cannot be guessed within its
+// lifetime even without a rate limit.
+const pairingCodeLen = 16
+
+// API key format: a prefix plus 32 random bytes.
+const (
+	apiKeyPrefix = "rmk_"
+	apiKeyBytes  = 32
+)
+
+const (
+	sqlInsertAPIKey = `INSERT INTO api_keys (id, buyer_id, key_hash) VALUES ($1, $2, $3)`
+
+	sqlInsertPairingCode = `
+INSERT INTO pairing_codes (code_hash, created_at, expires_at)
+SELECT $1, t, t + $3::bigint * interval '1 microsecond' FROM (SELECT coalesce($2::timestamptz, now()) AS t) now
+RETURNING expires_at`
+
+	sqlSetWebhookURL = `UPDATE buyers SET webhook_url = nullif($2, '') WHERE id = $1`
+
+	sqlListDevices = `
+SELECT d.id::text, d.name, d.status, d.services, d.slots_total, d.last_seen_at, d.created_at,
+       (SELECT count(*) FROM job_attempts a WHERE a.device_id = d.id
+          AND a.status IN ('leased', 'downloading', 'running', 'uploading', 'committing'))
+FROM devices d ORDER BY d.created_at, d.id`
+)
+
+// ErrUnknownBuyer is returned for a buyer id that names no buyer.
+var ErrUnknownBuyer = errors.New("api: unknown buyer")
+
+// CreateAPIKey mints an API key for buyerID and returns its plaintext,
+// which is not stored and cannot be shown again.
+func CreateAPIKey(ctx context.Context, pool *pgxpool.Pool, buyerID string) (string, error) {
+	if !protocol.ValidID(buyerID) {
+		return "", fmt.Errorf("create api key: %w %q", ErrUnknownBuyer, buyerID)
+	}
+	key, hash, err := newSecret(apiKeyPrefix, apiKeyBytes)
+	if err != nil {
+		return "", fmt.Errorf("create api key: %w", err)
+	}
+	if _, err := pool.Exec(ctx, sqlInsertAPIKey, protocol.UUIDFrom(rand.Reader), buyerID, hash); err != nil {
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation
+			return "", fmt.Errorf("create api key: %w %s", ErrUnknownBuyer, buyerID)
+		}
+		return "", fmt.Errorf("create api key: %w", err)
+	}
+	return key, nil
+}
+
+// NormalizePairingCode is the form a code is hashed in: upper case, without
+// the dashes and spaces people type, so "abcd-efgh" and "ABCDEFGH" agree.
+func NormalizePairingCode(code string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == ' ' {
+			return -1
+		}
+		return r
+	}, strings.ToUpper(strings.TrimSpace(code)))
+}
+
+// CreatePairingCode mints a single-use pairing code valid for ttl from now
+// (a zero now is the database clock) and returns it, formatted as
+// XXXX-XXXX-XXXX-XXXX, with its expiry.
+func CreatePairingCode(ctx context.Context, pool *pgxpool.Pool, now time.Time, ttl time.Duration) (string, time.Time, error) {
+	if ttl <= 0 {
+		return "", time.Time{}, fmt.Errorf("create pairing code: ttl %v must be positive", ttl)
+	}
+	raw := make([]byte, pairingCodeLen)
+	if _, err := rand.Read(raw); err != nil {
+		return "", time.Time{}, fmt.Errorf("create pairing code: %w", err)
+	}
+	var b strings.Builder
+	for i, c := range raw {
+		if i > 0 && i%4 == 0 {
+			b.WriteByte('-')
+		}
+		b.WriteByte(pairingAlphabet[c%32]) // 256 is a multiple of 32: uniform
+	}
+	code := b.String()
+	var expires time.Time
+	err := pool.QueryRow(ctx, sqlInsertPairingCode, HashSecret(NormalizePairingCode(code)), nullTime(now), ttl.Microseconds()).Scan(&expires)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("create pairing code: %w", err)
+	}
+	return code, expires.UTC(), nil
+}
+
+// SetWebhookURL sets (or, with "", clears) the buyer's webhook endpoint. It
+// must be an absolute http or https URL.
+func SetWebhookURL(ctx context.Context, pool *pgxpool.Pool, buyerID, webhookURL string) error {
+	if webhookURL != "" {
+		u, err := url.Parse(webhookURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("set webhook url: %q is not an absolute http(s) URL", webhookURL)
+		}
+	}
+	if !protocol.ValidID(buyerID) {
+		return fmt.Errorf("set webhook url: %w %q", ErrUnknownBuyer, buyerID)
+	}
+	tag, err := pool.Exec(ctx, sqlSetWebhookURL, buyerID, webhookURL)
+	if err != nil {
+		return fmt.Errorf("set webhook url: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set webhook url: %w %s", ErrUnknownBuyer, buyerID)
+	}
+	return nil
+}
+
+// Device is an operator's view of a paired device.
+type Device struct {
+	ID           string     `json:"id"`
+	Name         string     `json:"name"`
+	Status       string     `json:"status"`
+	Services     []string   `json:"services"`
+	SlotsTotal   int        `json:"slots_total"`
+	LiveAttempts int        `json:"live_attempts"`
+	LastSeenAt   *time.Time `json:"last_seen_at,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+}
+
+// ListDevices returns every device, oldest first.
+func ListDevices(ctx context.Context, pool *pgxpool.Pool) ([]Device, error) {
+	rows, err := pool.Query(ctx, sqlListDevices)
+	if err != nil {
+		return nil, fmt.Errorf("list devices: %w", err)
+	}
+	devices, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Device, error) {
+		var d Device
+		err := row.Scan(&d.ID, &d.Name, &d.Status, &d.Services, &d.SlotsTotal, &d.LastSeenAt, &d.CreatedAt, &d.LiveAttempts)
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list devices: %w", err)
+	}
+	return devices, nil
+}

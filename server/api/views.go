@@ -1,0 +1,280 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/grant"
+)
+
+// Listing limits of GET /v1/jobs.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 500
+)
+
+// Job is the buyer's view of a job, as GET /v1/jobs lists it.
+type Job struct {
+	ID                string             `json:"id"`
+	Status            protocol.JobStatus `json:"status"`
+	Service           string             `json:"service"`
+	Params            map[string]string  `json:"params"`
+	Input             Input              `json:"input"`
+	MaxAttempts       int                `json:"max_attempts"`
+	AttemptCount      int                `json:"attempt_count"`
+	FailureCode       string             `json:"failure_code,omitempty"`
+	CreatedAt         time.Time          `json:"created_at"`
+	AdmissionDeadline time.Time          `json:"admission_deadline"`
+	UpdatedAt         time.Time          `json:"updated_at"`
+}
+
+// Input describes a job's input (bytes 0 for a job without one).
+type Input struct {
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// JobDetail is GET /v1/jobs/{id}: the job with its attempts and, once it
+// succeeded, its output with a download grant.
+type JobDetail struct {
+	Job
+	Attempts []Attempt `json:"attempts"`
+	Output   *Output   `json:"output,omitempty"`
+}
+
+// Attempt is one execution of a job. Commit tokens and their hashes are
+// never part of it.
+type Attempt struct {
+	ID             string                 `json:"id"`
+	Number         int                    `json:"number"`
+	Status         protocol.AttemptStatus `json:"status"`
+	DeviceID       string                 `json:"device_id"`
+	LeaseEpoch     int                    `json:"epoch"`
+	LeaseExpiresAt time.Time              `json:"lease_expires_at"`
+	FailureCode    string                 `json:"failure_code,omitempty"`
+	StartedAt      time.Time              `json:"started_at"`
+	EndedAt        *time.Time             `json:"ended_at,omitempty"`
+}
+
+// Output is a succeeded job's verified output.
+type Output struct {
+	Key         string `json:"key"`
+	Bytes       int64  `json:"bytes"`
+	SHA256      string `json:"sha256"`
+	DownloadURL string `json:"download_url"`
+}
+
+// Event is one journal row of a job (SPEC section 3: job_events).
+type Event struct {
+	Seq        int64          `json:"seq"`
+	Kind       string         `json:"kind"`
+	AttemptID  string         `json:"attempt_id,omitempty"`
+	FromStatus string         `json:"from_status,omitempty"`
+	ToStatus   string         `json:"to_status"`
+	Code       string         `json:"code,omitempty"`
+	Actor      protocol.Actor `json:"actor"`
+	At         time.Time      `json:"at"`
+}
+
+const (
+	jobColumns = `
+j.id::text, j.status, j.service, j.params, j.input_bytes, j.input_sha256, j.max_attempts, j.attempt_count,
+coalesce(j.failure_code, ''), j.created_at, j.admission_deadline, j.updated_at`
+
+	// Every job read is scoped by buyer: that is the whole tenancy rule.
+	sqlJob = `SELECT ` + jobColumns + `, coalesce(j.output_key, ''), coalesce(j.output_bytes, 0),
+coalesce(j.output_sha256, '') FROM jobs j WHERE j.id = $1 AND j.buyer_id = $2`
+
+	sqlListJobs = `SELECT ` + jobColumns + ` FROM jobs j
+WHERE j.buyer_id = $1 AND ($2 = '' OR j.status = $2)
+ORDER BY j.created_at DESC, j.id DESC LIMIT $3`
+
+	sqlAttempts = `
+SELECT id::text, attempt_number, status, device_id::text, lease_epoch, lease_expires_at,
+       coalesce(failure_code, ''), created_at, ended_at
+FROM job_attempts WHERE job_id = $1 ORDER BY attempt_number`
+
+	sqlOwnsJob = `SELECT true FROM jobs WHERE id = $1 AND buyer_id = $2`
+
+	sqlEvents = `
+SELECT id, kind, coalesce(attempt_id::text, ''), coalesce(from_status, ''), to_status, code, actor, at
+FROM job_events WHERE job_id = $1 ORDER BY id`
+)
+
+// errNoJob means the job is missing or another buyer's.
+var errNoJob = errors.New("no such job")
+
+func scanJob(row pgx.Row, extra ...any) (Job, error) {
+	var j Job
+	err := row.Scan(append([]any{&j.ID, &j.Status, &j.Service, &j.Params, &j.Input.Bytes, &j.Input.SHA256,
+		&j.MaxAttempts, &j.AttemptCount, &j.FailureCode, &j.CreatedAt, &j.AdmissionDeadline, &j.UpdatedAt}, extra...)...)
+	if j.Params == nil {
+		j.Params = map[string]string{}
+	}
+	j.CreatedAt, j.AdmissionDeadline, j.UpdatedAt = j.CreatedAt.UTC(), j.AdmissionDeadline.UTC(), j.UpdatedAt.UTC()
+	return j, err
+}
+
+// readTx runs fn in a read-only REPEATABLE READ transaction: one snapshot,
+// so a job and its attempts (or its journal) agree with each other.
+func (a *API) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, a.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// loadJob reads one of the buyer's jobs with its attempts. Ids that are
+// not canonical uuids name no job and never reach Postgres.
+func (a *API) loadJob(ctx context.Context, buyerID, id string) (JobDetail, error) {
+	var d JobDetail
+	if !protocol.ValidID(id) {
+		return d, errNoJob
+	}
+	var out Output
+	err := a.readTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		d.Job, err = scanJob(tx.QueryRow(ctx, sqlJob, id, buyerID), &out.Key, &out.Bytes, &out.SHA256)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoJob
+		}
+		if err != nil {
+			return fmt.Errorf("read job %s: %w", id, err)
+		}
+		rows, err := tx.Query(ctx, sqlAttempts, id)
+		if err == nil {
+			d.Attempts, err = pgx.CollectRows(rows, scanAttempt)
+		}
+		if err != nil {
+			return fmt.Errorf("read attempts of %s: %w", id, err)
+		}
+		return nil
+	})
+	if err != nil || d.Status != protocol.JobSucceeded {
+		return d, err
+	}
+	now, err := a.now(ctx)
+	if err != nil {
+		return d, err
+	}
+	// The key was validated when the attempt's grants were made and the
+	// output verified at it, so it is a valid artifact key here.
+	out.DownloadURL = a.signer.URL(grant.Get, out.Key, now, a.cfg.DownloadTTL)
+	d.Output = &out
+	return d, nil
+}
+
+func scanAttempt(row pgx.CollectableRow) (Attempt, error) {
+	var at Attempt
+	err := row.Scan(&at.ID, &at.Number, &at.Status, &at.DeviceID, &at.LeaseEpoch, &at.LeaseExpiresAt,
+		&at.FailureCode, &at.StartedAt, &at.EndedAt)
+	at.LeaseExpiresAt, at.StartedAt = at.LeaseExpiresAt.UTC(), at.StartedAt.UTC()
+	if at.EndedAt != nil {
+		t := at.EndedAt.UTC()
+		at.EndedAt = &t
+	}
+	return at, err
+}
+
+// writeJob answers status with the buyer's job, after a write that the
+// job's id came from.
+func (a *API) writeJob(w http.ResponseWriter, r *http.Request, status int, buyerID, id string) {
+	d, err := a.loadJob(r.Context(), buyerID, id)
+	switch {
+	case errors.Is(err, errNoJob):
+		jobNotFound(w)
+	case err != nil:
+		a.internal(w, r, err)
+	default:
+		writeJSON(w, status, d)
+	}
+}
+
+// getJob is GET /v1/jobs/{id}.
+func (a *API) getJob(w http.ResponseWriter, r *http.Request, buyerID string) {
+	a.writeJob(w, r, http.StatusOK, buyerID, r.PathValue("id"))
+}
+
+// listJobs is GET /v1/jobs?status=&limit=: the buyer's jobs, newest first.
+func (a *API) listJobs(w http.ResponseWriter, r *http.Request, buyerID string) {
+	q := r.URL.Query()
+	status := q.Get("status")
+	if status != "" && !protocol.JobStatus(status).Valid() {
+		invalid("status", "status %q is not a job status", status).write(w)
+		return
+	}
+	limit := defaultListLimit
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxListLimit {
+			invalid("limit", "limit must be 1..%d", maxListLimit).write(w)
+			return
+		}
+		limit = n
+	}
+	var jobs []Job
+	err := a.readTx(r.Context(), func(tx pgx.Tx) error {
+		rows, err := tx.Query(r.Context(), sqlListJobs, buyerID, status, limit)
+		if err != nil {
+			return err
+		}
+		jobs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Job, error) { return scanJob(row) })
+		return err
+	})
+	if err != nil {
+		a.internal(w, r, fmt.Errorf("list jobs: %w", err))
+		return
+	}
+	if jobs == nil {
+		jobs = []Job{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
+}
+
+// jobEvents is GET /v1/jobs/{id}/events: the job's journal in append order.
+func (a *API) jobEvents(w http.ResponseWriter, r *http.Request, buyerID string) {
+	id := r.PathValue("id")
+	if !protocol.ValidID(id) {
+		jobNotFound(w)
+		return
+	}
+	var events []Event
+	err := a.readTx(r.Context(), func(tx pgx.Tx) error {
+		var owns bool
+		err := tx.QueryRow(r.Context(), sqlOwnsJob, id, buyerID).Scan(&owns)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoJob
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(r.Context(), sqlEvents, id)
+		if err != nil {
+			return err
+		}
+		events, err = pgx.CollectRows(rows, scanEvent)
+		return err
+	})
+	switch {
+	case errors.Is(err, errNoJob):
+		jobNotFound(w)
+	case err != nil:
+		a.internal(w, r, fmt.Errorf("read events of %s: %w", id, err))
+	default:
+		if events == nil {
+			events = []Event{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"events": events})
+	}
+}
+
+func scanEvent(row pgx.CollectableRow) (Event, error) {
+	var e Event
+	err := row.Scan(&e.Seq, &e.Kind, &e.AttemptID, &e.FromStatus, &e.ToStatus, &e.Code, &e.Actor, &e.At)
+	e.At = e.At.UTC()
+	return e, err
+}

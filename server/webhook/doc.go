@@ -1,0 +1,38 @@
+// Package webhook delivers the terminal job events of the webhook_outbox
+// table to buyers' endpoints (SPEC section 6), at least once.
+//
+// # Delivery
+//
+// The service layer appends one outbox row in the same transaction as a
+// job's terminal transition. A Deliverer claims due rows with FOR UPDATE
+// SKIP LOCKED in a statement that also counts the attempt and pushes
+// next_attempt_at out by a claim lease, and commits at once: the HTTP POST
+// then runs outside any transaction, so a slow endpoint holds no lock, and
+// several deliverers (several server processes) never claim one row
+// together. A 2xx sets delivered_at; anything else records last_error and
+// schedules the next attempt with exponential backoff (Backoff). A
+// deliverer that dies mid-POST leaves the row to be claimed again when the
+// lease runs out. Nothing is ever given up on, so a receiver may see an
+// event more than once, and never zero times: it should deduplicate by
+// delivery_id (also sent as the X-RenderMac-Delivery header).
+//
+// Rows whose buyer has no webhook_url are marked delivered with last_error
+// 'no webhook url', so the outbox drains and the row records why nothing
+// was sent.
+//
+// # Signing
+//
+// Each POST carries X-RenderMac-Signature: sha256=<hex HMAC-SHA256 of the
+// body, keyed with the buyer's secret string>. That secret is not stored
+// anywhere: it is derived as "whsec_" + hex HMAC-SHA256(server signing
+// key, "rendermac webhook secret v1\n" + buyer id) (BuyerSecret), so the
+// database holds nothing that forges a webhook, and an operator recomputes
+// a buyer's secret with `rendermac admin webhook-secret`. The label keeps
+// derived secrets apart from grant signatures made with the same key.
+// Rotating the signing key rotates every buyer's webhook secret.
+//
+// # Time
+//
+// The deliverer's decisions (what is due, when to retry) use the database
+// clock unless Config.Now pins an instant; Config.Clock only paces polling.
+package webhook
