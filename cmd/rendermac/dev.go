@@ -13,6 +13,7 @@ import (
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/controlplane"
 )
 
 // Demo data of `rendermac dev`.
@@ -58,22 +59,22 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	f := serverFlags{db: pg.AdminURL(), listen: *listen, artifacts: filepath.Join(dir, "artifacts"), keyFile: keyFile,
 		leaseTTL: server.DefaultLeaseTTL, heartbeat: 15 * time.Second}
-	return serve(ctx, f, key, log, func(ctx context.Context, st *stack) error {
+	return controlplane.Run(ctx, f.config(key, log), func(ctx context.Context, st *controlplane.Plane) error {
 		return devWelcome(ctx, st, dir, stdout)
 	})
 }
 
 // devWelcome creates the demo buyer and pairing code and prints how to use them.
-func devWelcome(ctx context.Context, st *stack, dir string, stdout io.Writer) error {
-	b, err := createBuyer(ctx, st.pool, protocol.UUIDFrom(rand.Reader), "demo buyer", devBalanceCents, "")
+func devWelcome(ctx context.Context, st *controlplane.Plane, dir string, stdout io.Writer) error {
+	b, err := createBuyer(ctx, st.Pool, protocol.UUIDFrom(rand.Reader), "demo buyer", devBalanceCents, "")
 	if err != nil {
 		return err
 	}
-	code, expires, err := api.CreatePairingCode(ctx, st.pool, time.Time{}, devPairTTL)
+	code, expires, err := api.CreatePairingCode(ctx, st.Pool, time.Time{}, devPairTTL)
 	if err != nil {
 		return err
 	}
-	u := st.baseURL
+	u := st.BaseURL
 	fmt.Fprintf(stdout, `
 RenderMac dev server at %[1]s (throwaway Postgres and artifacts in %[2]s)
 

@@ -2,38 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
-	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
-	"github.com/rendermac/rendermac/server/api"
-	"github.com/rendermac/rendermac/server/artifact"
-	"github.com/rendermac/rendermac/server/gateway"
+	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/grant"
-	"github.com/rendermac/rendermac/server/metrics"
-	"github.com/rendermac/rendermac/server/store"
-	"github.com/rendermac/rendermac/server/webhook"
 )
-
-// shutdownTimeout bounds the graceful part of a shutdown: sessions drain
-// and in-flight requests finish, or are cut when it runs out.
-const shutdownTimeout = 30 * time.Second
-
-// heartbeatWindows is how many missed heartbeats make a device offline:
-// 6 x the default 15s heartbeat is the service's default 90s window.
-const heartbeatWindows = 6
 
 type serverFlags struct {
 	db, listen, artifacts, publicURL, keyFile, logLevel string
@@ -53,7 +31,7 @@ func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, f, key, log, nil)
+	return controlplane.Run(ctx, f.config(key, log), nil)
 }
 
 func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
@@ -96,114 +74,6 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 }
 
 // stack is the running control plane, handed to serve's ready callback.
-type stack struct {
-	pool    *pgxpool.Pool
-	svc     *server.Service
-	baseURL string
-}
-
-// serve runs the control plane until ctx ends: migrations, then service,
-// gateway, API and webhook deliverer on one listener. ready, when set, runs
-// once the listener accepts connections; its error stops the server. On
-// shutdown the device sessions drain first (gateway.Shutdown, since
-// http.Server.Shutdown does not wait for upgraded connections), then
-// in-flight requests finish, then the background loops stop.
-func serve(ctx context.Context, f serverFlags, key []byte, log *slog.Logger, ready func(context.Context, *stack) error) error {
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	defer ln.Close()
-	base := f.publicURL
-	if base == "" {
-		base = "http://" + ln.Addr().String()
-	}
-	signer, err := grant.NewSigner(key, base)
-	if err != nil {
-		return usageError{err.Error()}
-	}
-	if err := store.Migrate(ctx, f.db); err != nil {
-		return err
-	}
-	pool, err := store.OpenPool(ctx, f.db)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	fs, err := artifact.NewFS(f.artifacts)
-	if err != nil {
-		return err
-	}
-	defer fs.Close()
-	ids := protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}
-	svc := server.NewService(pool, fs, ids, server.Config{LeaseTTL: f.leaseTTL, HeartbeatWindow: heartbeatWindows * f.heartbeat})
-	m := metrics.New()
-	gw := gateway.New(svc, pool, signer, m, log, gateway.Config{LeaseTTL: f.leaseTTL, Heartbeat: f.heartbeat})
-	deliverer, err := webhook.New(pool, key, m, log, webhook.Config{})
-	if err != nil {
-		return err
-	}
-	a := api.New(svc, pool, fs, signer, m, log, api.Config{Gateway: gw.Handler()})
-	srv := &http.Server{
-		Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		// No WriteTimeout: artifact transfers and WebSocket sessions are long.
-	}
-	p := &plane{log: log, srv: srv, ln: ln, gw: gw, deliverer: deliverer, stack: stack{pool: pool, svc: svc, baseURL: base}}
-	log.Info("rendermac server listening", "addr", ln.Addr().String(), "public_url", base,
-		"db", redactURL(f.db), "artifacts", f.artifacts, "lease_ttl", f.leaseTTL, "heartbeat", f.heartbeat)
-	return p.run(ctx, ready)
-}
-
-// plane is the assembled control plane of one process.
-type plane struct {
-	log       *slog.Logger
-	srv       *http.Server
-	ln        net.Listener
-	gw        *gateway.Gateway
-	deliverer *webhook.Deliverer
-	stack     stack
-}
-
-func (p *plane) run(ctx context.Context, ready func(context.Context, *stack) error) error {
-	log, srv, gw := p.log, p.srv, p.gw
-	// The loops outlive ctx until the HTTP side has shut down, so that
-	// draining sessions still hear cancels.
-	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = gw.Run(loops) })
-	wg.Go(func() { _ = p.deliverer.Run(loops) })
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(p.ln) }()
-
-	var err error
-	if ready != nil {
-		err = ready(ctx, &p.stack)
-	}
-	if err == nil {
-		select {
-		case <-ctx.Done():
-			log.Info("shutting down")
-		case err = <-served:
-			err = fmt.Errorf("serve: %w", err)
-		}
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if gerr := gw.Shutdown(sctx); gerr != nil {
-		log.Warn("device sessions did not drain in time", "err", gerr)
-	}
-	if serr := srv.Shutdown(sctx); serr != nil {
-		log.Warn("requests did not finish in time", "err", serr)
-	}
-	stopLoops()
-	wg.Wait()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
-}
-
 // loadSigningKey reads the signing key, refusing a file that group or
 // others may read: anyone with the key can forge grants and webhooks.
 func loadSigningKey(path string) ([]byte, error) {
@@ -252,11 +122,8 @@ func envDuration(name string, fallback time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-// redactURL hides a database URL's password for the log.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		return "(key=value DSN, not shown)" // it may hold password=...
-	}
-	return u.Redacted()
+// config turns the flags into a control plane configuration.
+func (f serverFlags) config(key []byte, log *slog.Logger) controlplane.Config {
+	return controlplane.Config{DB: f.db, Listen: f.listen, Artifacts: f.artifacts, PublicURL: f.publicURL,
+		SigningKey: key, LeaseTTL: f.leaseTTL, Heartbeat: f.heartbeat, Log: log}
 }

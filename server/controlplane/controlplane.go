@@ -1,0 +1,203 @@
+// Package controlplane assembles the real control plane — the fenced
+// service layer, the device WebSocket gateway, the buyer/operator HTTP API
+// and the webhook deliverer — from one Config, so that `rendermac server`,
+// `rendermac dev` and end-to-end tests run exactly the same wiring.
+package controlplane
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/gateway"
+	"github.com/rendermac/rendermac/server/grant"
+	"github.com/rendermac/rendermac/server/metrics"
+	"github.com/rendermac/rendermac/server/store"
+	"github.com/rendermac/rendermac/server/webhook"
+)
+
+// shutdownTimeout bounds the graceful part of a shutdown: sessions drain
+// and in-flight requests finish, or are cut when it runs out.
+const shutdownTimeout = 30 * time.Second
+
+// heartbeatWindows is how many missed heartbeats make a device offline:
+// 6 x the default 15s heartbeat is the service's default 90s window.
+const heartbeatWindows = 6
+
+// Config is everything a control plane needs.
+type Config struct {
+	DB, Listen, Artifacts string
+	// PublicURL is where devices and buyers reach this server (grant URLs);
+	// default http://<listen address>.
+	PublicURL  string
+	SigningKey []byte
+	// LeaseTTL and Heartbeat default to server.DefaultLeaseTTL and 15s.
+	LeaseTTL, Heartbeat time.Duration
+	// SweepInterval and PollInterval tune the gateway loops (0: defaults).
+	SweepInterval, PollInterval time.Duration
+	// Mutation runs a deliberately broken service layer (harness only).
+	Mutation server.Mutation
+	Log      *slog.Logger
+}
+
+func (f *Config) defaults() error {
+	if f.LeaseTTL == 0 {
+		f.LeaseTTL = server.DefaultLeaseTTL
+	}
+	if f.Heartbeat == 0 {
+		f.Heartbeat = 15 * time.Second
+	}
+	if f.Log == nil {
+		f.Log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case f.DB == "" || f.Listen == "" || f.Artifacts == "":
+		return errors.New("controlplane: DB, Listen and Artifacts are required")
+	case len(f.SigningKey) < grant.MinKeyBytes:
+		return fmt.Errorf("controlplane: signing key is %d bytes, want at least %d", len(f.SigningKey), grant.MinKeyBytes)
+	case f.Heartbeat >= f.LeaseTTL:
+		return fmt.Errorf("controlplane: heartbeat %v must be shorter than the lease TTL %v", f.Heartbeat, f.LeaseTTL)
+	}
+	return nil
+}
+
+// Plane is a running control plane, handed to Run's ready callback.
+type Plane struct {
+	Pool    *pgxpool.Pool
+	Service *server.Service
+	// BaseURL is the public URL grants point at; Addr is the listen address.
+	BaseURL, Addr string
+}
+
+// serve runs the control plane until ctx ends: migrations, then service,
+// gateway, API and webhook deliverer on one listener. ready, when set, runs
+// once the listener accepts connections; its error stops the server. On
+// shutdown the device sessions drain first (gateway.Shutdown, since
+// http.Server.Shutdown does not wait for upgraded connections), then
+// in-flight requests finish, then the background loops stop.
+// Run migrates the database, starts the HTTP API, the device gateway (with
+// its listener, polling fallback and sweeper) and the webhook deliverer, calls
+// ready once they serve, and runs until ctx ends; then it drains device
+// sessions and HTTP requests and stops the loops.
+func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) error) error {
+	if err := f.defaults(); err != nil {
+		return err
+	}
+	log, key := f.Log, f.SigningKey
+	ln, err := net.Listen("tcp", f.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	base := f.PublicURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	signer, err := grant.NewSigner(key, base)
+	if err != nil {
+		return err
+	}
+	if err := store.Migrate(ctx, f.DB); err != nil {
+		return err
+	}
+	pool, err := store.OpenPool(ctx, f.DB)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	fs, err := artifact.NewFS(f.Artifacts)
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	ids := protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}
+	svc := server.NewService(pool, fs, ids, server.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Mutation: f.Mutation})
+	m := metrics.New()
+	gw := gateway.New(svc, pool, signer, m, log, gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat,
+		SweepInterval: f.SweepInterval, PollInterval: f.PollInterval})
+	deliverer, err := webhook.New(pool, key, m, log, webhook.Config{})
+	if err != nil {
+		return err
+	}
+	a := api.New(svc, pool, fs, signer, m, log, api.Config{Gateway: gw.Handler()})
+	srv := &http.Server{
+		Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// No WriteTimeout: artifact transfers and WebSocket sessions are long.
+	}
+	p := &running{log: log, srv: srv, ln: ln, gw: gw, deliverer: deliverer, plane: Plane{Pool: pool, Service: svc, BaseURL: base, Addr: ln.Addr().String()}}
+	log.Info("rendermac server listening", "addr", ln.Addr().String(), "public_url", base,
+		"db", redactURL(f.DB), "artifacts", f.Artifacts, "lease_ttl", f.LeaseTTL, "heartbeat", f.Heartbeat)
+	return p.run(ctx, ready)
+}
+
+// plane is the assembled control plane of one process.
+type running struct {
+	log       *slog.Logger
+	srv       *http.Server
+	ln        net.Listener
+	gw        *gateway.Gateway
+	deliverer *webhook.Deliverer
+	plane     Plane
+}
+
+func (p *running) run(ctx context.Context, ready func(context.Context, *Plane) error) error {
+	log, srv, gw := p.log, p.srv, p.gw
+	// The loops outlive ctx until the HTTP side has shut down, so that
+	// draining sessions still hear cancels.
+	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = gw.Run(loops) })
+	wg.Go(func() { _ = p.deliverer.Run(loops) })
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(p.ln) }()
+
+	var err error
+	if ready != nil {
+		err = ready(ctx, &p.plane)
+	}
+	if err == nil {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down")
+		case err = <-served:
+			err = fmt.Errorf("serve: %w", err)
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if gerr := gw.Shutdown(sctx); gerr != nil {
+		log.Warn("device sessions did not drain in time", "err", gerr)
+	}
+	if serr := srv.Shutdown(sctx); serr != nil {
+		log.Warn("requests did not finish in time", "err", serr)
+	}
+	stopLoops()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// redactURL hides a database URL's password for the log.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return "(key=value DSN, not shown)" // it may hold password=...
+	}
+	return u.Redacted()
+}
