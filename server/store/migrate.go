@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -56,10 +57,22 @@ func Migrate(ctx context.Context, url string) error {
 	return nil
 }
 
+// DefaultPoolMaxConns is the pool size when the URL does not set pool_max_conns.
+const DefaultPoolMaxConns = 20
+
 // OpenPool connects to url and checks the connection with a ping, so that a
 // bad URL fails here rather than at the first operation.
 func OpenPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	// pgxpool's default, max(4, CPUs), would throttle a gateway serving
+	// many sessions; a pool_max_conns in the URL still wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultPoolMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
 	}
