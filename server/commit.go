@@ -10,6 +10,7 @@ import (
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/faultpoint"
 )
 
 const (
@@ -34,6 +35,7 @@ FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE a.id = $1 AND a.job_id 
 // job to verifying (commit_pending). A repeated commit of a committing
 // attempt changes nothing and is commit_pending again.
 func (s *Service) CommitBegin(ctx context.Context, now time.Time, deviceID string, c protocol.Commit) (protocol.Reply, error) {
+	faultpoint.Hit(ctx, faultpoint.CommitBeforeTx1)
 	var r protocol.Reply
 	err := s.inTx(ctx, OpCommitBegin, func(tx pgx.Tx) error {
 		st := &step{tx: tx, actor: protocol.ActorDevice}
@@ -44,6 +46,7 @@ func (s *Service) CommitBegin(ctx context.Context, now time.Time, deviceID strin
 		r, err = s.commitBegin(ctx, st, deviceID, c)
 		return err
 	})
+	faultpoint.Hit(ctx, faultpoint.CommitAfterTx1)
 	return r, err
 }
 
@@ -128,6 +131,7 @@ func (s *Service) Verify(ctx context.Context, jobID, attemptID string) (ok bool,
 	if !known {
 		return false, fmt.Errorf("verify %s: service %q is not in the catalogue", attemptID, service)
 	}
+	faultpoint.Hit(ctx, faultpoint.CommitDuringVerify)
 	err = artifact.Verify(ctx, s.store, key, claimed.Bytes, claimed.SHA256, svc.Media)
 	var verdict *artifact.VerifyError
 	if errors.As(err, &verdict) {
@@ -151,6 +155,7 @@ func (s *Service) CommitFinish(ctx context.Context, now time.Time, jobID, attemp
 // commitFinish is transaction 2 for actor: the verifier after a commit, the
 // sweeper after re-verifying an abandoned one.
 func (s *Service) commitFinish(ctx context.Context, now time.Time, jobID, attemptID string, verified bool, actor protocol.Actor) (protocol.Reply, error) {
+	faultpoint.Hit(ctx, faultpoint.CommitBeforeTx2)
 	var r protocol.Reply
 	err := s.inTx(ctx, OpCommitFinish, func(tx pgx.Tx) error {
 		st := &step{tx: tx, actor: actor}
@@ -161,6 +166,7 @@ func (s *Service) commitFinish(ctx context.Context, now time.Time, jobID, attemp
 		r, err = s.finish(ctx, st, jobID, attemptID, verified)
 		return err
 	})
+	faultpoint.Hit(ctx, faultpoint.CommitAfterTx2)
 	return r, err
 }
 

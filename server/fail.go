@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/faultpoint"
 )
 
 // Fail gives the device's attempt up with a failure code. The control plane,
@@ -18,6 +19,7 @@ func (s *Service) Fail(ctx context.Context, now time.Time, deviceID string, f pr
 	if !f.FailureCode.Valid() {
 		return protocol.Reply{Code: protocol.CodeBadFailureCode}, nil
 	}
+	faultpoint.Hit(ctx, faultpoint.FailBeforeTx)
 	var r protocol.Reply
 	err := s.inTx(ctx, OpFail, func(tx pgx.Tx) error {
 		st := &step{tx: tx, actor: protocol.ActorDevice}
@@ -28,6 +30,7 @@ func (s *Service) Fail(ctx context.Context, now time.Time, deviceID string, f pr
 		r, err = s.fail(ctx, st, deviceID, f)
 		return err
 	})
+	faultpoint.Hit(ctx, faultpoint.FailAfterTx)
 	return r, err
 }
 

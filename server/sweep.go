@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/faultpoint"
 )
 
 // The sweeper's scans. They only pick candidates; each candidate is then
@@ -57,11 +58,13 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (protocol.SweepResul
 	if err := s.sweepAdmissions(ctx, now, &res); err != nil {
 		return res, errors.Join(verifyErr, err)
 	}
+	faultpoint.Hit(ctx, faultpoint.SweepBeforeTx)
 	err = s.inTx(ctx, OpSweep, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, sqlSilentDevices, at(now, -s.cfg.HeartbeatWindow))
 		res.Offline = int(tag.RowsAffected())
 		return err
 	})
+	faultpoint.Hit(ctx, faultpoint.SweepAfterTx)
 	if err != nil {
 		return res, errors.Join(verifyErr, fmt.Errorf("offline devices: %w", err))
 	}
@@ -79,11 +82,13 @@ func (s *Service) sweepLeases(ctx context.Context, now time.Time, res *protocol.
 	for _, p := range pairs {
 		var lost, requeued bool
 		var job protocol.JobStatus
+		faultpoint.Hit(ctx, faultpoint.SweepBeforeTx)
 		err := s.inTx(ctx, OpSweep, func(tx pgx.Tx) error {
 			var err error
 			lost, requeued, job, err = loseAttempt(ctx, &step{tx: tx, now: now, actor: protocol.ActorSweeper}, p)
 			return err
 		})
+		faultpoint.Hit(ctx, faultpoint.SweepAfterTx)
 		if err != nil {
 			return err
 		}
@@ -140,7 +145,9 @@ func (s *Service) sweepCommits(ctx context.Context, now time.Time, res *protocol
 			verifyErrs = append(verifyErrs, err)
 			continue
 		}
+		faultpoint.Hit(ctx, faultpoint.SweepBeforeTx)
 		r, err := s.commitFinish(ctx, now, p.jobID, p.attemptID, ok, protocol.ActorSweeper)
+		faultpoint.Hit(ctx, faultpoint.SweepAfterTx)
 		if err != nil {
 			return errors.Join(verifyErrs...), err
 		}
@@ -167,6 +174,7 @@ func (s *Service) sweepAdmissions(ctx context.Context, now time.Time, res *proto
 	}
 	for _, id := range ids {
 		var expired bool
+		faultpoint.Hit(ctx, faultpoint.SweepBeforeTx)
 		err := s.inTx(ctx, OpSweep, func(tx pgx.Tx) error {
 			j, ok, err := lockJob(ctx, tx, id)
 			expired = err == nil && ok && j.Status == protocol.JobQueued && !now.Before(j.AdmissionDeadline)
@@ -176,6 +184,7 @@ func (s *Service) sweepAdmissions(ctx context.Context, now time.Time, res *proto
 			st := &step{tx: tx, now: now, actor: protocol.ActorSweeper}
 			return st.moveJob(ctx, &j, protocol.JobFailed, protocol.FailAdmissionExpired)
 		})
+		faultpoint.Hit(ctx, faultpoint.SweepAfterTx)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/controlplane"
+	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/grant"
 )
 
@@ -30,6 +31,14 @@ func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
 	key, err := loadSigningKey(f.keyFile)
 	if err != nil {
 		return err
+	}
+	// Before anything runs: a fault armed late could miss its point, and a
+	// binary that cannot arm one must not start as if it had.
+	if err := faultpoint.EnableFromEnv(); err != nil {
+		return err
+	}
+	if armed := faultpoint.Armed(); len(armed) > 0 {
+		log.Warn("FAULT POINTS ARMED: this server will misbehave on purpose", "points", armed)
 	}
 	return controlplane.Run(ctx, f.config(key, log), nil)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/faultpoint"
 )
 
 // onHello describes the device from its hello, welcomes it, supersedes the
@@ -185,6 +186,7 @@ func commitMessage(r protocol.Reply) string {
 // release frees one slot after a result that ended an attempt was written
 // (so the deciding transaction has committed) and asks for the next offer.
 func (s *session) release() {
+	faultpoint.Hit(s.g.ctx, faultpoint.GatewayBeforeSlotRelease)
 	s.mu.Lock()
 	if s.slotsFree < s.slotsTotal {
 		s.slotsFree++

@@ -1,0 +1,67 @@
+package faultpoint
+
+// EnvVar is the environment variable EnableFromEnv reads.
+const EnvVar = "RENDERMAC_FAULTPOINTS"
+
+// The fault points. Each comment says where the server hits it.
+const (
+	// CommitBeforeTx1 is hit at the start of server.Service.CommitBegin,
+	// before commit transaction 1 begins.
+	CommitBeforeTx1 = "commit.before_tx1"
+	// CommitAfterTx1 is hit in CommitBegin once transaction 1 has ended
+	// (committed, or failed with the returned error).
+	CommitAfterTx1 = "commit.after_tx1"
+	// CommitDuringVerify is hit in server.Service.Verify after the claim
+	// was read and before the artifact is checked, outside any transaction;
+	// the sweeper's re-verification hits it too.
+	CommitDuringVerify = "commit.during_verify"
+	// CommitBeforeTx2 is hit before commit transaction 2 begins, both after
+	// a device's commit (server.Service.CommitFinish) and when the sweeper
+	// finishes an abandoned one. A Kill here leaves the attempt committing
+	// and the job verifying: the crash the sweeper must recover from.
+	CommitBeforeTx2 = "commit.before_tx2"
+	// CommitAfterTx2 is hit once transaction 2 has ended.
+	CommitAfterTx2 = "commit.after_tx2"
+	// FailBeforeTx is hit in server.Service.Fail before its transaction
+	// begins (after the failure code was found valid).
+	FailBeforeTx = "fail.before_tx"
+	// FailAfterTx is hit in Fail once its transaction has ended.
+	FailAfterTx = "fail.after_tx"
+	// CancelBeforeTx is hit in server.Service.Cancel before its transaction
+	// begins.
+	CancelBeforeTx = "cancel.before_tx"
+	// CancelAfterTx is hit in Cancel once its transaction (and with it the
+	// cancel notification) has ended.
+	CancelAfterTx = "cancel.after_tx"
+	// SweepBeforeTx is hit in server.Service.Sweep before each of its
+	// deciding transactions: each expired lease, each abandoned commit
+	// (after its re-verification, just before CommitBeforeTx2), each
+	// expired admission, and the offline-devices update.
+	SweepBeforeTx = "sweep.before_tx"
+	// SweepAfterTx is hit after each of those transactions has ended.
+	SweepAfterTx = "sweep.after_tx"
+	// GatewayBeforeSlotRelease is hit in the gateway when a commit or fail
+	// result that ended an attempt has been written to the device, before
+	// the slot is freed and offered again.
+	GatewayBeforeSlotRelease = "gateway.before_slot_release"
+)
+
+// names is every fault point, in the order of the constants.
+var names = []string{
+	CommitBeforeTx1, CommitAfterTx1, CommitDuringVerify, CommitBeforeTx2, CommitAfterTx2,
+	FailBeforeTx, FailAfterTx, CancelBeforeTx, CancelAfterTx, SweepBeforeTx, SweepAfterTx,
+	GatewayBeforeSlotRelease,
+}
+
+// Names returns every fault point name (a fresh slice).
+func Names() []string { return append([]string(nil), names...) }
+
+// Known reports whether name is one of the fault points.
+func Known(name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
