@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
@@ -111,12 +112,22 @@ func TestHelloNeverDropsSlotsTotalBelowLiveAttempts(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT slots_total FROM devices WHERE id = $1`, device1).Scan(&slots))
 	require.Equal(t, 2, slots)
 	// The session believes one slot is free; Lease's count says no_slot,
-	// which zeroes the session's free slots.
-	require.Eventually(t, func() bool { return sessionFree(b, device1) == 0 }, gatewaytest.Timeout, tick)
-	requireLiveAttempts(t, b, device1, 2)
+	// so nothing is offered: the database's count is the bound.
 	gatewaytest.MustSend(t, c2, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
-	require.Eventually(t, func() bool { return sessionFree(b, device1) == 0 }, gatewaytest.Timeout, tick)
+	quiet, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c2.Next(quiet)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "offered beyond slots_total")
 	requireLiveAttempts(t, b, device1, 2)
+	// Once the sweeper ends the dropped session's attempts, the new session
+	// is offered the requeued work, although its agent's free count never
+	// changed (so it sends no slots report to reopen the session).
+	b.clock.Advance(ttl)
+	ran, err := b.gw.sweepOnce(context.Background())
+	require.NoError(t, err)
+	require.True(t, ran)
+	again := gatewaytest.Expect[protocol.LeaseOffer](t, c2)
+	require.Equal(t, 2, again.AttemptNumber)
 }
 
 // A device revoked between the handshake and its hello is closed with

@@ -45,11 +45,13 @@ func (s *session) offerOne() bool {
 	case protocol.CodeNoJob:
 		s.unclaim(1)
 	case protocol.CodeNoSlot:
-		// The database counts the device's live attempts: it is full,
-		// whatever this session believed.
-		s.mu.Lock()
-		s.slotsFree, s.offering = 0, s.offering-1
-		s.mu.Unlock()
+		// The database counts the device's live attempts, and some may not
+		// be this session's to end (an attempt of a crashed agent process,
+		// which only the sweeper frees). Keep the agent's own count and ask
+		// again at the next wake (jobs notice, poll): zeroing it here would
+		// starve the session forever, since the agent's free count does
+		// not change and it sends no new slots report.
+		s.unclaim(1)
 	case protocol.CodeNotFound:
 		s.mu.Lock()
 		s.revoked, s.offering = true, s.offering-1
