@@ -1,0 +1,426 @@
+package scenarios
+
+// Linearizability of concurrent histories against the model.
+//
+// Many clients drive a LinTarget (the Postgres service layer, or a
+// mutex-guarded model for the checker's own tests) at once; a LinRecorder
+// notes every operation's call and return instants, input and reply. The
+// history is then checked with porcupine against the sequential
+// specification, sim.ExecutionModel, one job at a time.
+//
+// # Partitioning, and why it is sound
+//
+// The per-job specification is the model restricted to one job J: a fresh
+// sim.ExecutionModel with the world's buyers and devices and J as its only
+// job (linearizability_model.go). A history is split by job: every
+// progress, commit_begin, commit_finish, fail and cancel goes to the job it
+// names (its input's job id, whatever attempt it presents), and a lease goes
+// to the job its lease_offer names. Leases that returned no_job or no_slot
+// are left out, and so are frames the fence refuses in every state (see
+// linFenceRefused).
+//
+// Every operation of the contract reads and writes at most one job's rows
+// (and its attempts); what else it touches is device and buyer state. The
+// only cross-job reads are Lease's admission guards: which queued job is
+// the oldest, and whether the device has a free slot. Those are the two
+// rules the per-job specification relaxes. Lease becomes a nondeterministic
+// choice: it may offer any queued job the device can run, or answer no_job.
+// This is not a loophole but the contract: Lease picks with FOR UPDATE SKIP
+// LOCKED, so a queued job whose row another transaction holds (a cancel, or
+// a stale commit presenting that job's id) is legitimately skipped, and
+// no_job can be the right answer while a queued job exists. Under the
+// relaxed specification no_job and no_slot are always allowed and change no
+// job, so dropping them is exact; the slot counter of a one-job model never
+// exceeds one live attempt, so it never refuses a lease the service made.
+//
+// With Lease relaxed, the specification is a product of independent per-job
+// objects, and by locality of linearizability (Herlihy and Wing) the whole
+// history is linearizable if and only if every job's sub-history is, which
+// is exactly what porcupine's Partition requires. In the other direction,
+// any linearization under the full model restricts to a legal per-job one
+// (the relaxed guards accept whatever the full ones accept, and no other
+// job's operation changes J), so an Illegal verdict is a genuine violation,
+// never an artifact of the partitioning. What this check does not see is
+// the cross-job rules themselves (queue order, slot counting across jobs);
+// the differential tests and invariant 9 cover those.
+//
+// # Time
+//
+// Every call takes the same instant (LinWorld.Now): no lease or deadline
+// can expire during a run, so no outcome depends on wall-clock time the
+// model cannot see. The recorder's timestamps (monotonic time.Since) are
+// observations only; no decision uses them.
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// LinOp names an operation of a recorded history.
+type LinOp string
+
+// The recorded operations. Commit is two operations, as it is two
+// transactions: CommitFinish is verification plus transaction 2, run by the
+// client that got commit_pending from CommitBegin.
+const (
+	LinLease        LinOp = "lease"
+	LinProgress     LinOp = "progress"
+	LinCommitBegin  LinOp = "commit_begin"
+	LinCommitFinish LinOp = "commit_finish"
+	LinFail         LinOp = "fail"
+	LinCancel       LinOp = "cancel"
+)
+
+// LinInput is what a client sent. It is comparable, as porcupine wants.
+// Label names the perturbation the client applied ("" for an honest frame);
+// it is shown in the visualization and never read by the model.
+type LinInput struct {
+	Op          LinOp
+	Device      string
+	Buyer       string
+	JobID       string
+	AttemptID   string
+	Epoch       int
+	Phase       protocol.AttemptStatus
+	Token       string
+	FailureCode protocol.FailureCode
+	Output      protocol.Output
+	// OutputOK says whether Output matches the bytes in the store, i.e.
+	// whether verification will pass (the model's outputOK).
+	OutputOK bool
+	Label    string
+}
+
+func (in LinInput) progress() protocol.Progress {
+	return protocol.Progress{Type: protocol.TypeProgress, JobID: in.JobID, AttemptID: in.AttemptID,
+		LeaseEpoch: in.Epoch, Phase: in.Phase}
+}
+
+func (in LinInput) commit() protocol.Commit {
+	return protocol.Commit{Type: protocol.TypeCommit, JobID: in.JobID, AttemptID: in.AttemptID,
+		LeaseEpoch: in.Epoch, CommitToken: in.Token, Output: in.Output}
+}
+
+func (in LinInput) fail() protocol.Fail {
+	return protocol.Fail{Type: protocol.TypeFail, JobID: in.JobID, AttemptID: in.AttemptID, LeaseEpoch: in.Epoch,
+		CommitToken: in.Token, FailureCode: in.FailureCode}
+}
+
+// LinOutput is the compared part of a protocol.Reply (everything but
+// Message, Field and Existing, which these operations never set), with the
+// expiry as Unix microseconds so that the struct is comparable.
+type LinOutput struct {
+	Code                 protocol.Code
+	Reason               protocol.ConflictReason
+	Status               protocol.AttemptStatus
+	JobID, AttemptID     string
+	AttemptNumber        int
+	LeaseEpoch           int
+	Token                string
+	LeaseExpiresAtMicros int64
+	Requeued             bool
+}
+
+func linOutputOf(r protocol.Reply) LinOutput {
+	o := LinOutput{Code: r.Code, Reason: r.Reason, Status: r.Status, JobID: r.JobID, AttemptID: r.AttemptID,
+		AttemptNumber: r.AttemptNumber, LeaseEpoch: r.LeaseEpoch, Token: r.CommitToken, Requeued: r.Requeued}
+	if !r.LeaseExpiresAt.IsZero() {
+		o.LeaseExpiresAtMicros = r.LeaseExpiresAt.UnixMicro()
+	}
+	return o
+}
+
+// LinTarget is the part of a faults.Target the clients drive. It must be
+// safe for concurrent use.
+type LinTarget interface {
+	Lease(ctx context.Context, now time.Time, deviceID string) (protocol.Reply, error)
+	Progress(ctx context.Context, now time.Time, deviceID string, p protocol.Progress) (protocol.Reply, error)
+	CommitBegin(ctx context.Context, now time.Time, deviceID string, c protocol.Commit, outputOK bool) (protocol.Reply, error)
+	CommitFinish(ctx context.Context, now time.Time, jobID, attemptID string) (protocol.Reply, error)
+	Fail(ctx context.Context, now time.Time, deviceID string, f protocol.Fail) (protocol.Reply, error)
+	Cancel(ctx context.Context, now time.Time, buyerID, jobID string) (protocol.Reply, error)
+}
+
+func linDispatch(ctx context.Context, t LinTarget, now time.Time, in LinInput) (protocol.Reply, error) {
+	switch in.Op {
+	case LinLease:
+		return t.Lease(ctx, now, in.Device)
+	case LinProgress:
+		return t.Progress(ctx, now, in.Device, in.progress())
+	case LinCommitBegin:
+		return t.CommitBegin(ctx, now, in.Device, in.commit(), in.OutputOK)
+	case LinCommitFinish:
+		return t.CommitFinish(ctx, now, in.JobID, in.AttemptID)
+	case LinFail:
+		return t.Fail(ctx, now, in.Device, in.fail())
+	case LinCancel:
+		return t.Cancel(ctx, now, in.Buyer, in.JobID)
+	}
+	return protocol.Reply{}, fmt.Errorf("linearizability: unknown op %q", in.Op)
+}
+
+// LinRecorder records a concurrent history. It is safe for concurrent use.
+type LinRecorder struct {
+	t    LinTarget
+	now  time.Time
+	base time.Time
+
+	mu  sync.Mutex
+	ops []porcupine.Operation
+}
+
+// NewLinRecorder records operations on t, every one called at now.
+func NewLinRecorder(t LinTarget, now time.Time) *LinRecorder {
+	return &LinRecorder{t: t, now: now, base: time.Now()}
+}
+
+// Do runs in on the target for client and records it with its call and
+// return instants. An infrastructure error is returned and not recorded:
+// the run is then void, not a history with an unknown outcome.
+func (r *LinRecorder) Do(ctx context.Context, client int, in LinInput) (protocol.Reply, error) {
+	call := time.Since(r.base).Nanoseconds()
+	rep, err := linDispatch(ctx, r.t, r.now, in)
+	ret := time.Since(r.base).Nanoseconds()
+	if err != nil {
+		return rep, fmt.Errorf("client %d %s: %w", client, in.Op, err)
+	}
+	r.mu.Lock()
+	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: linOutputOf(rep),
+		Return: ret, Metadata: in.Label})
+	r.mu.Unlock()
+	return rep, nil
+}
+
+// Operations returns a copy of what was recorded so far.
+func (r *LinRecorder) Operations() []porcupine.Operation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ops)
+}
+
+// LinWorld is the cast and the jobs of a run: what the per-job model is
+// built from.
+type LinWorld struct {
+	Now             time.Time
+	LeaseTTL        time.Duration
+	HeartbeatWindow time.Duration
+	Buyers          []faults.WorldBuyer
+	Devices         []faults.WorldDevice
+	// Jobs in creation order, all created at Now before any client ran.
+	Jobs []LinJob
+}
+
+// LinJob is one job of the run and the request that created it.
+type LinJob struct {
+	ID      string
+	Request protocol.CreateJobRequest
+}
+
+// LinHistory is a recorded history and the world it ran in.
+type LinHistory struct {
+	World LinWorld
+	Ops   []porcupine.Operation
+}
+
+// linJobOf is the job an operation is partitioned by: the offered job for a
+// lease ("" for no_job and no_slot, which are dropped), else the job the
+// input names.
+func linJobOf(op porcupine.Operation) string {
+	in, out := op.Input.(LinInput), op.Output.(LinOutput)
+	if in.Op == LinLease {
+		if out.Code != protocol.CodeLeaseOffer {
+			return ""
+		}
+		return out.JobID
+	}
+	return in.JobID
+}
+
+// linPartition splits a history by job (see the package comment above),
+// partitions in job id order so that a visualization is stable. Frames the
+// fence refused whatever the state (linFenceRefused) are left out.
+func linPartition(ops []porcupine.Operation) [][]porcupine.Operation {
+	offers := linOffers(ops)
+	byJob := map[string][]porcupine.Operation{}
+	for _, op := range ops {
+		if j := linJobOf(op); j != "" && !linFenceRefused(op, offers) {
+			byJob[j] = append(byJob[j], op)
+		}
+	}
+	keys := make([]string, 0, len(byJob))
+	for k := range byJob {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([][]porcupine.Operation, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, byJob[k])
+	}
+	return out
+}
+
+// linIdentity is what an attempt's fence compares, fixed when the attempt
+// is inserted: its job, device, epoch and token hash.
+type linIdentity struct {
+	job, device, tokenHash string
+	epoch                  int
+}
+
+// linOffers maps every offered attempt id to its identity.
+func linOffers(ops []porcupine.Operation) map[string]linIdentity {
+	offers := map[string]linIdentity{}
+	for _, op := range ops {
+		in, out := op.Input.(LinInput), op.Output.(LinOutput)
+		if in.Op == LinLease && out.Code == protocol.CodeLeaseOffer {
+			offers[out.AttemptID] = linIdentity{job: out.JobID, device: in.Device,
+				tokenHash: protocol.HashCommitToken(out.Token), epoch: out.LeaseEpoch}
+		}
+	}
+	return offers
+}
+
+// linFenceRefused reports whether op is a progress, commit_begin or fail
+// whose presented identity does not match the attempt's (or names no
+// offered attempt) and whose reply is the refusal that mismatch always gets.
+//
+// Such an operation is legal in every state of the model and changes none:
+// the fence is the first check of each of these operations, and what it
+// compares (the attempt's job, device, epoch and token hash) is fixed when
+// the attempt is inserted, since an epoch starts at 1 and never changes
+// (SPEC section 1), and an attempt that was never offered does not exist in
+// any state. It can therefore be linearized anywhere in its interval, and
+// leaving it out changes no verdict: a history is linearizable with it if
+// and only if it is without it. This is a partial-order reduction, and it
+// matters: the refused frames are most of the traffic, and porcupine would
+// otherwise try their orders against each other when refuting a history.
+// A refusal the model would not give (the service accepted a mismatched
+// frame, or answered it otherwise) is never left out.
+func linFenceRefused(op porcupine.Operation, offers map[string]linIdentity) bool {
+	in, out := op.Input.(LinInput), op.Output.(LinOutput)
+	var want LinOutput
+	switch in.Op {
+	case LinProgress:
+		want = LinOutput{Code: protocol.CodeLeaseConflict, Reason: protocol.ReasonIdentityMismatch}
+	case LinCommitBegin:
+		want = LinOutput{Code: protocol.CodeCommitConflict}
+	case LinFail:
+		want = LinOutput{Code: protocol.CodeFailConflict}
+		if !in.FailureCode.Valid() {
+			return out == LinOutput{Code: protocol.CodeBadFailureCode} // checked before anything else
+		}
+	default:
+		return false
+	}
+	if out != want {
+		return false
+	}
+	id, offered := offers[in.AttemptID]
+	tokenChecked := in.Op != LinProgress
+	return !offered || id.job != in.JobID || id.device != in.Device || id.epoch != in.Epoch ||
+		(tokenChecked && protocol.HashCommitToken(in.Token) != id.tokenHash)
+}
+
+// LinCheckOptions tunes CheckLinearizable. The zero value is usable.
+type LinCheckOptions struct {
+	// Timeout bounds porcupine's search (default 20s); a search cut short
+	// is Unknown, which is not ok.
+	Timeout time.Duration
+	// VisualizePath is where the HTML visualization is written when the
+	// history is not proven linearizable; default a new file in os.TempDir.
+	VisualizePath string
+	// Log receives the verdict and the visualization's path (default os.Stderr).
+	Log io.Writer
+}
+
+// LinCheckResult is CheckLinearizableDetail's verdict.
+type LinCheckResult struct {
+	Result     porcupine.CheckResult
+	Info       porcupine.LinearizationInfo
+	Partitions int
+	// Checked counts the operations in the partitions; the rest were
+	// leases without an offer and frames the fence refused in any state.
+	Checked       int
+	VisualizePath string // "" when Result is Ok
+	Elapsed       time.Duration
+}
+
+// CheckLinearizable reports whether h is linearizable against the per-job
+// model, with porcupine's linearization info. When it is not proven (Illegal
+// or a timeout) it writes porcupine's visualization and logs its path.
+func CheckLinearizable(h LinHistory, opts LinCheckOptions) (ok bool, info porcupine.LinearizationInfo) {
+	r := CheckLinearizableDetail(h, opts)
+	return r.Result == porcupine.Ok, r.Info
+}
+
+// CheckLinearizableDetail is CheckLinearizable with the full verdict.
+func CheckLinearizableDetail(h LinHistory, opts LinCheckOptions) LinCheckResult {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 20 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = os.Stderr
+	}
+	model := LinModel(h.World)
+	start := time.Now()
+	res, info := porcupine.CheckOperationsVerbose(model, h.Ops, opts.Timeout)
+	out := LinCheckResult{Result: res, Info: info, Elapsed: time.Since(start)}
+	for _, p := range linPartition(h.Ops) {
+		out.Partitions++
+		out.Checked += len(p)
+	}
+	if res == porcupine.Ok {
+		return out
+	}
+	path, err := linVisualize(model, info, opts.VisualizePath)
+	if err != nil {
+		fmt.Fprintf(opts.Log, "linearizability: %s; writing the visualization failed: %v\n", res, err)
+		return out
+	}
+	out.VisualizePath = path
+	fmt.Fprintf(opts.Log, "linearizability: %s over %d job partitions; visualization: %s\n", res, out.Partitions, path)
+	return out
+}
+
+func linVisualize(model porcupine.Model, info porcupine.LinearizationInfo, path string) (string, error) {
+	var f *os.File
+	var err error
+	if path == "" {
+		f, err = os.CreateTemp("", "rendermac-linearizability-*.html")
+	} else {
+		f, err = os.Create(path)
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := porcupine.Visualize(model, info, f); err != nil {
+		_ = f.Close()
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
+// linHash is FNV-1a of s, for porcupine's state cache.
+func linHash(s string) uint64 {
+	h := fnv.New64a()
+	_, _ = io.WriteString(h, s)
+	return h.Sum64()
+}
+
+// linShort abbreviates an id for the visualization (its last six chars).
+func linShort(id string) string {
+	if len(id) <= 6 {
+		return id
+	}
+	return id[len(id)-6:]
+}

@@ -1,0 +1,217 @@
+package scenarios
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+)
+
+// linSeed is the seed of every run here; each client derives its own PRNG
+// from it. The interleavings are the scheduler's, so a seed fixes what the
+// clients try, not the history.
+const linSeed = 20260101
+
+// linBundle is one run's target, world and history.
+type linBundle struct {
+	world   LinWorld
+	history LinHistory
+	clients int
+	elapsed time.Duration
+}
+
+// linRunTest seeds the jobs on target, runs the clients and logs what they did.
+func linRunTest(t *testing.T, target interface {
+	LinTarget
+	linCreator
+}, w LinWorkload) linBundle {
+	t.Helper()
+	ctx := context.Background()
+	world, err := SeedLinWorld(ctx, target, w)
+	require.NoError(t, err)
+	start := time.Now()
+	h, err := RunLinWorkload(ctx, target, world, w)
+	require.NoError(t, err)
+	b := linBundle{world: world, history: h, clients: LinClients(world, w), elapsed: time.Since(start)}
+	t.Logf("seed %d: %d clients, %d operations in %v", w.Seed, b.clients, len(h.Ops), b.elapsed)
+	return b
+}
+
+// linPostgresTarget returns a Postgres target over a fresh database, the
+// service broken by mut ("" for the real one).
+func linPostgresTarget(t *testing.T, mut server.Mutation) *PostgresTarget {
+	t.Helper()
+	ctx := context.Background()
+	if testPG == nil {
+		pg, err := OpenPostgres(ctx, "", io.Discard)
+		require.NoError(t, err, "the linearizability tests need Postgres")
+		testPG = pg
+	}
+	w, err := NewPostgresWorkers(ctx, 1, mut, testPG.NewDatabase)
+	require.NoError(t, err)
+	t.Cleanup(w.Close)
+	target, err := NewLinPostgresTarget(ctx, w, linSeed)
+	require.NoError(t, err)
+	return target
+}
+
+// check runs the checker with its visualization going to the test's temp dir.
+func (b linBundle) check(t *testing.T, name string) LinCheckResult {
+	t.Helper()
+	res := CheckLinearizableDetail(b.history, LinCheckOptions{Timeout: 20 * time.Second,
+		VisualizePath: filepath.Join(t.TempDir(), name+".html"), Log: linTestLog{t}})
+	t.Logf("%s: %s over %d partitions (%d of %d operations checked) in %v", name, res.Result, res.Partitions, res.Checked, len(b.history.Ops), res.Elapsed)
+	return res
+}
+
+type linTestLog struct{ t *testing.T }
+
+func (l linTestLog) Write(p []byte) (int, error) { l.t.Log(string(p)); return len(p), nil }
+
+// linCount counts the operations with that op, code and label.
+func linCount(h LinHistory, op LinOp, code protocol.Code, label string) int {
+	n := 0
+	for _, o := range h.Ops {
+		in, out := o.Input.(LinInput), o.Output.(LinOutput)
+		if in.Op == op && out.Code == code && in.Label == label {
+			n++
+		}
+	}
+	return n
+}
+
+// linRequireOK asserts the run was linearizable and reached the
+// branches it exists for: offers, successes, requeues, and every fence
+// refusing its perturbation.
+func linRequireOK(t *testing.T, b linBundle, res LinCheckResult) {
+	t.Helper()
+	require.Equal(t, porcupine.Ok, res.Result, "not linearizable; see %s\n%s", res.VisualizePath,
+		LinFormatCodes(LinCodes(b.history)))
+	require.GreaterOrEqual(t, b.clients, 50)
+	require.Equal(t, len(b.world.Jobs), res.Partitions, "every job's partition has operations")
+	h := b.history
+	for _, want := range []struct {
+		op    LinOp
+		code  protocol.Code
+		label string
+	}{
+		{LinLease, protocol.CodeLeaseOffer, ""},
+		{LinProgress, protocol.CodeProgressOK, ""},
+		{LinProgress, protocol.CodeLeaseConflict, linWrongEpoch},
+		{LinCommitFinish, protocol.CodeCommitOK, ""},
+		{LinCommitBegin, protocol.CodeCommitConflict, linWrongEpoch},
+		{LinCommitBegin, protocol.CodeCommitConflict, linStaleToken},
+		{LinCommitBegin, protocol.CodeCommitConflict, linForeignDevice},
+		{LinFail, protocol.CodeFailOK, ""},
+	} {
+		require.Positive(t, linCount(h, want.op, want.code, want.label), "no %s %s [%s] in\n%s", want.op, want.code,
+			want.label, LinFormatCodes(LinCodes(h)))
+	}
+	require.Positive(t, linCount(h, LinFail, protocol.CodeFailConflict, linStaleAttempt)+
+		linCount(h, LinCommitBegin, protocol.CodeAttemptNotCommittable, linStaleAttempt), "no stale attempt refused")
+	require.Positive(t, linCount(h, LinCancel, protocol.CodeCancelling, "")+linCount(h, LinCancel, protocol.CodeCancelled, ""),
+		"no cancel took effect")
+}
+
+// linRequireCaught asserts the checker refuted the history, wrote the
+// visualization, and that the history holds the smoking gun: a perturbed
+// commit the broken fence let through.
+func linRequireCaught(t *testing.T, b linBundle, res LinCheckResult, gun string) {
+	t.Helper()
+	require.Positive(t, linCount(b.history, LinCommitBegin, protocol.CodeCommitPending, gun),
+		"the broken fence never accepted a %s commit:\n%s", gun, LinFormatCodes(LinCodes(b.history)))
+	require.Equal(t, porcupine.Illegal, res.Result)
+	require.NotEmpty(t, res.VisualizePath)
+	st, err := os.Stat(res.VisualizePath)
+	require.NoError(t, err)
+	require.Positive(t, st.Size())
+}
+
+// TestLinearizabilityOfLockedModel runs the whole workload against the
+// model behind one mutex, which is linearizable by construction: the
+// per-job partitioning and projection must raise no false alarm.
+func TestLinearizabilityOfLockedModel(t *testing.T) {
+	w := LinWorkload{Seed: linSeed}
+	b := linRunTest(t, NewLinLockedModel(linSeed, ""), w)
+	linRequireOK(t, b, b.check(t, "locked-model"))
+}
+
+// TestLinearizabilityCatchesBrokenModel: the same, with the model's own
+// no_epoch_check mutation, must be refuted.
+func TestLinearizabilityCatchesBrokenModel(t *testing.T) {
+	w := LinWorkload{Seed: linSeed, Duration: 3 * time.Second}
+	b := linRunTest(t, NewLinLockedModel(linSeed, "no_epoch_check"), w)
+	linRequireCaught(t, b, b.check(t, "locked-model-no-epoch-check"), linWrongEpoch)
+}
+
+// TestLinearizabilityPostgres: at least fifty concurrent clients on ten jobs
+// of the real service layer produce a history that is linearizable, job by
+// job, against the model.
+func TestLinearizabilityPostgres(t *testing.T) {
+	w := LinWorkload{Seed: linSeed}
+	b := linRunTest(t, linPostgresTarget(t, server.MutationNone), w)
+	t.Logf("operations by outcome:\n%s", LinFormatCodes(LinCodes(b.history)))
+	linRequireOK(t, b, b.check(t, "postgres"))
+}
+
+// TestLinearizabilityCatchesUnfencedPostgres: a service that does not
+// compare the epoch (or the token) on commit accepts the perturbed commits
+// the workload sends on every committing attempt, and the history is
+// refuted.
+func TestLinearizabilityCatchesUnfencedPostgres(t *testing.T) {
+	for _, tc := range []struct {
+		mut server.Mutation
+		gun string
+	}{
+		{server.MutationNoEpochCheck, linWrongEpoch},
+		{server.MutationNoTokenCheck, linStaleToken},
+	} {
+		t.Run(string(tc.mut), func(t *testing.T) {
+			w := LinWorkload{Seed: linSeed, Duration: 3 * time.Second}
+			b := linRunTest(t, linPostgresTarget(t, tc.mut), w)
+			linRequireCaught(t, b, b.check(t, "postgres-"+string(tc.mut)), tc.gun)
+		})
+	}
+}
+
+// TestLinearizabilityRespectsRealTime: a progress refused as job_cancelling
+// is linearizable when it overlaps the cancel (the cancel can be ordered
+// first) and refuted when it returned before the cancel was called.
+func TestLinearizabilityRespectsRealTime(t *testing.T) {
+	ctx := context.Background()
+	m := NewLinLockedModel(linSeed, "")
+	world, err := SeedLinWorld(ctx, m, LinWorkload{Jobs: 1})
+	require.NoError(t, err)
+	dev, job := world.Devices[0].ID, world.Jobs[0]
+	offer, err := m.Lease(ctx, world.Now, dev)
+	require.NoError(t, err)
+	require.Equal(t, protocol.CodeLeaseOffer, offer.Code)
+	o := linOffer{job: offer.JobID, attempt: offer.AttemptID, device: dev, token: offer.CommitToken, number: 1, epoch: 1}
+	progress := o.input(LinProgress)
+	progress.Phase = protocol.AttemptDownloading
+	op := func(client int, in LinInput, out protocol.Reply, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Input: in, Output: linOutputOf(out), Call: call, Return: ret}
+	}
+	history := func(progressCall, progressRet int64) LinHistory {
+		return LinHistory{World: world, Ops: []porcupine.Operation{
+			op(0, LinInput{Op: LinLease, Device: dev}, offer, 0, 1),
+			op(1, LinInput{Op: LinCancel, Buyer: job.Request.BuyerID, JobID: job.ID},
+				protocol.Reply{Code: protocol.CodeCancelling}, 10, 20),
+			op(0, progress, protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: protocol.ReasonJobCancelling},
+				progressCall, progressRet),
+		}}
+	}
+	opts := LinCheckOptions{VisualizePath: filepath.Join(t.TempDir(), "realtime.html"), Log: linTestLog{t}}
+	ok, _ := CheckLinearizable(history(15, 25), opts)
+	require.True(t, ok, "an overlapping progress may follow the cancel")
+	ok, _ = CheckLinearizable(history(2, 5), opts)
+	require.False(t, ok, "a progress that returned before the cancel began cannot see it")
+}

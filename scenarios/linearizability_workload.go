@@ -1,0 +1,263 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// LinWorkload sizes a concurrent run. Zero fields take the defaults.
+type LinWorkload struct {
+	Seed            uint64
+	Jobs            int           // default 10
+	AgentsPerDevice int           // default 4 (six devices: 24 agents)
+	Adversaries     int           // default 24
+	Cancellers      int           // default 4
+	AdversaryOps    int           // per adversary, at most; default 40
+	AdversaryMinOps int           // per adversary, at least; default 10
+	CancelOps       int           // per canceller, default 8
+	Duration        time.Duration // default 8s; the run ends earlier once every job is terminal
+}
+
+func (w LinWorkload) withDefaults() LinWorkload {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&w.Jobs, 10)
+	def(&w.AgentsPerDevice, 4)
+	def(&w.Adversaries, 24)
+	def(&w.Cancellers, 4)
+	def(&w.AdversaryOps, 40)
+	def(&w.AdversaryMinOps, 10)
+	def(&w.CancelOps, 8)
+	if w.Duration <= 0 {
+		w.Duration = 8 * time.Second
+	}
+	return w
+}
+
+// linExtraDevices join faults.WorldDevices, so that ten jobs find ten slots
+// on six devices.
+var linExtraDevices = []faults.WorldDevice{
+	{ID: "d0000000-0000-4000-8000-000000000004", Services: []string{"synthetic.mp4", "ffmpeg.h264_720p"}, SlotsTotal: 2},
+	{ID: "d0000000-0000-4000-8000-000000000005", Services: []string{"synthetic.mp4"}, SlotsTotal: 2},
+	{ID: "d0000000-0000-4000-8000-000000000006", Services: []string{"ffmpeg.h264_720p"}, SlotsTotal: 2},
+}
+
+// LinDevices is the run's device cast: the world's three and three more.
+func LinDevices() []faults.WorldDevice {
+	return append(slices.Clone(faults.WorldDevices), linExtraDevices...)
+}
+
+// NewLinPostgresTarget returns worker 0's Postgres target of w, seeded with
+// the world's cast plus linExtraDevices.
+func NewLinPostgresTarget(ctx context.Context, w *PostgresWorkers, seed uint64) (*PostgresTarget, error) {
+	t, err := w.Target(ctx, 0, seed)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range linExtraDevices {
+		hash := protocol.HashCommitToken("device-token-" + d.ID)
+		if err := t.svc.CreateDevice(ctx, d.ID, "mac-"+linShort(d.ID), d.Services, d.SlotsTotal, hash); err != nil {
+			return nil, fmt.Errorf("seed device: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// LinLockedModel is the model behind one mutex: an implementation that is
+// linearizable by construction, for proving the checker raises no false
+// alarm (and, with a sim.Mutation, that it catches a broken one).
+type LinLockedModel struct {
+	mu sync.Mutex
+	t  *faults.ModelTarget
+}
+
+// NewLinLockedModel builds the model with the run's cast.
+func NewLinLockedModel(seed uint64, mutation string) *LinLockedModel {
+	t := faults.NewModelTarget(seed, simMutation(mutation))
+	for _, d := range linExtraDevices {
+		t.M.AddDevice(d.ID, d.Services, d.SlotsTotal)
+	}
+	return &LinLockedModel{t: t}
+}
+
+func linLocked[T any](l *LinLockedModel, f func() (T, error)) (T, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return f()
+}
+
+// CreateJob implements the seeding half of a target.
+func (l *LinLockedModel) CreateJob(ctx context.Context, now time.Time, req protocol.CreateJobRequest) (protocol.Reply, error) {
+	return linLocked(l, func() (protocol.Reply, error) { return l.t.CreateJob(ctx, now, req) })
+}
+
+// Lease implements LinTarget.
+func (l *LinLockedModel) Lease(ctx context.Context, now time.Time, dev string) (protocol.Reply, error) {
+	return linLocked(l, func() (protocol.Reply, error) { return l.t.Lease(ctx, now, dev) })
+}
+
+// Progress implements LinTarget.
+func (l *LinLockedModel) Progress(ctx context.Context, now time.Time, dev string, p protocol.Progress) (protocol.Reply, error) {
+	return linLocked(l, func() (protocol.Reply, error) { return l.t.Progress(ctx, now, dev, p) })
+}
+
+// CommitBegin implements LinTarget.
+func (l *LinLockedModel) CommitBegin(ctx context.Context, now time.Time, dev string, c protocol.Commit, ok bool) (protocol.Reply, error) {
+	return linLocked(l, func() (protocol.Reply, error) { return l.t.CommitBegin(ctx, now, dev, c, ok) })
+}
+
+// CommitFinish implements LinTarget.
+func (l *LinLockedModel) CommitFinish(ctx context.Context, now time.Time, job, att string) (protocol.Reply, error) {
+	return linLocked(l, func() (protocol.Reply, error) { return l.t.CommitFinish(ctx, now, job, att) })
+}
+
+// Fail implements LinTarget.
+func (l *LinLockedModel) Fail(ctx context.Context, now time.Time, dev string, f protocol.Fail) (protocol.Reply, error) {
+	return linLocked(l, func() (protocol.Reply, error) { return l.t.Fail(ctx, now, dev, f) })
+}
+
+// Cancel implements LinTarget.
+func (l *LinLockedModel) Cancel(ctx context.Context, now time.Time, buyer, job string) (protocol.Reply, error) {
+	return linLocked(l, func() (protocol.Reply, error) { return l.t.Cancel(ctx, now, buyer, job) })
+}
+
+// linCreator is what seeding needs of a target.
+type linCreator interface {
+	CreateJob(ctx context.Context, now time.Time, req protocol.CreateJobRequest) (protocol.Reply, error)
+}
+
+// SeedLinWorld creates w.Jobs jobs on t at faults.Epoch, one after another
+// before any client starts, and returns the world the model is built from.
+// Services alternate (so every device gets work) and budgets run 4..10
+// attempts, so that budgets run out as well as commits succeed.
+func SeedLinWorld(ctx context.Context, t linCreator, w LinWorkload) (LinWorld, error) {
+	w = w.withDefaults()
+	world := LinWorld{Now: faults.Epoch, LeaseTTL: faults.WorldLeaseTTL, HeartbeatWindow: faults.WorldHeartbeatWindow,
+		Buyers: faults.WorldBuyers, Devices: LinDevices()}
+	services := []string{"synthetic.mp4", "ffmpeg.h264_720p"}
+	for i := 0; i < w.Jobs; i++ {
+		req := protocol.CreateJobRequest{BuyerID: faults.WorldBuyers[0].ID, Service: services[i%len(services)],
+			Input:       protocol.InputRef{Bytes: 1024, SHA256: protocol.HashCommitToken(fmt.Sprintf("input-%d", i))},
+			MaxAttempts: 4 + i%7, AdmissionWindow: time.Hour}
+		r, err := t.CreateJob(ctx, world.Now, req)
+		if err != nil {
+			return LinWorld{}, fmt.Errorf("seed job %d: %w", i, err)
+		}
+		if r.Code != protocol.CodeCreated {
+			return LinWorld{}, fmt.Errorf("seed job %d: %s", i, r.Code)
+		}
+		world.Jobs = append(world.Jobs, LinJob{ID: r.JobID, Request: req})
+	}
+	return world, nil
+}
+
+// linRun is the shared state of one run's clients.
+type linRun struct {
+	world    LinWorld
+	w        LinWorkload
+	rec      *LinRecorder
+	board    *linBoard
+	deadline time.Time
+	stop     atomic.Bool
+}
+
+// over reports whether clients should stop starting operations: every job
+// is terminal (as the replies told), the time is up, or a client failed.
+// time.Now only bounds the run; no outcome depends on it.
+func (r *linRun) over() bool {
+	return r.aborted() || r.board.allTerminal()
+}
+
+// aborted reports whether the time is up or a client failed.
+func (r *linRun) aborted() bool {
+	return r.stop.Load() || time.Now().After(r.deadline)
+}
+
+// RunLinWorkload drives t with agents (AgentsPerDevice per device),
+// adversaries and cancellers all at once and returns the recorded history.
+func RunLinWorkload(ctx context.Context, t LinTarget, world LinWorld, w LinWorkload) (LinHistory, error) {
+	w = w.withDefaults()
+	run := &linRun{world: world, w: w, rec: NewLinRecorder(t, world.Now), board: newLinBoard(len(world.Jobs))}
+	var roles []func(c *linClient) error
+	for _, d := range world.Devices {
+		dev := d.ID
+		for range w.AgentsPerDevice {
+			roles = append(roles, func(c *linClient) error { return c.agent(ctx, dev) })
+		}
+	}
+	for range w.Adversaries {
+		roles = append(roles, func(c *linClient) error { return c.adversary(ctx) })
+	}
+	for range w.Cancellers {
+		roles = append(roles, func(c *linClient) error { return c.canceller(ctx) })
+	}
+	run.deadline = time.Now().Add(w.Duration)
+	var wg sync.WaitGroup
+	errs := make([]error, len(roles))
+	for i, role := range roles {
+		c := &linClient{id: i, run: run, g: faults.NewRng(w.Seed*7919 + uint64(i))}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = role(c); errs[i] != nil {
+				run.stop.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	return LinHistory{World: world, Ops: run.rec.Operations()}, errors.Join(errs...)
+}
+
+// LinClients is the number of concurrent clients RunLinWorkload starts.
+func LinClients(world LinWorld, w LinWorkload) int {
+	w = w.withDefaults()
+	return len(world.Devices)*w.AgentsPerDevice + w.Adversaries + w.Cancellers
+}
+
+// LinCodes counts the recorded operations by op, code, reason or status,
+// and label, e.g. "commit_begin commit_conflict [stale_token]": for logs, and
+// for asserting which branches a run reached.
+func LinCodes(h LinHistory) map[string]int {
+	out := map[string]int{}
+	for _, op := range h.Ops {
+		in, o := op.Input.(LinInput), op.Output.(LinOutput)
+		k := string(in.Op) + " " + string(o.Code)
+		if o.Reason != "" {
+			k += "/" + string(o.Reason)
+		} else if o.Status != "" {
+			k += "/" + string(o.Status)
+		}
+		if in.Label != "" {
+			k += " [" + in.Label + "]"
+		}
+		out[k]++
+	}
+	return out
+}
+
+// LinFormatCodes renders LinCodes one per line, sorted.
+func LinFormatCodes(codes map[string]int) string {
+	keys := make([]string, 0, len(codes))
+	for k := range codes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%6d  %s\n", codes[k], k)
+	}
+	return b.String()
+}
