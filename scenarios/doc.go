@@ -1,5 +1,7 @@
 // Package scenarios wires the fault injector's core (package faults) to the
 // real implementations: the Postgres service layer as a faults.Target, so
 // one generated sequence runs against the model and Postgres and is compared
-// step by step.
+// step by step, and the full stack (StackTarget: the HTTP API and the
+// WebSocket gateways, driven over real sessions with each device's own
+// token) as a third target of the same comparison (ThreeWayFactory).
 package scenarios

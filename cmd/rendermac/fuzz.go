@@ -28,8 +28,9 @@ type fuzzFlags struct {
 
 func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f fuzzFlags
-	fs := newFlagSet("fuzz", "--target model|both [--seeds N --steps M | --seed S | --replay FILE]", stderr)
-	fs.StringVar(&f.target, "target", "model", "what to run against: model, or both (model and Postgres, compared step by step)")
+	fs := newFlagSet("fuzz", "--target model|both|stack [--seeds N --steps M | --seed S | --replay FILE]", stderr)
+	fs.StringVar(&f.target, "target", "model", "what to run against: model; both (model and Postgres, compared step by step); "+
+		"or stack (model, Postgres and the full stack: HTTP API, WebSocket gateways, device sessions)")
 	fs.IntVar(&f.seeds, "seeds", 100, "number of seeds to run (first-seed, first-seed+1, ...)")
 	fs.IntVar(&f.steps, "steps", 200, "events per sequence")
 	fs.Uint64Var(&f.seed, "seed", 0, "run this one seed only (replays a reported failure)")
@@ -38,7 +39,7 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&f.replay, "replay", "", "replay a sequence file written by an earlier failure")
 	fs.StringVar(&f.mutation, "mutation", "", "run a deliberately broken variant (proves the checks can fail): "+strings.Join(mutationNames(), ", "))
 	fs.StringVar(&f.outDir, "failures", "rendermac-failures", "directory for shrunk failing sequences")
-	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL for --target both (default: DATABASE_URL, else an embedded cluster)")
+	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL for --target both and stack (default: DATABASE_URL, else an embedded cluster)")
 	fs.BoolVar(&f.progress, "progress", false, "print progress to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -198,14 +199,17 @@ func fuzzFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup,
 		return fuzzSetup{factory: func(_ context.Context, _ int, seed uint64) ([]faults.Target, error) {
 			return []faults.Target{faults.NewModelTarget(seed, mut)}, nil
 		}}, func() {}, nil
-	case "both":
+	case "both", "stack":
 		return postgresFactory(ctx, f, stderr)
 	}
-	return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown --target %q (want model or both)", f.target)}
+	return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown --target %q (want model, both or stack)", f.target)}
 }
 
 // postgresFactory runs the model and the Postgres service layer side by
-// side; --mutation breaks the service layer, never the model.
+// side (--target both), and for --target stack the full stack as a third
+// target. --mutation breaks the service layer, never the model; with
+// --target stack only the full stack's, so that the failure shows the
+// stack driver catching it.
 func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup, func(), error) {
 	var names []string
 	for _, m := range scenarios.ServerMutations() {
@@ -218,7 +222,11 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 	if err != nil {
 		return fuzzSetup{}, nil, err
 	}
-	workers, err := scenarios.NewPostgresWorkers(ctx, f.workers, server.Mutation(f.mutation), pg.NewDatabase)
+	pgMutation := server.Mutation(f.mutation)
+	if f.target == "stack" {
+		pgMutation = server.MutationNone
+	}
+	workers, err := scenarios.NewPostgresWorkers(ctx, f.workers, pgMutation, pg.NewDatabase)
 	if err != nil {
 		_ = pg.Close()
 		return fuzzSetup{}, nil, err
@@ -227,7 +235,21 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 		workers.Close()
 		_ = pg.Close()
 	}
+	factory := workers.Factory("")
+	if f.target == "stack" {
+		stack, err := scenarios.NewStackWorkers(ctx, f.workers, server.Mutation(f.mutation), pg.NewDatabase)
+		if err != nil {
+			cleanup()
+			return fuzzSetup{}, nil, err
+		}
+		pgCleanup := cleanup
+		cleanup = func() {
+			stack.Close()
+			pgCleanup()
+		}
+		factory = scenarios.ThreeWayFactory(workers, stack)
+	}
 	opts := faults.Options{Outputs: scenarios.SyntheticOutput, CompareState: true}
 	version, _ := pg.Provider.Version(ctx)
-	return fuzzSetup{factory: workers.Factory(""), options: opts, pgKind: pg.Provider.Kind(), pgVersion: version}, cleanup, nil
+	return fuzzSetup{factory: factory, options: opts, pgKind: pg.Provider.Kind(), pgVersion: version}, cleanup, nil
 }

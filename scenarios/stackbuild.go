@@ -1,0 +1,223 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/gateway"
+	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
+	"github.com/rendermac/rendermac/server/grant"
+	"github.com/rendermac/rendermac/server/metrics"
+)
+
+// DeviceToken is the bearer token of a world device in the full stack;
+// devices.token_hash is its lowercase hex SHA-256.
+func DeviceToken(deviceID string) string { return "device-token-" + deviceID }
+
+// stackHeartbeat is the gateways' ping interval: longer than any run's
+// logical time, so no ping (whose pong heartbeats a device at an instant
+// the harness does not choose) ever fires on the stub clock.
+const stackHeartbeat = 10 * 365 * 24 * time.Hour
+
+// waitTimeout bounds every wait for the stack; a stack that does not
+// answer within it is an infrastructure error of the run.
+const waitTimeout = 10 * time.Second
+
+// Target builds the full stack for one run of seed over worker's database,
+// emptied and seeded with the world's cast. probe is the run's model (nil:
+// every split commit runs on the service layer).
+func (w *StackWorkers) Target(ctx context.Context, worker int, seed uint64, probe *CommitProbe) (*StackTarget, error) {
+	r, err := w.resources(ctx, worker)
+	if err != nil {
+		return nil, err
+	}
+	if err := truncateAll(ctx, r.pool); err != nil {
+		return nil, err
+	}
+	st, err := artifact.NewFS(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	t := &StackTarget{r: r, marks: &w.Marks, probe: probe, store: st, clock: clock.NewStub(faults.Epoch),
+		ids: &sharedIDs{ids: faults.IDSource(seed)}, apiKeys: map[string]string{},
+		frames: map[string]*gatewaytest.Client{}, leases: map[string]*gatewaytest.Client{}}
+	if err := t.build(ctx, w.Mutation); err != nil {
+		_ = t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *StackTarget) build(ctx context.Context, mutation server.Mutation) error {
+	cfg := server.Config{LeaseTTL: faults.WorldLeaseTTL, HeartbeatWindow: faults.WorldHeartbeatWindow, Mutation: mutation}
+	t.svc = server.NewService(t.r.pool, t.store, t.ids, cfg)
+	if err := t.seed(ctx); err != nil {
+		return err
+	}
+	signer, err := grant.NewSigner([]byte(strings.Repeat("s", grant.MinKeyBytes)), "http://artifacts.invalid")
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.DiscardHandler)
+	t.api = api.New(t.svc, t.r.pool, t.store, signer, metrics.New(), log, api.Config{Now: t.clock.Now}).Handler()
+	gcfg := gateway.Config{LeaseTTL: faults.WorldLeaseTTL, Heartbeat: stackHeartbeat, PollInterval: -1,
+		SweepInterval: -1, MaxBadMessages: 1 << 30, Clock: t.clock}
+	t.gwF = gateway.New(server.NewService(t.r.poolF, t.store, t.ids, cfg), t.r.poolF, signer, metrics.New(), log, gcfg)
+	t.gwL = gateway.New(server.NewService(t.r.poolL, t.store, t.ids, cfg), t.r.poolL, signer, metrics.New(), log, gcfg)
+	t.srvF, t.srvL = httptest.NewServer(t.gwF.Handler()), httptest.NewServer(t.gwL.Handler())
+	seeded, err := t.liveness(ctx, "")
+	if err != nil {
+		return err
+	}
+	if err := t.connect(ctx); err != nil {
+		return err
+	}
+	// hello heartbeats the device; the model's world starts unseen.
+	if _, err := t.restore(ctx, seeded); err != nil {
+		return err
+	}
+	return t.listen()
+}
+
+// seed inserts the world's buyers (with an API key each) and devices (with
+// a known device token each).
+func (t *StackTarget) seed(ctx context.Context) error {
+	for _, b := range faults.WorldBuyers {
+		if err := t.svc.CreateBuyer(ctx, b.ID, "buyer-"+b.ID[len(b.ID)-1:], b.BalanceCents); err != nil {
+			return fmt.Errorf("seed buyer: %w", err)
+		}
+		key, err := api.CreateAPIKey(ctx, t.r.pool, b.ID)
+		if err != nil {
+			return fmt.Errorf("seed buyer: %w", err)
+		}
+		t.apiKeys[b.ID] = key
+	}
+	for _, d := range faults.WorldDevices {
+		hash := protocol.HashCommitToken(DeviceToken(d.ID))
+		if err := t.svc.CreateDevice(ctx, d.ID, "mac-"+d.ID[len(d.ID)-1:], d.Services, d.SlotsTotal, hash); err != nil {
+			return fmt.Errorf("seed device: %w", err)
+		}
+	}
+	return nil
+}
+
+// connect opens two sessions per device, each with hello slots_free 0 so
+// that no gateway offers on its own: one on the lease gateway, which only
+// ever gets slots reports (so no result ever frees a slot there), and one on
+// the frames gateway for progress, commit and fail, made offer-less for good
+// (see latch).
+func (t *StackTarget) connect(ctx context.Context) error {
+	for _, d := range faults.WorldDevices {
+		var err error
+		if t.frames[d.ID], err = t.hello(ctx, t.srvF.URL, d); err != nil {
+			return err
+		}
+		if t.leases[d.ID], err = t.hello(ctx, t.srvL.URL, d); err != nil {
+			return err
+		}
+		if err := t.latch(ctx, d.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *StackTarget) hello(ctx context.Context, baseURL string, d faults.WorldDevice) (*gatewaytest.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	c, _, err := gatewaytest.Dial(ctx, gatewaytest.WSURL(baseURL, gateway.Path), DeviceToken(d.ID))
+	if err != nil {
+		return nil, fmt.Errorf("dial gateway as %s: %w", d.ID, err)
+	}
+	t.clients = append(t.clients, c)
+	if _, err := c.Hello(ctx, d.Services, d.SlotsTotal, 0); err != nil {
+		return nil, fmt.Errorf("hello as %s: %w", d.ID, err)
+	}
+	return c, nil
+}
+
+// latch makes the device's frames session offer-less for good. The gateway
+// frees a slot after every commit or fail result it sends and offers into
+// it at once, a lease the model's pull Lease never makes. A session whose
+// Lease once answered not_found (a revoked device) makes no more offers, so
+// the device is revoked for one slots report; build then puts every device
+// row back as seeded.
+func (t *StackTarget) latch(ctx context.Context, deviceID string) error {
+	if _, err := t.r.pool.Exec(ctx, `UPDATE devices SET status = 'revoked' WHERE id = $1`, deviceID); err != nil {
+		return fmt.Errorf("latch %s: %w", deviceID, err)
+	}
+	done := t.r.txF.arm()
+	if err := t.send(ctx, t.frames[deviceID], &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1}); err != nil {
+		return err
+	}
+	return waitSignal(ctx, done, "the frames session's not_found lease")
+}
+
+// listen runs the frames gateway's background loops (poll and sweep are
+// off): its LISTEN/NOTIFY listener pushes cancel notices to the devices'
+// frames sessions. The lease gateway runs none: a jobs notification would
+// wake its sessions, and one left with a free slot by a no_job reply
+// would lease on its own.
+func (t *StackTarget) listen() error {
+	ctx, stop := context.WithCancel(context.Background())
+	t.stopRun, t.runDone = stop, make(chan error, 1)
+	go func() { t.runDone <- t.gwF.Run(ctx) }()
+	select {
+	case <-t.gwF.Listening():
+		return nil
+	case <-time.After(waitTimeout):
+		return errors.New("frames gateway never started listening")
+	}
+}
+
+func waitSignal(ctx context.Context, ch <-chan struct{}, what string) error {
+	ctx, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+	}
+}
+
+// Close implements faults.Target: it ends the sessions, drains both
+// gateways and stops the listener, so nothing of the run touches the
+// database after it (the next run truncates it).
+func (t *StackTarget) Close() error {
+	for _, c := range t.clients {
+		c.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	var errs []error
+	for _, gw := range []*gateway.Gateway{t.gwF, t.gwL} {
+		if gw != nil {
+			errs = append(errs, gw.Shutdown(ctx))
+		}
+	}
+	if t.stopRun != nil {
+		t.stopRun()
+		errs = append(errs, <-t.runDone)
+	}
+	for _, s := range []*httptest.Server{t.srvF, t.srvL} {
+		if s != nil {
+			s.Close()
+		}
+	}
+	if c, ok := t.store.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
