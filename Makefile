@@ -13,8 +13,10 @@ build:
 
 # The suite's default run: every package, race detector on, real Postgres
 # (DATABASE_URL, else an embedded cluster from local binaries, else Docker).
+# -tags faultpoints arms the fault points the scenario catalogue blocks and
+# kills at; production builds (make build) leave them compiled out.
 test:
-	$(GO) test -race -count=1 -timeout 14m $(PKGS)
+	$(GO) test -race -count=1 -timeout 14m -tags faultpoints $(PKGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -33,7 +35,7 @@ bench:
 # The CI gate: model and model-vs-Postgres campaigns on an embedded Postgres
 # (DATABASE_URL if set), evidence card in evidence-out/; exits 1 on a failure.
 qualify:
-	$(GO) run ./cmd/rendermac qualify --seeds $(SEEDS) --steps $(STEPS) --out evidence-out
+	$(GO) run -tags faultpoints ./cmd/rendermac qualify --seeds $(SEEDS) --steps $(STEPS) --out evidence-out
 
 clean:
 	rm -rf bin rendermac-failures

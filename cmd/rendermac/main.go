@@ -22,6 +22,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"fuzz", "run a seeded fuzz campaign against the model and/or Postgres", runFuzz},
+		{"scenarios", "run the named phase-fault scenario catalogue against the full stack", runScenarios},
 		{"qualify", "run the qualification campaigns and write the dated evidence card", runQualify},
 		{"replay", "replay the failures recorded in a card's JSON, or a replay file", runReplay},
 		{"card", "compare two qualification cards: card diff A.json B.json", runCard},

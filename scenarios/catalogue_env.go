@@ -1,0 +1,103 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/rendermac/rendermac/internal/pgprovider"
+	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/store"
+)
+
+// DefaultFrameTimeout bounds every wait of a scenario for a frame, a fault
+// point or a readiness probe.
+const DefaultFrameTimeout = 5 * time.Second
+
+// EnvOptions select the stack the catalogue runs against.
+type EnvOptions struct {
+	// Mutation runs a deliberately broken service layer.
+	Mutation server.Mutation
+	// Variant runs a harness-level broken variant (see Variants); "" none.
+	Variant string
+	// FrameTimeout bounds each wait (default DefaultFrameTimeout). Broken
+	// variant runs may lower it: their expected frame never comes.
+	FrameTimeout time.Duration
+	// Log, when set, receives every gateway and API log line as text.
+	Log io.Writer
+}
+
+// Env is where scenarios run: the shared Postgres that gives every scenario
+// a fresh database, plus, created on first need, a dedicated local cluster
+// for the scenarios that stop Postgres (so nothing else sharing the shared
+// one is affected). An Env runs one scenario at a time.
+type Env struct {
+	pg   *Postgres
+	opts EnvOptions
+
+	runMu sync.Mutex // RunScenario holds it: fault points are process-global
+
+	dedMu     sync.Mutex
+	dedicated *Postgres
+}
+
+// NewEnv returns an Env over pg (from OpenPostgres).
+func NewEnv(ctx context.Context, pg *Postgres, opts EnvOptions) (*Env, error) {
+	if pg == nil || pg.Provider == nil {
+		return nil, errors.New("scenarios: NewEnv needs a Postgres (see OpenPostgres)")
+	}
+	if opts.Variant != "" && harnessVariants[opts.Variant] == "" {
+		return nil, fmt.Errorf("scenarios: unknown harness variant %q", opts.Variant)
+	}
+	if opts.FrameTimeout <= 0 {
+		opts.FrameTimeout = DefaultFrameTimeout
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &Env{pg: pg, opts: opts}, nil
+}
+
+// Options returns the options the Env runs with.
+func (e *Env) Options() EnvOptions { return e.opts }
+
+// Close stops the dedicated cluster, if one was started. The shared
+// Postgres belongs to the caller.
+func (e *Env) Close() error {
+	e.dedMu.Lock()
+	defer e.dedMu.Unlock()
+	if e.dedicated == nil {
+		return nil
+	}
+	err := e.dedicated.Close()
+	e.dedicated = nil
+	return err
+}
+
+// dedicatedPostgres returns the Env's own fault-controllable cluster,
+// starting it on first use: a local ephemeral cluster, never DATABASE_URL
+// or Docker, because those cannot be stopped and started on the same port.
+func (e *Env) dedicatedPostgres(ctx context.Context) (*Postgres, error) {
+	e.dedMu.Lock()
+	defer e.dedMu.Unlock()
+	if e.dedicated != nil {
+		// A scenario that failed half-way may have left it stopped.
+		if err := e.dedicated.Provider.Start(ctx); err != nil {
+			return nil, err
+		}
+		return e.dedicated, nil
+	}
+	p, err := pgprovider.Open(ctx, pgprovider.Options{IgnoreEnv: true, DisableDocker: true})
+	if err != nil {
+		return nil, fmt.Errorf("dedicated postgres (needs local PostgreSQL server binaries): %w", err)
+	}
+	if err := p.Template(ctx, TemplateName, store.Migrate); err != nil {
+		_ = p.Close()
+		return nil, fmt.Errorf("dedicated postgres: migrate template: %w", err)
+	}
+	e.dedicated = &Postgres{Provider: p}
+	return e.dedicated, nil
+}

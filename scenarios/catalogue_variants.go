@@ -1,0 +1,88 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/rendermac/rendermac/server"
+)
+
+// A variant is a deliberately broken stack a scenario must fail against,
+// proving its checks are not vacuous (STYLE: every property is paired with a
+// broken variant). Server mutations remove one fence inside the service
+// layer; harness variants break the stack from outside server/, through
+// what the harness wires: the service's configuration, the artifact store,
+// the gateway's loops.
+
+// Harness variants.
+const (
+	// VariantLeaseTTLMismatch makes the service enforce a lease (and
+	// verification deadline) ten times the TTL the gateway announces to
+	// agents and the harness assumes: a lease that should have expired has
+	// not, and the sweeper finds nothing to do.
+	VariantLeaseTTLMismatch = "lease_ttl_mismatch"
+	// VariantNoMediaCheck configures the catalogue's synthetic.mp4 without
+	// its MP4 media check: a broken file with an honest size and digest
+	// passes verification.
+	VariantNoMediaCheck = "no_media_check"
+	// VariantStoreBitflip is an artifact store that returns every object
+	// with one byte flipped, so no output verifies.
+	VariantStoreBitflip = "store_bitflip"
+	// VariantNoListen runs the gateways without their LISTEN/NOTIFY loop:
+	// a cancel committed elsewhere never reaches the device's gateway.
+	VariantNoListen = "no_listen"
+)
+
+// harnessVariants describes each harness variant.
+var harnessVariants = map[string]string{
+	VariantLeaseTTLMismatch: "the service enforces 10x the lease TTL the gateway announces",
+	VariantNoMediaCheck:     "synthetic.mp4 is configured without its MP4 media check",
+	VariantStoreBitflip:     "the artifact store flips one byte of every object it returns",
+	VariantNoListen:         "the gateways run without their LISTEN/NOTIFY loop",
+}
+
+// serverMutations are the service layer's broken variants, as listed by
+// ServerMutations (postgres.go): a mutation added there is a variant here.
+var serverMutations = ServerMutations()
+
+// VariantNames lists every variant: server mutations, then harness variants.
+func VariantNames() []string {
+	var out []string
+	for _, m := range serverMutations {
+		out = append(out, string(m))
+	}
+	var h []string
+	for k := range harnessVariants {
+		h = append(h, k)
+	}
+	slices.Sort(h)
+	return append(out, h...)
+}
+
+// KnownVariant reports whether name is a server mutation or harness variant.
+func KnownVariant(name string) bool { return slices.Contains(VariantNames(), name) }
+
+// DescribeVariant says what a variant breaks.
+func DescribeVariant(name string) string {
+	if d, ok := harnessVariants[name]; ok {
+		return d
+	}
+	if slices.Contains(serverMutations, server.Mutation(name)) {
+		return "server mutation " + name
+	}
+	return ""
+}
+
+// VariantOptions returns the EnvOptions that run the named variant ("" is
+// the correct stack).
+func VariantOptions(name string) (EnvOptions, error) {
+	switch {
+	case name == "":
+		return EnvOptions{}, nil
+	case slices.Contains(serverMutations, server.Mutation(name)):
+		return EnvOptions{Mutation: server.Mutation(name)}, nil
+	case harnessVariants[name] != "":
+		return EnvOptions{Variant: name}, nil
+	}
+	return EnvOptions{}, fmt.Errorf("unknown variant %q (known: %v)", name, VariantNames())
+}

@@ -1,0 +1,98 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/rendermac/rendermac/server/artifact"
+)
+
+// errStoreOutage is what the store returns while it is down: an I/O error,
+// not artifact.ErrNotFound, so verification must treat it as "unjudged"
+// (the attempt stays committing) rather than as a missing output.
+var errStoreOutage = errors.New("artifact store unavailable (injected outage): connection refused")
+
+// scStore is the fault-injecting artifact store every stack of a run
+// shares: `store down` makes every call fail with errStoreOutage until
+// `store up`; the store_bitflip variant corrupts every object it returns.
+type scStore struct {
+	artifact.Store
+	fs      *artifact.FS
+	r       *scRun
+	down    atomic.Bool
+	bitflip bool
+}
+
+func (s *scStore) fault(op, key string) error {
+	if !s.down.Load() {
+		return nil
+	}
+	s.r.count("store.errors", 1)
+	s.r.tl.add(laneDatabase, fmt.Sprintf("artifact store refused %s %s (outage)", op, s.r.keyName(key)))
+	return fmt.Errorf("%s %s: %w", op, key, errStoreOutage)
+}
+
+// Put implements artifact.Store.
+func (s *scStore) Put(ctx context.Context, key string, r io.Reader) (artifact.Object, error) {
+	if err := s.fault("put", key); err != nil {
+		return artifact.Object{}, err
+	}
+	return s.Store.Put(ctx, key, r)
+}
+
+// Open implements artifact.Store.
+func (s *scStore) Open(ctx context.Context, key string) (artifact.Reader, artifact.Object, error) {
+	if err := s.fault("open", key); err != nil {
+		return nil, artifact.Object{}, err
+	}
+	rd, obj, err := s.Store.Open(ctx, key)
+	if err != nil || !s.bitflip || obj.Bytes == 0 {
+		return rd, obj, err
+	}
+	return &flipReader{Reader: rd, at: obj.Bytes - 1}, obj, nil
+}
+
+// Stat implements artifact.Store.
+func (s *scStore) Stat(ctx context.Context, key string) (artifact.Object, error) {
+	if err := s.fault("stat", key); err != nil {
+		return artifact.Object{}, err
+	}
+	return s.Store.Stat(ctx, key)
+}
+
+// Delete implements artifact.Store.
+func (s *scStore) Delete(ctx context.Context, key string) error {
+	if err := s.fault("delete", key); err != nil {
+		return err
+	}
+	return s.Store.Delete(ctx, key)
+}
+
+// flipReader returns the object with the byte at offset at inverted, through
+// both reading interfaces, as silent corruption on a disk would.
+type flipReader struct {
+	artifact.Reader
+	off, at int64
+}
+
+func (f *flipReader) Read(p []byte) (int, error) {
+	n, err := f.Reader.Read(p)
+	f.flip(p[:n], f.off)
+	f.off += int64(n)
+	return n, err
+}
+
+func (f *flipReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.Reader.ReadAt(p, off)
+	f.flip(p[:n], off)
+	return n, err
+}
+
+func (f *flipReader) flip(p []byte, off int64) {
+	if f.at >= off && f.at < off+int64(len(p)) {
+		p[f.at-off] ^= 0xff
+	}
+}
