@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/gateway"
 )
 
 // A variant is a deliberately broken stack a scenario must fail against,
@@ -35,10 +36,22 @@ const (
 
 // harnessVariants describes each harness variant.
 var harnessVariants = map[string]string{
-	VariantLeaseTTLMismatch: "the service enforces 10x the lease TTL the gateway announces",
-	VariantNoMediaCheck:     "synthetic.mp4 is configured without its MP4 media check",
-	VariantStoreBitflip:     "the artifact store flips one byte of every object it returns",
-	VariantNoListen:         "the gateways run without their LISTEN/NOTIFY loop",
+	VariantLeaseTTLMismatch:                    "the service enforces 10x the lease TTL the gateway announces",
+	VariantNoMediaCheck:                        "synthetic.mp4 is configured without its MP4 media check",
+	VariantStoreBitflip:                        "the artifact store flips one byte of every object it returns",
+	VariantNoListen:                            "the gateways run without their LISTEN/NOTIFY loop",
+	string(gateway.MutationAckProgressOnError): "the gateway answers progress_ok when the service call failed",
+	string(gateway.MutationReleaseBeforeReply): "the gateway frees the slot (and offers) before writing the commit decision",
+}
+
+// gatewayMutation is the gateway.Config mutation a harness variant names
+// (gateway.MutationNone for every other variant).
+func gatewayMutation(variant string) gateway.Mutation {
+	switch m := gateway.Mutation(variant); m {
+	case gateway.MutationAckProgressOnError, gateway.MutationReleaseBeforeReply:
+		return m
+	}
+	return gateway.MutationNone
 }
 
 // serverMutations are the service layer's broken variants, as listed by

@@ -74,7 +74,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	m := metrics.New()
 	log := slog.New(&scLogHandler{r: r, gateway: name})
 	st.gw = gateway.New(st.svc, pool, signer, m, log, gateway.Config{LeaseTTL: scLeaseTTL,
-		PollInterval: -1, SweepInterval: -1, Clock: r.clock})
+		PollInterval: -1, SweepInterval: -1, Clock: r.clock, Mutation: gatewayMutation(r.env.opts.Variant)})
 	a := api.New(st.svc, pool, r.store, signer, m, log, api.Config{Gateway: st.gw.Handler(), Now: r.clock.Now})
 	st.srv.Config.Handler = a.Handler()
 	st.srv.Start()

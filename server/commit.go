@@ -59,11 +59,17 @@ func (s *Service) commitBegin(ctx context.Context, st *step, deviceID string, c 
 	switch {
 	case !ok:
 		return protocol.Reply{Code: protocol.CodeCommitConflict}, nil
-	case a.Status != protocol.AttemptUploading && a.Status != protocol.AttemptCommitting:
+	// MutationCommitIgnoresAttemptStatus skips this status check.
+	case a.Status != protocol.AttemptUploading && a.Status != protocol.AttemptCommitting &&
+		s.cfg.Mutation != MutationCommitIgnoresAttemptStatus:
+		return protocol.Reply{Code: protocol.CodeAttemptNotCommittable, Status: a.Status}, nil
+	// MutationCommitNotIdempotent refuses a repeated commit of a committing attempt.
+	case a.Status == protocol.AttemptCommitting && s.cfg.Mutation == MutationCommitNotIdempotent:
 		return protocol.Reply{Code: protocol.CodeAttemptNotCommittable, Status: a.Status}, nil
 	case a.Status == protocol.AttemptUploading && !st.now.Before(a.LeaseExpiresAt):
 		return protocol.Reply{Code: protocol.CodeLeaseExpired}, nil
-	case j.Status == protocol.JobCancelling:
+	// MutationCommitTx1IgnoresCancelling skips this check for a cancelling job.
+	case j.Status == protocol.JobCancelling && s.cfg.Mutation != MutationCommitTx1IgnoresCancelling:
 		return protocol.Reply{Code: protocol.CodeJobCancelled}, st.cancelBoth(ctx, &j, &a, f)
 	case a.Status == protocol.AttemptCommitting:
 		return protocol.Reply{Code: protocol.CodeCommitPending}, nil

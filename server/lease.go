@@ -89,7 +89,11 @@ func (s *Service) lease(ctx context.Context, st *step, deviceID string, d *draws
 	}
 	var jobID string
 	var count int
-	err = st.tx.QueryRow(ctx, sqlPickJob, services, st.now).Scan(&jobID, &count)
+	admittedAfter := st.now
+	if s.cfg.Mutation == MutationIgnoreAdmissionDeadline {
+		admittedAfter = time.Time{} // MutationIgnoreAdmissionDeadline: every deadline is after year 1
+	}
+	err = st.tx.QueryRow(ctx, sqlPickJob, services, admittedAfter).Scan(&jobID, &count)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return protocol.Reply{Code: protocol.CodeNoJob}, nil
 	}

@@ -39,6 +39,34 @@ const (
 	MutationCommitFromCancelling Mutation = "commit_from_cancelling"
 	// MutationNoTokenCheck makes commit and fail ignore the commit token.
 	MutationNoTokenCheck Mutation = "no_token_check"
+	// MutationCancelQueuedNoop makes Cancel answer a queued job cancelled
+	// without writing anything: the job stays queued and is leased.
+	MutationCancelQueuedNoop Mutation = "cancel_queued_noop"
+	// MutationCommitTx1IgnoresCancelling makes commit transaction 1 skip its
+	// check for a cancelling job: the output is claimed instead of the
+	// cancellation being finalized.
+	MutationCommitTx1IgnoresCancelling Mutation = "commit_tx1_ignores_cancelling"
+	// MutationProgressIgnoresDevice makes Progress compare job, attempt and
+	// epoch but not the session's device: another device renews the lease.
+	MutationProgressIgnoresDevice Mutation = "progress_ignores_device"
+	// MutationCommitIgnoresAttemptStatus makes commit transaction 1 skip the
+	// uploading/committing check: a replayed commit of a terminal attempt
+	// reaches the transition assertion, which reports ErrInternal.
+	MutationCommitIgnoresAttemptStatus Mutation = "commit_ignores_attempt_status"
+	// MutationIgnoreRetryBudget makes a retryable failure requeue the job
+	// without comparing attempt_number to max_attempts.
+	MutationIgnoreRetryBudget Mutation = "ignore_retry_budget"
+	// MutationRequeueAnyFailure makes a failure requeue the job whatever the
+	// failure code (budget and deadline still apply).
+	MutationRequeueAnyFailure Mutation = "requeue_any_failure"
+	// MutationIgnoreAdmissionDeadline makes Lease pick queued jobs whatever
+	// their admission_deadline; the sweeper's admission expiry still runs.
+	MutationIgnoreAdmissionDeadline Mutation = "ignore_admission_deadline"
+	// MutationCommitNotIdempotent makes a repeated commit of an attempt
+	// already committing answer attempt_not_committable instead of
+	// commit_pending, so the gateway's re-run after an infrastructure error
+	// is refused.
+	MutationCommitNotIdempotent Mutation = "commit_not_idempotent"
 )
 
 // Config tunes a Service. Zero fields take the defaults above; a nil

@@ -172,11 +172,15 @@ func (st *step) cancelBoth(ctx context.Context, j *jobRow, a *attemptRow, f fenc
 // (the rule Fail and Sweep share): a cancelling job is cancelled; otherwise
 // the job is requeued only if code is retryable, the attempt budget is not
 // spent and the deadline has not passed; otherwise it fails with code.
-func (st *step) afterAttemptEnded(ctx context.Context, j *jobRow, a attemptRow, code protocol.FailureCode) (requeued bool, err error) {
+// m is Fail's mutation (Sweep passes MutationNone): MutationRequeueAnyFailure
+// drops the retryable check, MutationIgnoreRetryBudget the budget check.
+func (st *step) afterAttemptEnded(ctx context.Context, j *jobRow, a attemptRow, code protocol.FailureCode, m Mutation) (requeued bool, err error) {
+	retryable := code.IsRetryable() || m == MutationRequeueAnyFailure
+	inBudget := a.Number < j.MaxAttempts || m == MutationIgnoreRetryBudget
 	switch {
 	case j.Status == protocol.JobCancelling:
 		return false, st.moveJob(ctx, j, protocol.JobCancelled, "")
-	case code.IsRetryable() && a.Number < j.MaxAttempts && st.now.Before(j.AdmissionDeadline):
+	case retryable && inBudget && st.now.Before(j.AdmissionDeadline):
 		if err := st.moveJob(ctx, j, protocol.JobQueued, ""); err != nil {
 			return true, err
 		}

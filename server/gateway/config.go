@@ -25,6 +25,23 @@ const (
 	DefaultMaxBadMessages = 5
 )
 
+// Mutation names a deliberately broken gateway, to prove the scenario
+// harness can fail (see server.Mutation). Production runs with MutationNone.
+type Mutation string
+
+// The gateway mutations. Each is one branch, taken only when Config.Mutation
+// equals it.
+const (
+	// MutationNone is the correct gateway.
+	MutationNone Mutation = ""
+	// MutationAckProgressOnError answers progress_ok when the service call
+	// failed, although nothing was decided.
+	MutationAckProgressOnError Mutation = "ack_progress_on_error"
+	// MutationReleaseBeforeReply frees the slot (and so offers) before
+	// writing the commit decision.
+	MutationReleaseBeforeReply Mutation = "release_before_reply"
+)
+
 // Config tunes a Gateway. Zero fields take the defaults; PollInterval and
 // SweepInterval may be negative to turn that loop off (the harness sweeps
 // at instants of its own choosing).
@@ -53,6 +70,9 @@ type Config struct {
 	// a clock.Stub). Nil means the database clock decides (a zero now) and
 	// timers are real.
 	Clock clock.Clock
+	// Mutation selects a deliberately broken gateway (MutationNone in
+	// production).
+	Mutation Mutation
 }
 
 func (c Config) withDefaults() Config {

@@ -71,6 +71,9 @@ func (s *session) onProgress(m *protocol.Progress) {
 	r, err := s.g.svc.Progress(s.g.ctx, s.g.now(), s.deviceID, *m)
 	if err != nil {
 		s.log.Warn("progress", "job_id", m.JobID, "attempt_id", m.AttemptID, "err", err)
+		if s.g.cfg.Mutation == MutationAckProgressOnError { // broken on purpose: acks an undecided renewal
+			s.write(&protocol.ProgressOK{Type: protocol.TypeProgressOK, JobID: m.JobID, AttemptID: m.AttemptID})
+		}
 		return
 	}
 	switch r.Code {
@@ -116,6 +119,11 @@ func (s *session) onCommit(m *protocol.Commit) {
 	}
 	s.g.m.Commits.WithLabelValues(string(r.Code)).Inc()
 	s.log.Info("commit", "job_id", m.JobID, "attempt_id", m.AttemptID, "code", r.Code)
+	if s.g.cfg.Mutation == MutationReleaseBeforeReply && endsAttempt(r.Code) { // broken on purpose
+		s.release()
+		s.write(reply)
+		return
+	}
 	if s.write(reply) && endsAttempt(r.Code) {
 		s.release()
 	}
