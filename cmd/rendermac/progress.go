@@ -39,7 +39,7 @@ func (p *progress) update(name string, done, total int) {
 	tenth := done * 10 / total
 	if tenth > p.last[name] || done == total {
 		p.last[name] = tenth
-		fmt.Fprintf(p.w, "%s: %d/%d seeds\n", name, done, total)
+		fmt.Fprintf(p.w, "%s: %d/%d\n", name, done, total)
 	}
 }
 
