@@ -17,11 +17,13 @@ build:
 # kills at; production builds (make build) leave them compiled out.
 test:
 	$(GO) test -race -count=1 -timeout 14m -tags faultpoints $(PKGS)
+	$(GO) test -count=1 ./server/faultpoint/   # the production build: fault points are no-ops
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags faultpoints ./...
 	GOOS=darwin GOARCH=arm64 $(GO) build ./...
 
 cross:
