@@ -110,7 +110,11 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "qualification %s: %d campaigns, %d failures\n", verdict, len(card.Campaigns), len(card.Failures))
 	for _, fl := range card.Failures {
-		fmt.Fprintf(stdout, "  %s seed %d: %s\n    replay: %s\n", fl.Source, fl.Seed, fl.Detail, fl.Replay)
+		source := fl.Source
+		if fl.Events != nil || fl.Seed != 0 {
+			source = fmt.Sprintf("%s seed %d", fl.Source, fl.Seed)
+		}
+		fmt.Fprintf(stdout, "  %s: %s\n    replay: %s\n", source, fl.Detail, fl.Replay)
 	}
 	for _, p := range paths {
 		fmt.Fprintf(stdout, "wrote %s\n", p)
