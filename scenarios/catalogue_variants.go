@@ -42,13 +42,14 @@ var harnessVariants = map[string]string{
 	VariantNoListen:                            "the gateways run without their LISTEN/NOTIFY loop",
 	string(gateway.MutationAckProgressOnError): "the gateway answers progress_ok when the service call failed",
 	string(gateway.MutationReleaseBeforeReply): "the gateway frees the slot (and offers) before writing the commit decision",
+	string(gateway.MutationSessionFenced):      "the gateway fences progress by the session an attempt was offered on",
 }
 
 // gatewayMutation is the gateway.Config mutation a harness variant names
 // (gateway.MutationNone for every other variant).
 func gatewayMutation(variant string) gateway.Mutation {
 	switch m := gateway.Mutation(variant); m {
-	case gateway.MutationAckProgressOnError, gateway.MutationReleaseBeforeReply:
+	case gateway.MutationAckProgressOnError, gateway.MutationReleaseBeforeReply, gateway.MutationSessionFenced:
 		return m
 	}
 	return gateway.MutationNone

@@ -40,6 +40,10 @@ const (
 	// MutationReleaseBeforeReply frees the slot (and so offers) before
 	// writing the commit decision.
 	MutationReleaseBeforeReply Mutation = "release_before_reply"
+	// MutationSessionFenced fences progress by the session an attempt was
+	// offered on, as if the WebSocket connection were the lease: an agent
+	// that reconnects can no longer go on with the attempt it holds.
+	MutationSessionFenced Mutation = "session_fenced"
 )
 
 // Config tunes a Gateway. Zero fields take the defaults; PollInterval and

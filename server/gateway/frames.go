@@ -68,6 +68,13 @@ func (s *session) onSlots(m *protocol.Slots) {
 // onProgress renews a lease through the service layer. An infrastructure
 // error gets no reply: the agent's next heartbeat asks again.
 func (s *session) onProgress(m *protocol.Progress) {
+	if s.g.cfg.Mutation == MutationSessionFenced { // broken on purpose: the connection is not the fence
+		if on, _ := s.g.offeredOn.Load(m.AttemptID); on != s {
+			s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: m.JobID, AttemptID: m.AttemptID,
+				Reason: protocol.ReasonIdentityMismatch})
+			return
+		}
+	}
 	r, err := s.g.svc.Progress(s.g.ctx, s.g.now(), s.deviceID, *m)
 	if err != nil {
 		s.log.Warn("progress", "job_id", m.JobID, "attempt_id", m.AttemptID, "err", err)

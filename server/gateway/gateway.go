@@ -46,6 +46,9 @@ type Gateway struct {
 	listeningOnce sync.Once
 	// subscriptions counts successful (re)subscribes of the listener.
 	subscriptions atomic.Int64
+	// offeredOn maps attempt id to the session it was offered on; it is
+	// kept only under MutationSessionFenced.
+	offeredOn sync.Map
 	// ignoreJobs drops JobsChannel notifications, so tests can show that
 	// the polling fallback alone finds queued work.
 	ignoreJobs atomic.Bool

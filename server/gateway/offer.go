@@ -97,6 +97,9 @@ func (s *session) deliver(r protocol.Reply) bool {
 		return false
 	}
 	sent := s.write(offer)
+	if s.g.cfg.Mutation == MutationSessionFenced {
+		s.g.offeredOn.Store(r.AttemptID, s)
+	}
 	s.unclaim(0)
 	if !sent {
 		s.giveBack(r, protocol.FailProviderOffline)
