@@ -30,9 +30,11 @@ cross:
 	GOOS=darwin GOARCH=arm64 $(GO) build -o bin/rendermac-darwin-arm64 ./cmd/rendermac
 
 # Model steps/s with invariant checks on; leases/s and commits/s on an
-# embedded Postgres beside a pgbench run of the same lease transaction.
+# embedded Postgres beside a pgbench run of the same lease transaction;
+# then the whole stack under load (rendermac bench, goals checked).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=2s -count=1 ./sim/ ./server/
+	$(GO) run ./cmd/rendermac bench --agents 100 --jobs 500 --duration 4s --json bench.json
 
 # The CI gate: model and model-vs-Postgres campaigns on an embedded Postgres
 # (DATABASE_URL if set), evidence card in evidence-out/; exits 1 on a failure.

@@ -26,6 +26,7 @@ func commands() []command {
 		{"qualify", "run the qualification campaigns and write the dated evidence card", runQualify},
 		{"replay", "replay the failures recorded in a card's JSON, or a replay file", runReplay},
 		{"card", "compare two qualification cards: card diff A.json B.json", runCard},
+		{"bench", "load the whole stack beside pgbench and check the performance goals", runBench},
 		{"server", "run the control plane: HTTP API, device gateway, sweeper, webhooks", runServer},
 		{"migrate", "apply the database migrations (server also does on start)", runMigrate},
 		{"admin", "operator tasks: buyers, API keys, pairing codes, devices, signing keys", runAdmin},

@@ -1,0 +1,365 @@
+// Package benchrun is the load driver behind `rendermac bench`: it starts an
+// embedded Postgres and the real control plane (HTTP API, device gateway,
+// sweeper, webhooks) in this process, drives it as buyers over HTTP and as
+// simulated agents over real WebSockets (gatewaytest.Client), and measures
+// throughput, latency and memory next to a pgbench run of the equivalent
+// lease transaction on the same cluster, plus model and differential
+// campaign rates. Every phase is bounded in count and time; everything is
+// on loopback.
+package benchrun
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/rendermac/rendermac/internal/pgprovider"
+	"github.com/rendermac/rendermac/scenarios"
+	"github.com/rendermac/rendermac/server/controlplane"
+	"github.com/rendermac/rendermac/server/store"
+)
+
+// Config sizes a run. Zero fields take the defaults of Defaults.
+type Config struct {
+	// Agents is the number of simulated agents (one slot each) of the
+	// peak, latency and progress phases.
+	Agents int
+	// Jobs is the number of jobs of the peak phase, all submitted up front.
+	Jobs int
+	// Duration bounds the latency phase (submission window); the progress
+	// phase runs for half of it.
+	Duration time.Duration
+	// IdleSessions is how many idle sessions the memory phase holds.
+	IdleSessions int
+	// PgbenchClients and PgbenchSeconds size the pgbench run.
+	PgbenchClients, PgbenchSeconds int
+	// PgbenchScript is server/testdata/lease.pgbench; "" looks for it from
+	// the working directory upwards.
+	PgbenchScript string
+	// ModelSeconds and DiffSeconds bound the two campaigns.
+	ModelSeconds, DiffSeconds float64
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+}
+
+// Defaults is what `rendermac bench` runs without flags.
+var Defaults = Config{Agents: 100, Jobs: 2000, Duration: 10 * time.Second, IdleSessions: 1000,
+	PgbenchClients: 8, PgbenchSeconds: 5, ModelSeconds: 2, DiffSeconds: 5}
+
+func (c *Config) defaults() {
+	d := Defaults
+	if c.Agents <= 0 {
+		c.Agents = d.Agents
+	}
+	if c.Jobs <= 0 {
+		c.Jobs = d.Jobs
+	}
+	if c.Duration <= 0 {
+		c.Duration = d.Duration
+	}
+	if c.IdleSessions <= 0 {
+		c.IdleSessions = d.IdleSessions
+	}
+	if c.PgbenchClients <= 0 {
+		c.PgbenchClients = d.PgbenchClients
+	}
+	if c.PgbenchSeconds <= 0 {
+		c.PgbenchSeconds = d.PgbenchSeconds
+	}
+	if c.ModelSeconds <= 0 {
+		c.ModelSeconds = d.ModelSeconds
+	}
+	if c.DiffSeconds <= 0 {
+		c.DiffSeconds = d.DiffSeconds
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+}
+
+// Goals from the issue.
+const (
+	GoalRatioVsPgbench   = 0.5
+	GoalP99              = 50 * time.Millisecond
+	GoalIdleSessionBytes = 50 << 10
+	GoalModelStepsPerSec = 200_000
+)
+
+// Result is everything a run measured; it is also the JSON written by
+// --json. Rates are per second; latencies in milliseconds.
+type Result struct {
+	Started    time.Time `json:"started"`
+	WallS      float64   `json:"wall_s"`
+	GoVersion  string    `json:"go_version"`
+	CPUs       int       `json:"cpus"`
+	Postgres   string    `json:"postgres"`
+	Agents     int       `json:"agents"`
+	Jobs       int       `json:"jobs"`
+	ArtifactFS string    `json:"artifact_dir"`
+
+	Peak     PeakResult     `json:"peak"`
+	Latency  LatencyResult  `json:"latency"`
+	Progress ProgressResult `json:"progress"`
+	Memory   MemoryResult   `json:"memory"`
+	Pgbench  PgbenchResult  `json:"pgbench"`
+	Model    CampaignRate   `json:"model"`
+	Diff     CampaignRate   `json:"differential"`
+
+	// Ops are client-side timings of each operation over all phases.
+	Ops []OpStats `json:"ops"`
+	// Slowest names the slowest transaction and how it was found.
+	Slowest Slowest `json:"slowest"`
+	// PhaseS is each phase's wall time.
+	PhaseS map[string]float64 `json:"phase_s"`
+	// Retries are the service's serialization/deadlock retries by operation
+	// over the whole stack run.
+	Retries map[string]int64 `json:"retries"`
+	// InvariantViolations is SPEC section 4 checked over the stack's rows
+	// after the load.
+	InvariantViolations int `json:"invariant_violations"`
+}
+
+// PeakResult is the all-submitted-up-front phase.
+type PeakResult struct {
+	Jobs          int     `json:"jobs"`
+	SubmitPerSec  float64 `json:"submit_per_s"`
+	LeasesPerSec  float64 `json:"leases_per_s"`
+	CommitsPerSec float64 `json:"commits_per_s"`
+	WindowS       float64 `json:"window_s"`
+	Rejected      int     `json:"commit_rejected"`
+}
+
+// LatencyResult is the half-peak phase; latency is commit_ok receive time
+// minus the instant the buyer began the POST /v1/jobs request.
+type LatencyResult struct {
+	TargetPerSec float64 `json:"target_per_s"`
+	Jobs         int     `json:"jobs"`
+	Completed    int     `json:"completed"`
+	P50ms        float64 `json:"p50_ms"`
+	P90ms        float64 `json:"p90_ms"`
+	P99ms        float64 `json:"p99_ms"`
+	Maxms        float64 `json:"max_ms"`
+	Definition   string  `json:"definition"`
+}
+
+// ProgressResult is the heartbeat phase.
+type ProgressResult struct {
+	Frames       int64   `json:"progress_ok"`
+	WindowS      float64 `json:"window_s"`
+	FramesPerSec float64 `json:"frames_per_s"`
+	Conflicts    int64   `json:"lease_conflicts"`
+}
+
+// MemoryResult is the idle-session phase. Both the client and the server
+// side of every session live in this process, so the per-session figures
+// are the sum of both sides.
+type MemoryResult struct {
+	Sessions              int     `json:"sessions"`
+	HeapInuseDelta        int64   `json:"heap_inuse_delta_bytes"`
+	StackInuseDelta       int64   `json:"stack_inuse_delta_bytes"`
+	Goroutines            int     `json:"goroutines_delta"`
+	HeapPerSession        float64 `json:"heap_per_session_bytes"`
+	HeapStackPerSession   float64 `json:"heap_plus_stack_per_session_bytes"`
+	ClientAndServerSummed bool    `json:"client_and_server_summed"`
+	Note                  string  `json:"note"`
+}
+
+// PgbenchResult is the pgbench run of server/testdata/lease.pgbench.
+type PgbenchResult struct {
+	Clients int     `json:"clients"`
+	Seconds int     `json:"seconds"`
+	TPS     float64 `json:"tps"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// CampaignRate is a time-boxed campaign.
+type CampaignRate struct {
+	Seeds      int     `json:"seeds"`
+	Steps      int     `json:"steps"`
+	Seconds    float64 `json:"seconds"`
+	StepsPerS  float64 `json:"steps_per_s"`
+	SeqsPerS   float64 `json:"sequences_per_s"`
+	Failures   int     `json:"failures"`
+	Workers    int     `json:"workers"`
+	StepsPerSq int     `json:"steps_per_sequence"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// OpStats is one operation's client-side latency.
+type OpStats struct {
+	Op    string  `json:"op"`
+	Count int     `json:"count"`
+	P50ms float64 `json:"p50_ms"`
+	P99ms float64 `json:"p99_ms"`
+	Maxms float64 `json:"max_ms"`
+	What  string  `json:"what"`
+}
+
+// Slowest is the slowest transaction and the method that named it.
+type Slowest struct {
+	Name   string  `json:"name"`
+	P99ms  float64 `json:"p99_ms"`
+	Method string  `json:"method"`
+}
+
+// Run runs every phase and returns what it measured. A phase that cannot
+// run (no pgbench binary, say) is reported in the result, not as an error;
+// the error is for a stack that does not work.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg.defaults()
+	log := cfg.Log
+	began := time.Now()
+	res := &Result{Started: began.UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Agents: cfg.Agents,
+		Jobs: cfg.Jobs, PhaseS: map[string]float64{}}
+	phase := func(name string, t0 time.Time) {
+		res.PhaseS[name] = time.Since(t0).Seconds()
+		fmt.Fprintf(log, "bench: %s done in %s\n", name, time.Since(t0).Round(time.Millisecond))
+	}
+
+	t0 := time.Now()
+	pg, err := pgprovider.Open(ctx, pgprovider.Options{IgnoreEnv: true, DisableDocker: true})
+	if err != nil {
+		return nil, err
+	}
+	defer pg.Close()
+	if err := pg.Template(ctx, scenarios.TemplateName, store.Migrate); err != nil {
+		return nil, fmt.Errorf("migrate template: %w", err)
+	}
+	res.Postgres, _ = pg.Version(ctx)
+	dbURL, err := pg.NewDatabase(ctx, scenarios.TemplateName)
+	if err != nil {
+		return nil, err
+	}
+	phase("postgres", t0)
+
+	if err := runStack(ctx, cfg, dbURL, res, phase); err != nil {
+		return res, err
+	}
+
+	t0 = time.Now()
+	res.Pgbench = runPgbench(ctx, pg, cfg)
+	phase("pgbench", t0)
+
+	t0 = time.Now()
+	res.Model = modelRate(ctx, cfg.ModelSeconds)
+	phase("model", t0)
+
+	t0 = time.Now()
+	res.Diff = diffRate(ctx, pg, cfg.DiffSeconds)
+	phase("differential", t0)
+
+	res.WallS = time.Since(began).Seconds()
+	return res, nil
+}
+
+// runStack starts the control plane, runs the stack phases against it and
+// stops it.
+func runStack(ctx context.Context, cfg Config, dbURL string, res *Result, phase func(string, time.Time)) error {
+	t0 := time.Now()
+	dir, err := artifactDir()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	res.ArtifactFS = dir
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	cpCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	planes := make(chan *controlplane.Plane, 1)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- controlplane.Run(cpCtx, controlplane.Config{DB: dbURL, Listen: "127.0.0.1:0", Artifacts: dir, SigningKey: key,
+			Log: slog.New(slog.DiscardHandler)}, func(_ context.Context, p *controlplane.Plane) error {
+			planes <- p
+			return nil
+		})
+	}()
+	var plane *controlplane.Plane
+	select {
+	case plane = <-planes:
+	case err := <-ran:
+		return fmt.Errorf("control plane: %w", err)
+	case <-time.After(60 * time.Second):
+		return errors.New("control plane did not start within 60s")
+	}
+	d := newDriver(cfg, plane)
+	defer d.httpc.CloseIdleConnections()
+	err = d.run(ctx, res, phase, t0)
+	d.closeAll()
+	if err == nil {
+		// SPEC section 4 over the rows the load left.
+		v, verr := store.CheckInvariants(ctx, plane.Pool)
+		switch {
+		case verr != nil:
+			err = fmt.Errorf("invariant check: %w", verr)
+		default:
+			res.InvariantViolations = len(v)
+			if len(v) > 0 {
+				err = fmt.Errorf("%d invariant violations after the load, first: %v", len(v), v[0])
+			}
+		}
+	}
+	res.Retries = map[string]int64{}
+	for k, v := range plane.Service.Stats().Retries {
+		res.Retries[fmt.Sprint(k)] = v
+	}
+	stop()
+	select {
+	case rerr := <-ran:
+		if err == nil && rerr != nil && !errors.Is(rerr, context.Canceled) {
+			err = fmt.Errorf("control plane: %w", rerr)
+		}
+	case <-time.After(40 * time.Second):
+		if err == nil {
+			err = errors.New("control plane did not stop within 40s")
+		}
+	}
+	return err
+}
+
+// artifactDir is on tmpfs when there is one, as server/bench_test.go's:
+// the store fsyncs every Put, and this benchmark is about the control
+// plane, not the disk.
+func artifactDir() (string, error) {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if dir, err := os.MkdirTemp("/dev/shm", "rendermac-bench-"); err == nil {
+			return dir, nil
+		}
+	}
+	return os.MkdirTemp("", "rendermac-bench-")
+}
+
+// newHTTPClient keeps enough idle loopback connections for the submitters
+// and uploaders, so that no request pays a new TCP handshake.
+func newHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 512
+	tr.MaxIdleConnsPerHost = 512
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// recorder collects client-side timings by operation.
+type recorder struct {
+	mu  sync.Mutex
+	ops map[string][]time.Duration
+}
+
+func (r *recorder) add(op string, d time.Duration) {
+	r.mu.Lock()
+	if r.ops == nil {
+		r.ops = map[string][]time.Duration{}
+	}
+	r.ops[op] = append(r.ops[op], d)
+	r.mu.Unlock()
+}

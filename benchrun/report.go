@@ -1,0 +1,144 @@
+package benchrun
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/olekukonko/tablewriter"
+)
+
+// Figure is one row of the report.
+type Figure struct {
+	Name  string `json:"figure"`
+	Value string `json:"value"`
+	Goal  string `json:"goal"`
+	Met   string `json:"met"`
+}
+
+// Figures turns a result into the report's rows: figure, value, goal and
+// whether it was met (with by how much it was missed).
+func (r *Result) Figures() []Figure {
+	var out []Figure
+	add := func(name, value, goal, met string) { out = append(out, Figure{name, value, goal, met}) }
+	tps := r.Pgbench.TPS
+	ratio := func(v float64) string {
+		if tps <= 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%.2f x pgbench)", v/tps)
+	}
+	ratioGoal := func(v float64) (string, string) {
+		if tps <= 0 {
+			return fmt.Sprintf(">= %.1f x pgbench", GoalRatioVsPgbench), "n/a: no pgbench (" + r.Pgbench.Error + ")"
+		}
+		goal := fmt.Sprintf(">= %.1f x pgbench = %.0f/s", GoalRatioVsPgbench, GoalRatioVsPgbench*tps)
+		want := GoalRatioVsPgbench * tps
+		if v >= want {
+			return goal, "yes"
+		}
+		return goal, fmt.Sprintf("NO: %.0f/s short (%.0f%% of goal)", want-v, 100*v/want)
+	}
+	if tps > 0 {
+		add("pgbench lease.pgbench tps", fmt.Sprintf("%.0f (-c %d, %d s)", tps, r.Pgbench.Clients, r.Pgbench.Seconds), "reference", "")
+	} else {
+		add("pgbench lease.pgbench tps", "not run", "reference", r.Pgbench.Error)
+	}
+	g, m := ratioGoal(r.Peak.LeasesPerSec)
+	add(fmt.Sprintf("leases/s at peak (%d jobs up front, %d agents)", r.Peak.Jobs, r.Agents),
+		fmt.Sprintf("%.0f%s", r.Peak.LeasesPerSec, ratio(r.Peak.LeasesPerSec)), g, m)
+	g, m = ratioGoal(r.Peak.CommitsPerSec)
+	add("commits/s at peak", fmt.Sprintf("%.0f%s", r.Peak.CommitsPerSec, ratio(r.Peak.CommitsPerSec)), g, m)
+	add("job submits/s (POST /v1/jobs, 16 clients)", fmt.Sprintf("%.0f%s", r.Peak.SubmitPerSec, ratio(r.Peak.SubmitPerSec)), "", "")
+	lat := r.Latency
+	add(fmt.Sprintf("e2e latency p50 at %.0f/s (half peak), %d agents", lat.TargetPerSec, r.Agents),
+		fmt.Sprintf("%.1f ms (p90 %.1f, max %.1f; %d jobs)", lat.P50ms, lat.P90ms, lat.Maxms, lat.Completed), "", "")
+	goalMS := float64(GoalP99.Milliseconds())
+	met := "yes"
+	if r.Agents != 100 {
+		met = fmt.Sprintf("n/a: goal is for 100 agents (ran %d)", r.Agents)
+	}
+	if lat.P99ms >= goalMS {
+		met = fmt.Sprintf("NO: %.1f ms over (%.1fx the goal)", lat.P99ms-goalMS, lat.P99ms/goalMS)
+	}
+	add("e2e latency p99 (submit -> commit_ok)", fmt.Sprintf("%.1f ms", lat.P99ms), fmt.Sprintf("< %.0f ms", goalMS), met)
+	add("progress frames/s (heartbeat as fast as progress_ok)", fmt.Sprintf("%.0f%s", r.Progress.FramesPerSec, ratio(r.Progress.FramesPerSec)), "", "")
+	mem := r.Memory
+	goalB := float64(GoalIdleSessionBytes)
+	met = "yes"
+	if mem.HeapPerSession >= goalB {
+		met = fmt.Sprintf("NO: %.1f KiB over", (mem.HeapPerSession-goalB)/1024)
+	}
+	add(fmt.Sprintf("heap in use per idle session (%d held; client+server summed)", mem.Sessions),
+		fmt.Sprintf("%.1f KiB", mem.HeapPerSession/1024), "< 50 KiB", met)
+	met = "yes"
+	if mem.HeapStackPerSession >= goalB {
+		met = fmt.Sprintf("NO: %.1f KiB over", (mem.HeapStackPerSession-goalB)/1024)
+	}
+	add("heap + goroutine stacks per idle session (client+server)",
+		fmt.Sprintf("%.1f KiB (%.1f goroutines/session)", mem.HeapStackPerSession/1024, float64(mem.Goroutines)/float64(max(mem.Sessions, 1))),
+		"< 50 KiB", met)
+	met = "yes"
+	if r.Model.Error != "" {
+		met = "error: " + r.Model.Error
+	} else if r.Model.StepsPerS < GoalModelStepsPerSec {
+		met = fmt.Sprintf("NO: %.0f steps/s short (%.0f%% of goal)", GoalModelStepsPerSec-r.Model.StepsPerS, 100*r.Model.StepsPerS/GoalModelStepsPerSec)
+	}
+	add(fmt.Sprintf("model steps/s (%d workers, invariants every step)", r.Model.Workers),
+		fmt.Sprintf("%.0f (%d seqs in %.1f s, %d failures)", r.Model.StepsPerS, r.Model.Seeds, r.Model.Seconds, r.Model.Failures),
+		fmt.Sprintf(">= %d", GoalModelStepsPerSec), met)
+	met = ""
+	if r.Diff.Error != "" {
+		met = "error: " + r.Diff.Error
+	} else if r.Diff.Failures > 0 {
+		met = fmt.Sprintf("%d FAILING sequences", r.Diff.Failures)
+	}
+	add(fmt.Sprintf("differential sequences/s (model vs Postgres, %d workers)", r.Diff.Workers),
+		fmt.Sprintf("%.2f (%d x %d steps in %.1f s = %.0f steps/s)", r.Diff.SeqsPerS, r.Diff.Seeds, r.Diff.StepsPerSq, r.Diff.Seconds, r.Diff.StepsPerS), "", met)
+	add("SPEC section 4 invariant violations after the load", fmt.Sprint(r.InvariantViolations), "0", map[bool]string{true: "yes", false: "NO"}[r.InvariantViolations == 0])
+	add("slowest transaction", fmt.Sprintf("%s: p99 %.1f ms", r.Slowest.Name, r.Slowest.P99ms), "", "")
+	return out
+}
+
+// PrintTable writes the figures and the per-operation timings.
+func (r *Result) PrintTable(w io.Writer) error {
+	t := tablewriter.NewWriter(w)
+	t.Header("figure", "value", "goal", "met?")
+	for _, f := range r.Figures() {
+		if err := t.Append(f.Name, f.Value, f.Goal, f.Met); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	ops := tablewriter.NewWriter(w)
+	ops.Header("operation (client-side)", "count", "p50 ms", "p99 ms", "max ms")
+	for _, o := range r.Ops {
+		if err := ops.Append(o.Op, o.Count, fmt.Sprintf("%.2f", o.P50ms), fmt.Sprintf("%.2f", o.P99ms), fmt.Sprintf("%.2f", o.Maxms)); err != nil {
+			return err
+		}
+	}
+	if err := ops.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "slowest transaction: %s (%s)\n", r.Slowest.Name, r.Slowest.Method)
+	fmt.Fprintf(w, "leases: agents have one slot each, so at peak a device's next lease waits for its commit_ok; leases/s is the closed-loop rate, bounded by the commit cycle\n")
+	fmt.Fprintf(w, "latency: %s\n", r.Latency.Definition)
+	fmt.Fprintf(w, "memory: %s\n", r.Memory.Note)
+	fmt.Fprintf(w, "phases (s): %v; wall %.1f s; %s, %d CPUs, PostgreSQL %s\n", r.PhaseS, r.WallS, r.GoVersion, r.CPUs, r.Postgres)
+	return nil
+}
+
+// WriteJSON writes the result and its figures to path.
+func (r *Result) WriteJSON(path string) error {
+	data, err := json.MarshalIndent(struct {
+		*Result
+		Figures []Figure `json:"figures"`
+	}{r, r.Figures()}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"github.com/rendermac/rendermac/benchrun"
+)
+
+// runBench is `rendermac bench`: the whole stack (embedded Postgres, control
+// plane, buyers over HTTP, agents over WebSockets) under load, beside
+// pgbench on the same cluster, with the issue's goals checked.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	d := benchrun.Defaults
+	set := newFlagSet("bench", "[--agents N] [--jobs M] [--duration D] [--json FILE] [--cpuprofile FILE]", stderr)
+	agents := set.Int("agents", d.Agents, "simulated agents (one slot each)")
+	jobs := set.Int("jobs", d.Jobs, "jobs of the peak phase, all submitted up front")
+	duration := set.Duration("duration", d.Duration, "submission window of the half-peak latency phase (the progress phase runs half of it)")
+	idle := set.Int("idle-sessions", d.IdleSessions, "idle sessions held for the memory figure")
+	pgClients := set.Int("pgbench-clients", d.PgbenchClients, "pgbench clients (-c and -j)")
+	pgSeconds := set.Int("pgbench-seconds", d.PgbenchSeconds, "pgbench -T")
+	script := set.String("pgbench-script", "", "lease transaction script (default: server/testdata/lease.pgbench found from the working directory)")
+	jsonOut := set.String("json", "", "also write the result as JSON to this file")
+	cpuprofile := set.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	if err := parseFlags(set, args); err != nil {
+		return err
+	}
+	switch {
+	case *agents < 1 || *agents > 10000:
+		return usageError{"--agents must be 1..10000"}
+	case *jobs < 1 || *jobs > 1000000:
+		return usageError{"--jobs must be 1..1000000"}
+	case *duration <= 0 || *duration > 5*time.Minute:
+		return usageError{"--duration must be positive and at most 5m"}
+	case *idle < 1 || *idle > 20000:
+		return usageError{"--idle-sessions must be 1..20000"}
+	case *pgClients < 1 || *pgClients > 64 || *pgSeconds < 1 || *pgSeconds > 60:
+		return usageError{"--pgbench-clients must be 1..64 and --pgbench-seconds 1..60"}
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	cfg := benchrun.Config{Agents: *agents, Jobs: *jobs, Duration: *duration, IdleSessions: *idle,
+		PgbenchClients: *pgClients, PgbenchSeconds: *pgSeconds, PgbenchScript: *script,
+		ModelSeconds: d.ModelSeconds, DiffSeconds: d.DiffSeconds, Log: stderr}
+	res, err := benchrun.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := res.PrintTable(stdout); err != nil {
+		return err
+	}
+	if *jsonOut != "" {
+		if err := res.WriteJSON(*jsonOut); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "bench: wrote %s\n", *jsonOut)
+	}
+	return nil
+}
