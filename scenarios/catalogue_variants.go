@@ -32,6 +32,9 @@ const (
 	// VariantNoListen runs the gateways without their LISTEN/NOTIFY loop:
 	// a cancel committed elsewhere never reaches the device's gateway.
 	VariantNoListen = "no_listen"
+	// VariantStoreDropsWhenFull is an artifact store whose full disk
+	// acknowledges uploads it did not store.
+	VariantStoreDropsWhenFull = "store_drops_when_full"
 )
 
 // harnessVariants describes each harness variant.
@@ -40,6 +43,7 @@ var harnessVariants = map[string]string{
 	VariantNoMediaCheck:                        "synthetic.mp4 is configured without its MP4 media check",
 	VariantStoreBitflip:                        "the artifact store flips one byte of every object it returns",
 	VariantNoListen:                            "the gateways run without their LISTEN/NOTIFY loop",
+	VariantStoreDropsWhenFull:                  "the artifact store's full disk acknowledges uploads it did not store",
 	string(gateway.MutationAckProgressOnError): "the gateway answers progress_ok when the service call failed",
 	string(gateway.MutationReleaseBeforeReply): "the gateway frees the slot (and offers) before writing the commit decision",
 	string(gateway.MutationSessionFenced):      "the gateway fences progress by the session an attempt was offered on",

@@ -199,7 +199,8 @@ func cmdFail(r *scRun, st scStep) error {
 
 // cmdUpload PUTs the attempt's output through the offer's signed upload
 // URL, as the agent does: a small valid MP4, or with `corrupt` one whose
-// moov box is renamed (honest size and digest, broken media).
+// moov box is renamed (honest size and digest, broken media); with
+// `refused` the upload must be answered with an error status.
 // Example: upload a1 j1 corrupt
 func cmdUpload(r *scRun, st scStep) error {
 	a, o, _, err := r.frameParts(st, 2)
@@ -224,7 +225,14 @@ func cmdUpload(r *scRun, st scStep) error {
 	_ = resp.Body.Close()
 	r.tl.add(laneAgent, fmt.Sprintf("%s PUT output of %s (%s, %d bytes): %d", a.name, r.name(o.AttemptID), what,
 		len(data), resp.StatusCode))
-	if resp.StatusCode/100 != 2 {
+	refused := len(st.args) > 2 && st.args[2] == "refused"
+	switch {
+	case refused && resp.StatusCode/100 == 2:
+		return fmt.Errorf("upload: expected the upload to be refused, got HTTP %d", resp.StatusCode)
+	case refused:
+		r.count("upload.refused", 1)
+		return nil
+	case resp.StatusCode/100 != 2:
 		return fmt.Errorf("upload: HTTP %d: %s", resp.StatusCode, body)
 	}
 	sum := sha256.Sum256(data)

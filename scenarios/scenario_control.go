@@ -206,8 +206,12 @@ func cmdStore(r *scRun, st scStep) error {
 		r.store.down.Store(true)
 	case "up":
 		r.store.down.Store(false)
+	case "full":
+		r.store.full.Store(true)
+	case "space":
+		r.store.full.Store(false)
 	default:
-		return fmt.Errorf("want: store down|up")
+		return fmt.Errorf("want: store down|up|full|space")
 	}
 	r.tl.add(laneDatabase, "artifact store "+arg(st, 0))
 	return nil

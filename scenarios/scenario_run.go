@@ -169,7 +169,8 @@ func (r *scRun) setup() error {
 	if err != nil {
 		return err
 	}
-	r.store = &scStore{Store: fs, fs: fs, bitflip: r.env.opts.Variant == VariantStoreBitflip, r: r}
+	r.store = &scStore{Store: fs, fs: fs, bitflip: r.env.opts.Variant == VariantStoreBitflip,
+		dropWhenFull: r.env.opts.Variant == VariantStoreDropsWhenFull, r: r}
 	if r.s.pg == "proxy" {
 		if r.proxy, err = NewTCPProxy(hostPort(url)); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/rendermac/rendermac/server/artifact"
 )
@@ -23,8 +24,15 @@ type scStore struct {
 	fs      *artifact.FS
 	r       *scRun
 	down    atomic.Bool
+	full    atomic.Bool
 	bitflip bool
+	// dropWhenFull is the store_drops_when_full variant: a full disk
+	// acknowledges a write it did not make.
+	dropWhenFull bool
 }
+
+// errDiskFull is what a full disk returns on write.
+var errDiskFull = fmt.Errorf("artifact store: %w", syscall.ENOSPC)
 
 func (s *scStore) fault(op, key string) error {
 	if !s.down.Load() {
@@ -39,6 +47,16 @@ func (s *scStore) fault(op, key string) error {
 func (s *scStore) Put(ctx context.Context, key string, r io.Reader) (artifact.Object, error) {
 	if err := s.fault("put", key); err != nil {
 		return artifact.Object{}, err
+	}
+	if s.full.Load() {
+		s.r.count("store.full", 1)
+		if s.dropWhenFull { // broken on purpose: claims the bytes were stored
+			s.r.tl.add(laneDatabase, "artifact store (full) acknowledged put "+s.r.keyName(key)+" without storing it")
+			n, _ := io.Copy(io.Discard, r)
+			return artifact.Object{Key: key, Bytes: n}, nil
+		}
+		s.r.tl.add(laneDatabase, "artifact store refused put "+s.r.keyName(key)+": no space left on device")
+		return artifact.Object{}, fmt.Errorf("put %s: %w", key, errDiskFull)
 	}
 	return s.Store.Put(ctx, key, r)
 }
