@@ -16,9 +16,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/rendermac/rendermac/internal/pgprovider"
+	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
@@ -30,20 +30,7 @@ import (
 
 // TestMain stops the shared Postgres cluster, then checks for leaked
 // goroutines (servers, pools and connections every test must close).
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := pgprovider.Shutdown(); err != nil && code == 0 {
-		os.Stderr.WriteString("pgprovider shutdown: " + err.Error() + "\n")
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, nil)) }
 
 const (
 	templateName = "rendermac_api"

@@ -21,9 +21,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/rendermac/rendermac/internal/pgprovider"
+	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
@@ -61,18 +61,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "temp dir:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Run(m, nil)
 	_ = os.RemoveAll(binDir)
-	if err := pgprovider.Shutdown(); err != nil && code == 0 {
-		fmt.Fprintln(os.Stderr, "pgprovider shutdown:", err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
 	os.Exit(code)
 }
 

@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/pgprovider"
+	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/artifact"
@@ -33,20 +33,7 @@ import (
 
 // TestMain stops the shared Postgres cluster and then checks for leaked
 // goroutines: every session, worker and loop must be gone.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := pgprovider.Shutdown(); err != nil && code == 0 {
-		os.Stderr.WriteString("pgprovider shutdown: " + err.Error() + "\n")
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, nil)) }
 
 const (
 	templateName = "rendermac_gateway"

@@ -7,27 +7,15 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/rendermac/rendermac/internal/pgprovider"
+	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/server/store"
 )
 
 // TestMain checks for leaked goroutines after all tests and stops the shared
 // Postgres cluster.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := pgprovider.Shutdown(); err != nil && code == 0 {
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, nil)) }
 
 // templateName is the migrated template every test database is cloned from.
 const templateName = "rendermac_store"
