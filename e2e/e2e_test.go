@@ -15,6 +15,7 @@ import (
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/mp4"
+	"github.com/rendermac/rendermac/internal/tcpproxy"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
 )
@@ -103,16 +104,18 @@ func TestCancelMidRun(t *testing.T) {
 // the job succeeds on its first and only attempt.
 func TestWebSocketDropReconnectsAndCommits(t *testing.T) {
 	s := newStack(t)
-	proxy := newProxy(t, s.cfg.Listen)
+	proxy, err := tcpproxy.New(s.cfg.Listen)
+	require.NoError(t, err)
+	t.Cleanup(proxy.Close)
 	creds, _ := s.pair(runner.ServiceSynthetic)
 	// Only the session goes through the proxy; artifact grants point at
 	// the server itself, so the cut hits exactly the WebSocket.
-	runAgent(t, "agent", creds, agentOptions{serverURL: "http://" + proxy.addr()})
+	runAgent(t, "agent", creds, agentOptions{serverURL: "http://" + proxy.Addr()})
 
 	job := s.createJob(runner.ServiceSynthetic, map[string]string{"seed": "drop", "delay_ms": "2000"}, nil)
 	s.waitAttemptStatus(job.ID, 1, protocol.AttemptRunning)
-	require.EqualValues(t, 1, proxy.accepted.Load(), "one session before the cut")
-	require.Equal(t, 2, proxy.cut(), "the session's two sockets were reset")
+	require.EqualValues(t, 1, proxy.Accepted(), "one session before the cut")
+	require.Equal(t, 1, proxy.Cut(), "the session's connection (both its sockets) was reset")
 	mid := s.job(job.ID)
 	require.True(t, mid.Attempts[0].Status.Live(), "cut mid-run: %s", describe(mid))
 
@@ -121,7 +124,7 @@ func TestWebSocketDropReconnectsAndCommits(t *testing.T) {
 	require.Len(t, d.Attempts, 1, "no retry: %s", describe(d))
 	require.Equal(t, 1, d.Attempts[0].Number)
 	require.Equal(t, 1, d.Attempts[0].LeaseEpoch)
-	require.GreaterOrEqual(t, proxy.accepted.Load(), int64(2), "the agent reconnected through the proxy")
+	require.GreaterOrEqual(t, proxy.Accepted(), int64(2), "the agent reconnected through the proxy")
 	s.requireOneSettledHold(job.ID, "captured")
 	requireNoStatus(t, s.events(job.ID), "lost")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rendermac/rendermac/evidence"
 	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/internal/tcpproxy"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
@@ -71,7 +72,7 @@ type scRun struct {
 	clock    *clock.Stub
 	store    *scStore
 	dir      string
-	proxy    *TCPProxy
+	proxy    *tcpproxy.Proxy
 	apiKey   string
 	httpc    *http.Client
 	stacks   map[string]*scStack
@@ -172,7 +173,7 @@ func (r *scRun) setup() error {
 	r.store = &scStore{Store: fs, fs: fs, bitflip: r.env.opts.Variant == VariantStoreBitflip,
 		dropWhenFull: r.env.opts.Variant == VariantStoreDropsWhenFull, r: r}
 	if r.s.pg == "proxy" {
-		if r.proxy, err = NewTCPProxy(hostPort(url)); err != nil {
+		if r.proxy, err = tcpproxy.New(hostPort(url)); err != nil {
 			return err
 		}
 	}
