@@ -6,20 +6,18 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/benchrun"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/protocol"
@@ -45,12 +43,13 @@ var benchWorkers = []int{1, 2, 8}
 
 const (
 	// benchSlots is every bench device's slot count; worker w's k-th lease
-	// uses device benchDevice(w, k/benchSlots), so no device is ever full
-	// and the live-attempt count Lease makes stays a device's real load.
-	benchSlots = 8
+	// uses device benchrun.BenchDevice(w, k/benchSlots), so no device is
+	// ever full and the live-attempt count Lease makes stays a device's
+	// real load.
+	benchSlots = benchrun.Slots
 	// benchBuyers spread the jobs, so that hold settlement (which updates
 	// the buyer row) does not serialise every commit on one row.
-	benchBuyers = 32
+	benchBuyers = benchrun.SeedBuyers
 	// benchService is the catalogue's synthetic service.
 	benchService = "synthetic.mp4"
 	// pgbenchSeconds is pgbench's -T.
@@ -62,55 +61,12 @@ const (
 // after the real clock, which the pgbench script uses).
 var (
 	benchNow     = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	benchCreated = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	benchDead    = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	benchCreated = benchrun.SeedCreated
+	benchDead    = benchrun.SeedDeadline
 )
 
-// benchID is the uuid the seeding SQL gives bench devices and buyers:
-// 00000000-0000-4000-8000-<x as 12 hex digits>.
-func benchID(x int64) string { return fmt.Sprintf("00000000-0000-4000-8000-%012x", x) }
-
-// benchDevice is worker w's i-th device; the SQL and the pgbench script
-// compute the same id.
-func benchDevice(w, i int) string { return benchID(int64(w)<<24 + int64(i)) }
-
-const benchBuyerBase = 0xb00000000
-
-// sqlBenchID is benchID in SQL.
-const sqlBenchID = `('00000000-0000-4000-8000-' || lpad(to_hex(%s), 12, '0'))::uuid`
-
-// sqlSeedQueued fills a migrated database the way CreateJob would have:
-// @jobs queued jobs of @service (created @created + i µs, deadline
-// @deadline) over @buyers buyers, each with a held hold of @price cents and
-// its journal row, the buyers' balances and initial amounts conserving the
-// holds.
-var sqlSeedQueued = []string{
-	`INSERT INTO buyers (id, name, balance_cents, captured_cents, initial_cents)
-	 SELECT ` + fmt.Sprintf(sqlBenchID, fmt.Sprint(benchBuyerBase)+` + k`) + `, 'bench', 1000, 0, 1000
-	 FROM generate_series(0, @buyers::int - 1) k`,
-	`INSERT INTO jobs (id, buyer_id, service, params, input_bytes, input_sha256, max_attempts, attempt_count,
-	                   status, request_fingerprint, created_at, admission_deadline, updated_at)
-	 SELECT gen_random_uuid(), ` + fmt.Sprintf(sqlBenchID, fmt.Sprint(benchBuyerBase)+` + i % @buyers::int`) + `, @service, '{}', 10,
-	        repeat('a1', 32), 3, 0, 'queued', md5(i::text) || md5(i::text),
-	        @created::timestamptz + i * interval '1 microsecond', @deadline, @created::timestamptz + i * interval '1 microsecond'
-	 FROM generate_series(1, @jobs::int) i`,
-	`INSERT INTO holds (job_id, buyer_id, amount_cents, status, created_at)
-	 SELECT id, buyer_id, @price, 'held', created_at FROM jobs`,
-	`UPDATE buyers b SET initial_cents = b.initial_cents + h.sum
-	 FROM (SELECT buyer_id, sum(amount_cents) AS sum FROM holds GROUP BY buyer_id) h WHERE b.id = h.buyer_id`,
-	`INSERT INTO job_events (kind, job_id, attempt_id, from_status, to_status, code, actor, at)
-	 SELECT 'job', id, NULL, NULL, 'queued', '', 'buyer', created_at FROM jobs ORDER BY created_at, id`,
-}
-
-// sqlSeedDevices adds $1 workers x $2 devices (benchDevice(w, i)) offering
-// $3 with $4 slots.
-const sqlSeedDevices = `
-INSERT INTO devices (id, name, services, slots_total, status)
-SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(w * 16777216 + i), 12, '0'))::uuid, 'bench', ARRAY[$3::text], $4, 'offline'
-FROM generate_series(0, $1::int - 1) w, generate_series(0, $2::int - 1) i`
-
 // sqlSeedUploading leases every queued job, the k-th by created_at on
-// device benchDevice(0, k/@slots), and reports uploading, as
+// device benchrun.BenchDevice(0, k/@slots), and reports uploading, as
 // Lease and Progress would have: each attempt's token is "bench-" + its job
 // id, its lease expires at @expires, and the journal has both transitions.
 var sqlSeedUploading = []string{
@@ -170,13 +126,25 @@ func (d *benchDB) seed(b *testing.B, jobs, workers, devices int) {
 			price = s.PriceCents
 		}
 	}
-	args := pgx.NamedArgs{"jobs": jobs, "service": benchService, "created": benchCreated, "deadline": benchDead,
-		"buyers": benchBuyers, "price": price}
-	for _, q := range sqlSeedQueued {
-		d.exec(b, q, args)
-	}
-	d.exec(b, sqlSeedDevices, workers, devices, benchService, benchSlots)
+	ctx := context.Background()
+	q := benchrun.Queued{Jobs: jobs, Buyers: benchBuyers, Service: benchService, PriceCents: price,
+		Created: benchCreated, Deadline: benchDead}
+	seedOK(b, benchrun.SeedQueued(ctx, d.pool, q))
+	seedOK(b, benchrun.SeedDevices(ctx, d.pool, workers, devices, benchService, benchSlots))
 	d.exec(b, "ANALYZE")
+}
+
+// seedOK fails the benchmark on a seeding error, as exec does.
+func seedOK(b *testing.B, err error) {
+	b.Helper()
+	if err == nil {
+		return
+	}
+	var se *benchrun.SeedError
+	if errors.As(err, &se) {
+		b.Fatalf("seed: %v\n%s", se.Err, se.SQL)
+	}
+	b.Fatalf("seed: %v", err)
 }
 
 // requireInvariants checks SPEC section 4 over what the benchmark left.
@@ -255,7 +223,7 @@ func BenchmarkLease(b *testing.B) {
 			svc := newBenchService(d, nil)
 			ctx := context.Background()
 			elapsed := runWorkers(b, workers, func(w, k int) error {
-				r, err := svc.Lease(ctx, benchNow, benchDevice(w, k/benchSlots))
+				r, err := svc.Lease(ctx, benchNow, benchrun.BenchDevice(w, k/benchSlots))
 				if err != nil {
 					return err
 				}
@@ -431,20 +399,15 @@ func (p *pgbenchRuns) get(b *testing.B, clients int) (float64, error) {
 	return tps, nil
 }
 
-// pgbenchJobs is how many queued jobs pgbench's database starts with: it
-// must not run dry within pgbenchSeconds (a client that finds no job
-// aborts). When it does, the run is repeated with four times as many.
-const pgbenchJobs = 20000
-
-var pgbenchTPS = regexp.MustCompile(`(?m)^tps = ([0-9.]+)`)
-
 // runPgbench seeds a fresh database like BenchmarkLease's and runs
 // testdata/lease.pgbench on it with clients clients (and threads) for
 // pgbenchSeconds, returning pgbench's tps. A missing pgbench binary is an
-// error, reported by the caller, not a benchmark failure.
+// error, reported by the caller, not a benchmark failure. A run that
+// leases every seeded job (benchrun.PgbenchJobs at first) is repeated with
+// four times as many.
 func runPgbench(b *testing.B, clients int) (float64, error) {
 	b.Helper()
-	bin, err := findPgbench()
+	bin, err := benchrun.FindPgbench()
 	if err != nil {
 		return 0, err
 	}
@@ -452,12 +415,12 @@ func runPgbench(b *testing.B, clients int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for jobs := pgbenchJobs; ; jobs *= 4 {
+	for jobs := benchrun.PgbenchJobs; ; jobs *= 4 {
 		tps, dry, err := pgbenchOnce(b, bin, script, clients, jobs)
 		if err != nil || !dry {
 			return tps, err
 		}
-		if jobs >= 64*pgbenchJobs {
+		if jobs >= 64*benchrun.PgbenchJobs {
 			return 0, fmt.Errorf("pgbench leased all %d seeded jobs", jobs)
 		}
 		b.Logf("pgbench -c %d leased all %d jobs; again with more", clients, jobs)
@@ -469,62 +432,19 @@ func runPgbench(b *testing.B, clients int) (float64, error) {
 func pgbenchOnce(b *testing.B, bin, script string, clients, jobs int) (tps float64, dry bool, err error) {
 	d := newBenchDB(b, 2)
 	d.seed(b, jobs, clients, jobs/benchSlots+1)
-	cfg, err := pgconn.ParseConfig(d.url)
+	tps, queued, err := benchrun.RunPgbench(context.Background(), d.pool, benchrun.Pgbench{
+		Bin: bin, Script: script, URL: d.url, Clients: clients, Seconds: pgbenchSeconds, Slots: benchSlots})
+	if pe := (*benchrun.PgbenchError)(nil); errors.As(err, &pe) {
+		return 0, false, fmt.Errorf("pgbench %v: %w\n%s", pe.Args, pe.Err, pe.Output)
+	}
 	if err != nil {
-		return 0, false, err
-	}
-	// The same TCP endpoint the Go side's pool uses; -D n=0 starts each
-	// client's lease counter.
-	args := []string{"-n", "-f", script, "-c", strconv.Itoa(clients), "-j", strconv.Itoa(clients),
-		"-T", strconv.Itoa(pgbenchSeconds), "-D", "slots=" + strconv.Itoa(benchSlots), "-D", "n=0",
-		"-h", cfg.Host, "-p", strconv.Itoa(int(cfg.Port)), "-U", cfg.User, cfg.Database}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = os.Environ()
-	if cfg.Password != "" {
-		cmd.Env = append(cmd.Env, "PGPASSWORD="+cfg.Password)
-	}
-	if cfg.TLSConfig == nil { // sslmode=disable in the URL
-		cmd.Env = append(cmd.Env, "PGSSLMODE=disable")
-	}
-	out, runErr := cmd.CombinedOutput()
-	var queued int
-	if err := d.pool.QueryRow(context.Background(), `SELECT count(*) FROM jobs WHERE status = 'queued'`).Scan(&queued); err != nil {
 		return 0, false, err
 	}
 	if queued == 0 {
 		return 0, true, nil
 	}
-	if runErr != nil {
-		return 0, false, fmt.Errorf("pgbench %v: %w\n%s", args, runErr, out)
-	}
-	m := pgbenchTPS.FindSubmatch(out)
-	if m == nil {
-		return 0, false, fmt.Errorf("pgbench printed no tps line:\n%s", out)
-	}
-	if tps, err = strconv.ParseFloat(string(m[1]), 64); err != nil {
-		return 0, false, err
-	}
 	// The script's rows must be as sound as the service's.
 	d.requireInvariants(b)
 	b.Logf("pgbench -c %d: %.0f tps, %d of %d jobs left queued", clients, tps, queued, jobs)
 	return tps, false, nil
-}
-
-// findPgbench looks on PATH, then in the distribution's server directories
-// (PostgreSQL 15 first).
-func findPgbench() (string, error) {
-	if p, err := exec.LookPath("pgbench"); err == nil {
-		return p, nil
-	}
-	cands := []string{"/usr/lib/postgresql/15/bin/pgbench"}
-	others, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench")
-	for i := len(others) - 1; i >= 0; i-- {
-		cands = append(cands, others[i])
-	}
-	for _, c := range cands {
-		if fi, err := os.Stat(c); err == nil && !fi.IsDir() {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("pgbench not found on PATH or in /usr/lib/postgresql/*/bin")
 }
