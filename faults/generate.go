@@ -75,7 +75,7 @@ func genEvent(g *Rng, cfg GenConfig) Event {
 		switch {
 		case g.Chance(Ratio{1, 5}):
 			ev.Phase = phases[g.IntN(len(phases))] // any phase: may regress
-		case g.Chance(Ratio{1, 4}):
+		case g.Chance(Ratio{1, 2}):
 			ev.Phase = protocol.AttemptUploading // skip ahead, as the table allows
 		default:
 			// "": the phase after the last one reported, resolved at apply time.
