@@ -101,6 +101,29 @@ func (g *Gateway) wakeService(service string) {
 	}
 }
 
+// wakeForJob handles one jobs notice naming a service: one job became
+// leasable, so one session with a free slot not yet promised to an earlier
+// notice is enough to lease it, instead of every idle session racing for
+// it in its own Lease transaction (a wake storm that grows with the idle
+// sessions). Only when no session has such a slot, which includes a
+// session whose Lease is in flight and may have missed the job, are all
+// the service's sessions woken as before. A woken session that cannot
+// lease for its promises (no slot, draining, revoked, an error, gone)
+// passes them on by waking every session (offerLoop).
+func (g *Gateway) wakeForJob(service string) {
+	sessions, _ := g.welcomed()
+	if n := len(sessions); n > 0 {
+		start := int(g.wakeNext.Add(1) % uint64(n))
+		for i := range n {
+			if s := sessions[(start+i)%n]; s.promise(service) {
+				signal(s.wake)
+				return
+			}
+		}
+	}
+	g.wakeService(service)
+}
+
 // jobsAvailable wakes this gateway's sessions for a requeued job at once;
 // the service layer's NOTIFY tells every other gateway.
 func (g *Gateway) jobsAvailable(service string) {

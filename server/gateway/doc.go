@@ -44,8 +44,12 @@
 // device's sessions on this gateway, whichever gateway's pool executed the
 // cancel. Postgres keeps nothing for a listener that was away, so every
 // (re)subscribe reconciles from the rows, and a new session is told about
-// the cancelling jobs it holds. A jobs notice (or the PollInterval
-// fallback) wakes the sessions that offer the service. The sweeper runs
+// the cancelling jobs it holds. A jobs notice naming a service wakes one
+// session that offers it and has a free slot not already promised to an
+// earlier notice, in rotation, so one new job costs one Lease instead of one
+// per idle device; a session that cannot serve its promise, an empty notice,
+// a requeue, a reconnect and the PollInterval fallback wake every session
+// that offers the service. The sweeper runs
 // every SweepInterval in whichever gateway wins a transaction-scoped
 // advisory lock for that pass.
 //

@@ -52,6 +52,8 @@ type Gateway struct {
 	// ignoreJobs drops JobsChannel notifications, so tests can show that
 	// the polling fallback alone finds queued work.
 	ignoreJobs atomic.Bool
+	// wakeNext rotates where wakeForJob starts looking for a free slot.
+	wakeNext atomic.Uint64
 
 	mu       sync.Mutex
 	draining bool

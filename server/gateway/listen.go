@@ -78,8 +78,13 @@ func (g *Gateway) dispatchNotification(ctx context.Context, n *pgconn.Notificati
 	case server.CancelChannel:
 		g.onCancelNotice(ctx, n.Payload)
 	case JobsChannel:
-		if !g.ignoreJobs.Load() {
-			g.wakeService(n.Payload)
+		if g.ignoreJobs.Load() {
+			break
+		}
+		if n.Payload == "" {
+			g.wakeService("")
+		} else {
+			g.wakeForJob(n.Payload)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/grant"
@@ -15,20 +16,44 @@ func (s *session) offerLoop() {
 	for {
 		select {
 		case <-s.ctx.Done():
+			if s.takePromised() > 0 {
+				s.g.wakeService("") // pass the promised jobs on
+			}
 			return
 		case <-s.wake:
 		}
-		for s.offerOne() {
+		// Every promise taken here was made after its job committed, so
+		// the Leases below see that job unless another device took it.
+		promised := s.takePromised()
+		offers := 0
+		for {
+			res := s.offerOne()
+			if res == offerSent {
+				offers++
+				continue
+			}
+			if res == offerStuck && offers < promised {
+				// Jobs this session was woken for alone may still be queued.
+				s.g.wakeService("")
+			}
+			break
 		}
 	}
 }
 
+// The outcomes of offerOne.
+const (
+	offerSent  = iota // an offer went out; more slots may be free
+	offerNoJob        // nothing leasable for the device now
+	offerStuck        // no lease was made for another reason
+)
+
 // offerOne leases one attempt into a free slot and sends the offer. It
-// reports whether to try again at once (an offer went out and more slots
-// may be free); otherwise the loop waits for the next wake.
-func (s *session) offerOne() bool {
+// reports offerSent when to try again at once; otherwise the loop waits
+// for the next wake.
+func (s *session) offerOne() int {
 	if !s.claim() {
-		return false
+		return offerStuck
 	}
 	defer s.inflight.Done()
 	r, err := s.g.svc.Lease(s.g.ctx, s.g.now(), s.deviceID)
@@ -37,13 +62,16 @@ func (s *session) offerOne() bool {
 		if s.g.ctx.Err() == nil {
 			s.log.Warn("lease", "err", err)
 		}
-		return false
+		return offerStuck
 	}
 	switch r.Code {
 	case protocol.CodeLeaseOffer:
-		return s.deliver(r)
+		if s.deliver(r) {
+			return offerSent
+		}
 	case protocol.CodeNoJob:
 		s.unclaim(1)
+		return offerNoJob
 	case protocol.CodeNoSlot:
 		// The database counts the device's live attempts, and some may not
 		// be this session's to end (an attempt of a crashed agent process,
@@ -61,7 +89,29 @@ func (s *session) offerOne() bool {
 		s.unclaim(1)
 		s.log.Error("lease: unexpected reply", "code", r.Code)
 	}
-	return false
+	return offerStuck
+}
+
+// promise takes one free slot of the session, not promised before, for a
+// job of service that wakeForJob wakes this session alone for.
+func (s *session) promise(service string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.welcomed || s.draining || s.revoked || s.ended || s.slotsFree-s.promised <= 0 ||
+		!slices.Contains(s.services, service) {
+		return false
+	}
+	s.promised++
+	return true
+}
+
+// takePromised returns and clears the session's promises.
+func (s *session) takePromised() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.promised
+	s.promised = 0
+	return n
 }
 
 // claim takes a free slot for an offer about to be made.

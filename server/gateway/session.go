@@ -44,6 +44,10 @@ type session struct {
 	// offering counts offers claimed but not yet written, which a slots
 	// report sent meanwhile cannot have counted.
 	offering int
+	// promised counts jobs notices (wakeForJob) this session was woken
+	// for alone and has not yet begun to lease for; it never exceeds the
+	// free slots at the time of the promise.
+	promised int
 	// tails holds, per attempt, the done channel of its last queued frame.
 	tails    map[string]chan struct{}
 	draining bool
