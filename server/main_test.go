@@ -183,37 +183,32 @@ func (b *bundle) snapshot(t *testing.T) protocol.Snapshot {
 	return s
 }
 
-func (b *bundle) job(t *testing.T, id string) protocol.JobRow {
+// find returns the row of rows whose id is id, failing the test without one.
+func find[T any](t *testing.T, what string, rows []T, id string, idOf func(T) string) T {
 	t.Helper()
-	for _, j := range b.snapshot(t).Jobs {
-		if j.ID == id {
-			return j
+	for _, r := range rows {
+		if idOf(r) == id {
+			return r
 		}
 	}
-	t.Fatalf("no job %s", id)
-	return protocol.JobRow{}
+	t.Fatalf("no %s %s", what, id)
+	var zero T
+	return zero
+}
+
+func (b *bundle) job(t *testing.T, id string) protocol.JobRow {
+	t.Helper()
+	return find(t, "job", b.snapshot(t).Jobs, id, func(r protocol.JobRow) string { return r.ID })
 }
 
 func (b *bundle) attempt(t *testing.T, id string) protocol.AttemptRow {
 	t.Helper()
-	for _, a := range b.snapshot(t).Attempts {
-		if a.ID == id {
-			return a
-		}
-	}
-	t.Fatalf("no attempt %s", id)
-	return protocol.AttemptRow{}
+	return find(t, "attempt", b.snapshot(t).Attempts, id, func(r protocol.AttemptRow) string { return r.ID })
 }
 
 func (b *bundle) buyer(t *testing.T, id string) protocol.BuyerRow {
 	t.Helper()
-	for _, x := range b.snapshot(t).Buyers {
-		if x.ID == id {
-			return x
-		}
-	}
-	t.Fatalf("no buyer %s", id)
-	return protocol.BuyerRow{}
+	return find(t, "buyer", b.snapshot(t).Buyers, id, func(r protocol.BuyerRow) string { return r.ID })
 }
 
 // journalOf returns the journal rows of one job as "kind from->to code actor".
