@@ -74,7 +74,7 @@ func TestCancelMidRunFailsBuyerCancelled(t *testing.T) {
 func TestLeaseConflictStopsAttemptWithoutCommit(t *testing.T) {
 	t.Parallel()
 	for _, reason := range []protocol.ConflictReason{protocol.ReasonAttemptTerminal, protocol.ReasonLeaseExpired,
-		protocol.ReasonIdentityMismatch} {
+		protocol.ReasonIdentityMismatch, protocol.ReasonAttemptLost} {
 		t.Run(string(reason), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)

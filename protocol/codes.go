@@ -89,13 +89,17 @@ const (
 // ConflictReason says why progress got lease_conflict.
 type ConflictReason string
 
-// lease_conflict reasons of SPEC section 3.
+// lease_conflict reasons of SPEC section 3, and ReasonAttemptLost.
 const (
 	ReasonIdentityMismatch ConflictReason = "identity_mismatch"
 	ReasonAttemptTerminal  ConflictReason = "attempt_terminal"
 	ReasonLeaseExpired     ConflictReason = "lease_expired"
 	ReasonJobCancelling    ConflictReason = "job_cancelling"
 	ReasonPhaseRegression  ConflictReason = "phase_regression"
+	// ReasonAttemptLost is never a reply: the gateway sends it unsolicited
+	// when the sweeper has ended the attempt (lost, lease expired), so the
+	// device stops it and its slot is offered again (SPEC section 5).
+	ReasonAttemptLost ConflictReason = "attempt_lost"
 )
 
 // Actor names who caused a journal row (job_events.actor).

@@ -313,15 +313,27 @@ func (r *scRun) send(a, via *scAgent, msg any, label string) error {
 // cmdExpect takes the agent's next frames and requires them to match the
 // given frames, in any order when several are joined by `+`. A frame is a
 // type and words it must carry: a job name matches any of its attempts.
+// within= bounds the wait (default: the frame timeout) and logs how long
+// after the last sweep the frames came.
 // Example: expect a1 cancel j1 + commit_rejected job_cancelled
+// Example: expect a1 lease_offer j1#2 within=2s
 func cmdExpect(r *scRun, st scStep) error {
 	a, err := r.agent(arg(st, 0))
 	if err != nil {
 		return err
 	}
+	wait := r.timeout
+	if v := st.opt("within", ""); v != "" {
+		if wait, err = time.ParseDuration(v); err != nil || wait <= 0 {
+			return fmt.Errorf("expect: within=%q: want a positive duration such as 2s", v)
+		}
+	}
 	var specs [][]string
 	cur := []string{}
 	for _, w := range st.words[1:] {
+		if strings.HasPrefix(w, "within=") {
+			continue
+		}
 		if w == "+" {
 			specs, cur = append(specs, cur), []string{}
 			continue
@@ -331,9 +343,9 @@ func cmdExpect(r *scRun, st scStep) error {
 	specs = append(specs, cur)
 	var got []string
 	for range specs {
-		typ, detail, err := r.next(a, r.timeout)
+		typ, detail, err := r.next(a, wait)
 		if err != nil {
-			return fmt.Errorf("expected %s, got %v: %w", joinSpecs(specs), got, err)
+			return fmt.Errorf("expected %s within %v, got %v: %w", joinSpecs(specs), wait, got, err)
 		}
 		got = append(got, typ+" "+strings.Join(detail, " "))
 		i := matchSpec(specs, typ, detail)
@@ -348,6 +360,10 @@ func cmdExpect(r *scRun, st scStep) error {
 			}
 			r.reply(rendered)
 		}
+	}
+	if wait != r.timeout && !r.sweptAt.IsZero() {
+		r.tl.add(laneAgent, fmt.Sprintf("%s: %s arrived %v after the last sweep (within %v)", a.name,
+			strings.Join(got, "; "), time.Since(r.sweptAt).Round(time.Microsecond), wait))
 	}
 	return nil
 }

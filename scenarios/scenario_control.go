@@ -142,6 +142,7 @@ func cmdSweep(r *scRun, st scStep) error {
 		return err
 	}
 	res, serr := gw.svc.Sweep(r.ctx, r.clock.Now())
+	r.sweptAt = time.Now()
 	got := map[string]int{"lost": res.Lost, "requeued": res.Requeued, "reverified": res.Reverified,
 		"admission_expired": res.AdmissionExpired, "succeeded": res.Succeeded, "failed": res.Failed,
 		"cancelled": res.Cancelled, "offline": res.Offline}

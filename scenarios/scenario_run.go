@@ -78,6 +78,9 @@ type scRun struct {
 	stacks   map[string]*scStack
 	agents   map[string]*scAgent
 	pgDown   bool
+	// sweptAt is when the last sweep command returned (wall time), for
+	// `expect ... within=`.
+	sweptAt time.Time
 
 	mu       sync.Mutex
 	names    map[string]string               // uuid -> display name (j1, j1#2, a1)

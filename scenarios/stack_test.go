@@ -71,9 +71,9 @@ func TestModelPostgresAndStackAgree(t *testing.T) {
 	// Every run's gateways, sessions, listener and clients are gone.
 	b.close()
 	goleak.VerifyNone(t, b.before)
-	t.Logf("stack marks: offers %d, no offer %d, wire commits %d, split commits %d, bad epochs %d, heartbeats undone %d, cancel notices %d",
+	t.Logf("stack marks: offers %d, no offer %d, wire commits %d, split commits %d, bad epochs %d, heartbeats undone %d, cancel notices %d, lost notices %d",
 		m.WireOffers.Load(), m.NoOffers.Load(), m.WireCommits.Load(), m.SplitCommits.Load(),
-		m.BadEpochFrames.Load(), m.HeartbeatsUndone.Load(), m.CancelNotices.Load())
+		m.BadEpochFrames.Load(), m.HeartbeatsUndone.Load(), m.CancelNotices.Load(), m.LostNotices.Load())
 }
 
 // TestStackCatchesBrokenServer proves the full stack's comparison can

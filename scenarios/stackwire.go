@@ -75,8 +75,9 @@ func (t *StackTarget) send(ctx context.Context, c *gatewaytest.Client, msg any) 
 	return nil
 }
 
-// next returns the next frame on c other than a cancel notice, which the
-// frames gateway's listener may push at any time (they are counted).
+// next returns the next frame on c other than a cancel notice or a lost
+// notice (lease_conflict attempt_lost after a sweep), which the frames
+// gateway's listener may push at any time (they are counted).
 func (t *StackTarget) next(ctx context.Context, c *gatewaytest.Client) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, waitTimeout)
 	defer cancel()
@@ -87,6 +88,10 @@ func (t *StackTarget) next(ctx context.Context, c *gatewaytest.Client) (any, err
 		}
 		if _, ok := msg.(*protocol.Cancel); ok {
 			t.marks.CancelNotices.Add(1)
+			continue
+		}
+		if lc, ok := msg.(*protocol.LeaseConflict); ok && lc.Reason == protocol.ReasonAttemptLost {
+			t.marks.LostNotices.Add(1)
 			continue
 		}
 		return msg, nil

@@ -48,6 +48,9 @@ type StackMarks struct {
 	BadEpochFrames atomic.Int64
 	// CancelNotices counts cancel frames the gateway pushed to a device.
 	CancelNotices atomic.Int64
+	// LostNotices counts lease_conflict attempt_lost frames the gateway
+	// pushed after a sweep lost an attempt.
+	LostNotices atomic.Int64
 	// HeartbeatsUndone counts device rows put back after a frame's
 	// heartbeat (normalization 3).
 	HeartbeatsUndone atomic.Int64

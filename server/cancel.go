@@ -25,6 +25,25 @@ const CancelChannel = "rendermac_cancel"
 // payload is the job's service.
 const JobsChannel = "rendermac_jobs"
 
+// LostChannel is the Postgres NOTIFY channel on which the sweeper
+// announces an attempt it ended as lost (payload: a CancelNotice naming the
+// attempt and its device), from inside the deciding transaction. The
+// gateway holding the device's session tells the device (lease_conflict
+// attempt_lost) and counts the slot free again: the device's occupied slots
+// are its live attempts (invariant 9), and the lost one is not live.
+const LostChannel = "rendermac_lost"
+
+func notifyLost(ctx context.Context, tx pgx.Tx, a attemptRow) error {
+	payload, err := json.Marshal(CancelNotice{JobID: a.JobID, AttemptID: a.ID, DeviceID: a.DeviceID})
+	if err != nil {
+		return fmt.Errorf("encode lost notice: %w", err)
+	}
+	if _, err := tx.Exec(ctx, sqlNotify, LostChannel, string(payload)); err != nil {
+		return fmt.Errorf("notify lost attempt %s: %w", a.ID, err)
+	}
+	return nil
+}
+
 func notifyJobs(ctx context.Context, tx pgx.Tx, service string) error {
 	if _, err := tx.Exec(ctx, sqlNotify, JobsChannel, service); err != nil {
 		return fmt.Errorf("notify jobs (%s): %w", service, err)

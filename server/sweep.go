@@ -114,6 +114,9 @@ func loseAttempt(ctx context.Context, st *step, p pair) (lost, requeued bool, jo
 	if err := st.endAttempt(ctx, &a, rowFence(a), protocol.AttemptLost, protocol.FailLeaseExpired); err != nil {
 		return false, false, "", err
 	}
+	if err := notifyLost(ctx, st.tx, a); err != nil {
+		return false, false, "", err
+	}
 	requeued, err = st.afterAttemptEnded(ctx, &j, a, protocol.FailLeaseExpired, MutationNone)
 	return err == nil, requeued, j.Status, err
 }

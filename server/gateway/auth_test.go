@@ -126,8 +126,24 @@ func TestHelloNeverDropsSlotsTotalBelowLiveAttempts(t *testing.T) {
 	ran, err := b.gw.sweepOnce(context.Background())
 	require.NoError(t, err)
 	require.True(t, ran)
-	again := gatewaytest.Expect[protocol.LeaseOffer](t, c2)
-	require.Equal(t, 2, again.AttemptNumber)
+	// The lost notices for the dropped session's attempts reach the new
+	// session (the device's), and their slots are free again.
+	wait, stop := context.WithTimeout(context.Background(), gatewaytest.Timeout)
+	defer stop()
+	lost := 0
+	for {
+		msg, err := c2.Next(wait)
+		require.NoError(t, err)
+		if lc, ok := msg.(*protocol.LeaseConflict); ok && lc.Reason == protocol.ReasonAttemptLost {
+			lost++
+			continue
+		}
+		again, ok := msg.(*protocol.LeaseOffer)
+		require.True(t, ok, "unexpected frame %T %+v", msg, msg)
+		require.Equal(t, 2, again.AttemptNumber)
+		break
+	}
+	require.Positive(t, lost)
 }
 
 // A device revoked between the handshake and its hello is closed with

@@ -202,6 +202,12 @@ func commitMessage(r protocol.Reply) string {
 // (so the deciding transaction has committed) and asks for the next offer.
 func (s *session) release() {
 	faultpoint.Hit(s.g.ctx, faultpoint.GatewayBeforeSlotRelease)
+	s.freeSlot()
+}
+
+// freeSlot counts one more free slot, up to slots_total, and wakes the
+// offerer.
+func (s *session) freeSlot() {
 	s.mu.Lock()
 	if s.slotsFree < s.slotsTotal {
 		s.slotsFree++

@@ -52,7 +52,7 @@ func (g *Gateway) listenOnce(ctx context.Context, connected func()) error {
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	for _, ch := range []string{server.CancelChannel, JobsChannel} {
+	for _, ch := range []string{server.CancelChannel, JobsChannel, server.LostChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return fmt.Errorf("listen %s: %w", ch, err)
 		}
@@ -77,6 +77,8 @@ func (g *Gateway) dispatchNotification(ctx context.Context, n *pgconn.Notificati
 	switch n.Channel {
 	case server.CancelChannel:
 		g.onCancelNotice(ctx, n.Payload)
+	case server.LostChannel:
+		g.onLostNotice(n.Payload)
 	case JobsChannel:
 		if g.ignoreJobs.Load() {
 			break
@@ -109,6 +111,28 @@ func (g *Gateway) onCancelNotice(ctx context.Context, payload string) {
 		}
 	}
 	g.sendCancel(n)
+}
+
+// onLostNotice tells the device's sessions here that the sweeper ended one
+// of its attempts, and frees the slot that attempt held in their count: the
+// frame goes out first, so a device reading in order has stopped the
+// attempt before the offer for the freed slot arrives.
+func (g *Gateway) onLostNotice(payload string) {
+	var n server.CancelNotice
+	if err := json.Unmarshal([]byte(payload), &n); err != nil || !protocol.ValidID(n.JobID) ||
+		!protocol.ValidID(n.AttemptID) || !protocol.ValidID(n.DeviceID) {
+		g.log.Warn("ignoring malformed lost notice", "err", err)
+		return
+	}
+	for _, s := range g.sessionsOf(n.DeviceID) {
+		s.spawn(func() {
+			if s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: n.JobID, AttemptID: n.AttemptID,
+				Reason: protocol.ReasonAttemptLost}) {
+				s.log.Info("lost attempt announced", "job_id", n.JobID, "attempt_id", n.AttemptID)
+			}
+			s.freeSlot()
+		})
+	}
 }
 
 // reconcileCancels sends cancel for every live attempt of a cancelling job

@@ -35,8 +35,10 @@ func TestSweepRunsOnlyUnderTheAdvisoryLock(t *testing.T) {
 	require.Equal(t, 1.0, metricValue(b.m.Sweeps))
 }
 
-// An expired lease is swept (lost, job requeued); the agent learns it from
-// lease_conflict, reports its slot free, and is offered attempt 2.
+// An expired lease is swept (lost, job requeued); the gateway tells the
+// session (lease_conflict attempt_lost), counts the slot free again and
+// offers attempt 2 with no slots report from the agent; a late progress of
+// attempt 1 then finds it terminal.
 func TestSweptLeaseIsRequeuedAndOfferedAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
@@ -47,12 +49,14 @@ func TestSweptLeaseIsRequeuedAndOfferedAgain(t *testing.T) {
 	require.True(t, ran)
 	require.Equal(t, 1.0, metricValue(b.m.SweepChanges.WithLabelValues("lost")))
 	require.Equal(t, 1.0, metricValue(b.m.SweepChanges.WithLabelValues("requeued")))
-	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptRunning))
-	require.Equal(t, protocol.ReasonAttemptTerminal, gatewaytest.Expect[protocol.LeaseConflict](t, c).Reason)
-	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	lost := gatewaytest.Expect[protocol.LeaseConflict](t, c)
+	require.Equal(t, protocol.ReasonAttemptLost, lost.Reason)
+	require.Equal(t, o.AttemptID, lost.AttemptID)
 	again := gatewaytest.Expect[protocol.LeaseOffer](t, c)
 	require.Equal(t, o.JobID, again.JobID)
 	require.Equal(t, 2, again.AttemptNumber)
+	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptRunning))
+	require.Equal(t, protocol.ReasonAttemptTerminal, gatewaytest.Expect[protocol.LeaseConflict](t, c).Reason)
 }
 
 // The Run loop sweeps on its own (database clock, real timers).
