@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strings"
+	"time"
 
 	"github.com/rendermac/rendermac/internal/clock"
 )
@@ -53,5 +55,23 @@ func LookFFmpeg(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("find ffmpeg (install it, e.g. `brew install ffmpeg` or `apt-get install ffmpeg`, or pass its path): %w", err)
 	}
+	// Found is not enough: a broken install (a shared library missing at
+	// run time) only shows when the binary runs.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, p, "-version").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("ffmpeg at %s does not run (`%s -version`: %v: %s); the install is broken, reinstall it",
+			p, p, err, firstLine(out))
+	}
 	return p, nil
+}
+
+// firstLine is the first non-empty line of out, at most 200 bytes.
+func firstLine(out []byte) string {
+	for line := range strings.Lines(string(out)) {
+		if line = strings.TrimSpace(line); line != "" {
+			return line[:min(len(line), 200)]
+		}
+	}
+	return "no output"
 }
