@@ -15,8 +15,8 @@ import (
 )
 
 type scenariosFlags struct {
-	list, timeline, log bool
-	run, db, mutation   string
+	list, names, timeline, log bool
+	run, db, mutation          string
 }
 
 // runScenarios lists or runs the named phase-fault scenario catalogue
@@ -24,8 +24,9 @@ type scenariosFlags struct {
 // identities, HTTP buyers) and exits 1 if any scenario fails.
 func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f scenariosFlags
-	fs := newFlagSet("scenarios", "[--list] [--run NAME[,NAME...]] [--db URL] [--mutation M] [--timeline]", stderr)
+	fs := newFlagSet("scenarios", "[--list [--names]] [--run NAME[,NAME...]] [--db URL] [--mutation M] [--timeline]", stderr)
 	fs.BoolVar(&f.list, "list", false, "list the catalogue (name, fault, phase, expected outcome, broken variants) and exit")
+	fs.BoolVar(&f.names, "names", false, "with --list: only the names, one a line (for scripts)")
 	fs.StringVar(&f.run, "run", "", "run only these scenarios: comma-separated names or glob patterns (default: all)")
 	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL (default: DATABASE_URL, else an embedded cluster)")
 	fs.StringVar(&f.mutation, "mutation", "", "run against a deliberately broken variant (scenarios must fail): "+
@@ -38,6 +39,15 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	list, err := scenarios.Select(f.run)
 	if err != nil {
 		return usageError{err.Error()}
+	}
+	if f.names && !f.list {
+		return usageError{"--names only goes with --list"}
+	}
+	if f.list && f.names {
+		for _, s := range list {
+			fmt.Fprintln(stdout, s.Name)
+		}
+		return nil
 	}
 	if f.list {
 		printCatalogue(stdout, list)
