@@ -1,5 +1,7 @@
 package evidence
 
+import "github.com/rendermac/rendermac/internal/provenance"
+
 // Card is one qualification run.
 type Card struct {
 	// Title is the card's heading, e.g. "Phase-fault qualification".
@@ -25,8 +27,10 @@ type Card struct {
 
 // RunInfo says what was run.
 type RunInfo struct {
-	Commit          string `json:"commit"`
-	GoVersion       string `json:"go_version"`
+	// Build is the provenance: commit and dirty flag, Go, and the schema,
+	// model and generator versions; replay refuses a card whose build
+	// differs from its own. Its fields are the card's top-level run keys.
+	provenance.Build
 	PostgresVersion string `json:"postgres_version"`
 	PostgresKind    string `json:"postgres_kind"`
 	Host            string `json:"host"`

@@ -53,7 +53,17 @@ func mdRun(w *bufio.Writer, c Card) error {
 	r := c.Run
 	fmt.Fprint(w, "\n## What was run\n\n")
 	fmt.Fprintf(w, "- Commit: %s\n", code(r.Commit))
+	if r.Dirty {
+		fmt.Fprint(w, "- Tree: dirty (uncommitted changes; the commit does not pin the code)\n")
+	}
 	fmt.Fprintf(w, "- Go version: %s\n", orUnknown(r.GoVersion))
+	if r.SchemaVersion > 0 {
+		fmt.Fprintf(w, "- Schema version: %d\n", r.SchemaVersion)
+	} else {
+		fmt.Fprint(w, "- Schema version: (not recorded)\n")
+	}
+	fmt.Fprintf(w, "- Model version: %s\n", code(r.ModelVersion))
+	fmt.Fprintf(w, "- Generator version: %s\n", code(r.GeneratorVersion))
 	fmt.Fprintf(w, "- Postgres version: %s\n", orUnknown(r.PostgresVersion))
 	fmt.Fprintf(w, "- Postgres kind: %s\n", orUnknown(r.PostgresKind))
 	fmt.Fprintf(w, "- Host: %s\n", orUnknown(r.Host))

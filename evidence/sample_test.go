@@ -1,6 +1,8 @@
 package evidence
 
 import (
+	"github.com/rendermac/rendermac/internal/provenance"
+
 	"regexp"
 	"slices"
 )
@@ -32,7 +34,8 @@ func sampleCard(reverse bool) Card {
 		Date:   "2025-12-02",
 		Passed: false,
 		Run: RunInfo{
-			Commit: "65d0d78", GoVersion: "go1.26.0", PostgresVersion: "17.2", PostgresKind: "docker",
+			Build: provenance.Build{Commit: "65d0d78", Dirty: true, GoVersion: "go1.26.0", SchemaVersion: 2,
+				ModelVersion: "1+0a1b2c3d4e5f", GeneratorVersion: "1+5f4e3d2c1b0a"}, PostgresVersion: "17.2", PostgresKind: "docker",
 			Host: "ci-mac-01", Command: "rendermac qualify --seed 42 --seeds 200", FirstSeed: 42, DurationMs: 62000,
 		},
 		Campaigns: []Campaign{

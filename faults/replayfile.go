@@ -1,6 +1,8 @@
 package faults
 
 import (
+	"github.com/rendermac/rendermac/internal/provenance"
+
 	"bufio"
 	"fmt"
 	"io"
@@ -12,7 +14,10 @@ import (
 type ReplayFile struct {
 	Target   string
 	Mutation string
-	Seq      Sequence
+	// Build is the provenance of the build that wrote the file; replay
+	// refuses a file from another build unless forced.
+	Build provenance.Build
+	Seq   Sequence
 }
 
 // WriteReplay writes r in the line format ReadReplay reads: a header of
@@ -21,6 +26,10 @@ func WriteReplay(w io.Writer, r ReplayFile) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# rendermac replay: rendermac fuzz --replay FILE\n")
 	fmt.Fprintf(bw, "target %s\nseed %d\n", r.Target, r.Seq.Seed)
+	if b := r.Build; b.Commit != "" {
+		fmt.Fprintf(bw, "build commit=%s dirty=%t go=%s schema=%d model=%s generator=%s\n",
+			b.Commit, b.Dirty, b.GoVersion, b.SchemaVersion, b.ModelVersion, b.GeneratorVersion)
+	}
 	if r.Mutation != "" {
 		fmt.Fprintf(bw, "mutation %s\n", r.Mutation)
 	}
@@ -45,6 +54,12 @@ func ReadReplay(rd io.Reader) (ReplayFile, error) {
 			r.Target = val
 		case "mutation":
 			r.Mutation = val
+		case "build":
+			b, err := parseBuild(val)
+			if err != nil {
+				return r, fmt.Errorf("line %d: build: %w", n, err)
+			}
+			r.Build = b
 		case "seed":
 			s, err := strconv.ParseUint(val, 10, 64)
 			if err != nil {
@@ -60,4 +75,36 @@ func ReadReplay(rd io.Reader) (ReplayFile, error) {
 		}
 	}
 	return r, sc.Err()
+}
+
+// parseBuild reads the `build key=value ...` header line.
+func parseBuild(val string) (provenance.Build, error) {
+	var b provenance.Build
+	for _, kv := range strings.Fields(val) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return b, fmt.Errorf("%q is not key=value", kv)
+		}
+		switch k {
+		case "commit":
+			b.Commit = v
+		case "dirty":
+			b.Dirty = v == "true"
+		case "go":
+			b.GoVersion = v
+		case "model":
+			b.ModelVersion = v
+		case "generator":
+			b.GeneratorVersion = v
+		case "schema":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return b, fmt.Errorf("schema: %w", err)
+			}
+			b.SchemaVersion = n
+		default:
+			return b, fmt.Errorf("unknown key %q", k)
+		}
+	}
+	return b, nil
 }

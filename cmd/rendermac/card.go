@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/rendermac/rendermac/evidence"
@@ -60,6 +61,7 @@ func readCard(path string) (evidence.Card, error) {
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", "FILE (a card .json or a replay .txt)", stderr)
 	db := fs.String("db", os.Getenv("DATABASE_URL"), "Postgres URL for sequences that ran against Postgres")
+	force := fs.Bool("force", false, "replay what another build (commit, schema, model, generator) recorded")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -68,10 +70,13 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	path := fs.Arg(0)
 	if !strings.HasSuffix(path, ".json") {
-		return runFuzz(ctx, []string{"--replay", path, "--db", *db}, stdout, stderr)
+		return runFuzz(ctx, []string{"--replay", path, "--db", *db, "--force=" + strconv.FormatBool(*force)}, stdout, stderr)
 	}
 	card, err := readCard(path)
 	if err != nil {
+		return err
+	}
+	if err := checkProvenance(path, card.Run.Build, *force, stderr); err != nil {
 		return err
 	}
 	reproduced := 0

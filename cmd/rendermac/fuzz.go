@@ -23,7 +23,7 @@ type fuzzFlags struct {
 	target, mutation, replay, outDir, db string
 	seeds, steps, workers                int
 	seed, firstSeed                      uint64
-	progress                             bool
+	progress, force                      bool
 }
 
 func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -41,6 +41,7 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&f.outDir, "failures", "rendermac-failures", "directory for shrunk failing sequences")
 	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL for --target both and stack (default: DATABASE_URL, else an embedded cluster)")
 	fs.BoolVar(&f.progress, "progress", false, "print progress to stderr")
+	fs.BoolVar(&f.force, "force", false, "with --replay: run a file another build (commit, schema, model, generator) wrote")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -51,6 +52,9 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if f.replay != "" {
 		r, err := readReplay(f.replay)
 		if err != nil {
+			return err
+		}
+		if err := checkProvenance(f.replay, r.Build, f.force, stderr); err != nil {
 			return err
 		}
 		// The file says what it failed against; run it the same way.
@@ -144,7 +148,7 @@ func writeFailure(f fuzzFlags, seq faults.Sequence) (string, error) {
 		return "", fmt.Errorf("write failure: %w", err)
 	}
 	defer file.Close()
-	if err := faults.WriteReplay(file, faults.ReplayFile{Target: f.target, Mutation: f.mutation, Seq: seq}); err != nil {
+	if err := faults.WriteReplay(file, faults.ReplayFile{Target: f.target, Mutation: f.mutation, Build: currentBuild(), Seq: seq}); err != nil {
 		return "", fmt.Errorf("write failure %s: %w", path, err)
 	}
 	return path, file.Close()

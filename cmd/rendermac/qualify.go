@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/rendermac/rendermac/evidence"
@@ -71,8 +69,8 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	start := time.Now()
 	card := evidence.Card{Title: "Phase-fault qualification", Date: start.UTC().Format("2006-01-02"),
 		Invariants: invariants, NotCovered: notCovered, NoTimings: f.noTimings}
-	card.Run = evidence.RunInfo{Commit: gitCommit(), GoVersion: runtime.Version(), Host: hostname(),
-		Command: "rendermac qualify " + strings.Join(args, " "), FirstSeed: f.firstSeed}
+	card.Run = evidence.RunInfo{Build: currentBuild(), Host: hostname(),
+		Command: recordedCommand("qualify", args), FirstSeed: f.firstSeed}
 	prog := newProgress(stderr)
 
 	model := fuzzFlags{target: "model", mutation: f.modelMutation, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays")}
@@ -173,18 +171,6 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 		card.Failures = append(card.Failures, fl)
 	}
 	return nil
-}
-
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	commit := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
-		commit += "-dirty"
-	}
-	return commit
 }
 
 func hostname() string {

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -81,4 +82,21 @@ func OpenPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("open pool: ping: %w", err)
 	}
 	return pool, nil
+}
+
+// SchemaVersion is the version of the newest embedded migration (the
+// numeric prefix of its file name): what Migrate brings a database to.
+func SchemaVersion() int64 {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return 0
+	}
+	var v int64
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		if n, err := strconv.ParseInt(num, 10, 64); ok && err == nil && n > v {
+			v = n
+		}
+	}
+	return v
 }

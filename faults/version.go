@@ -1,0 +1,19 @@
+package faults
+
+import (
+	"embed"
+
+	"github.com/rendermac/rendermac/internal/provenance"
+)
+
+// GeneratorRulesVersion is bumped by hand whenever the generator draws a
+// seed's events differently (weights, event kinds, perturbations), so that
+// a seed from an older card means another sequence. GeneratorVersion adds a
+// hash of the package's sources.
+const GeneratorRulesVersion = 1
+
+//go:embed *.go
+var sources embed.FS
+
+// GeneratorVersion names the generator of this build, e.g. "1+9e0c4d2a7b11".
+func GeneratorVersion() string { return provenance.SourceVersion(GeneratorRulesVersion, sources) }
