@@ -2,6 +2,9 @@ package faults
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -21,6 +24,10 @@ type Options struct {
 	// CompareState compares the targets' snapshots after every step
 	// (replies are always compared).
 	CompareState bool
+	// Trace records, per step, a hash of every target's replies and of the
+	// first target's projected rows (RunResult.Trace), for the
+	// determinism self-check.
+	Trace bool
 }
 
 // FailureKind classifies why a run failed.
@@ -51,6 +58,8 @@ type RunResult struct {
 	Steps   int
 	Codes   map[string]int
 	Failure *Failure
+	// Trace holds one hash per step when Options.Trace is set.
+	Trace []string
 }
 
 // Run plays seq against fresh targets from f, step by step: it applies each
@@ -81,6 +90,13 @@ func Run(ctx context.Context, f Factory, worker int, seq Sequence, opts Options)
 			}
 			fail = r.check(ctx)
 		}
+		if fail == nil && opts.Trace {
+			h, err := r.traceHash(ctx, i)
+			if err != nil {
+				fail = &Failure{Kind: FailureError, Target: targets[0].Name(), Detail: "trace: " + err.Error()}
+			}
+			res.Trace = append(res.Trace, h)
+		}
 		if fail != nil {
 			fail.Step, fail.Event = i, ev
 			res.Failure = fail
@@ -90,10 +106,37 @@ func Run(ctx context.Context, f Factory, worker int, seq Sequence, opts Options)
 	return res, nil
 }
 
+// traceHash hashes step i's replies on every target (every compared field,
+// tokens included) and the first target's projected rows.
+func (r *runner) traceHash(ctx context.Context, i int) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "step %d\n", i)
+	for _, o := range r.last {
+		if o.sweep != nil {
+			fmt.Fprintf(h, "sweep %+v\n", *o.sweep)
+		}
+		for _, rep := range o.replies {
+			fmt.Fprintf(h, "%s %s %s\n", FormatReply(rep), rep.CommitToken, rep.LeaseExpiresAt.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	snap, err := r.targets[0].Snapshot(ctx)
+	if err != nil {
+		return "", err
+	}
+	rows, err := json.Marshal(snap)
+	if err != nil {
+		return "", err
+	}
+	h.Write(rows)
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
 type runner struct {
 	targets []Target
 	opts    Options
 	v       *view
+	// last holds every target's outcome of the latest step.
+	last []outcome
 }
 
 // outcome is one target's answer to a step: replies (a commit has two) or a
@@ -104,11 +147,13 @@ type outcome struct {
 }
 
 func (r *runner) step(ctx context.Context, ev Event) ([]string, *Failure) {
+	r.last = nil
 	if ev.Op == OpTick {
 		r.v.now = r.v.now.Add(ev.Advance)
 		return []string{"tick"}, nil
 	}
 	outs := make([]outcome, len(r.targets))
+	r.last = outs
 	for i, t := range r.targets {
 		o, err := r.apply(ctx, t, ev)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 type qualifyFlags struct {
 	seeds, steps, pgSeeds, pgSteps, workers int
 	stackSeeds, stackSteps                  int
+	detSeeds, detPgSeeds                    int
 	firstSeed                               uint64
 	out, db, serverMutation, modelMutation  string
 	noTimings, noScenarios                  bool
@@ -59,6 +60,8 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&f.serverMutation, "server-mutation", "", "qualify a deliberately broken service layer (must fail)")
 	fs.StringVar(&f.modelMutation, "model-mutation", "", "qualify a deliberately broken model (must fail)")
 	fs.BoolVar(&f.noScenarios, "no-scenarios", false, "skip the phase-fault scenario catalogue")
+	fs.IntVar(&f.detSeeds, "determinism-seeds", 20, "seeds of the model campaign run twice, traces compared (0: skip)")
+	fs.IntVar(&f.detPgSeeds, "determinism-pg-seeds", 3, "seeds of the model-vs-Postgres campaign run twice, traces compared (0: skip)")
 	fs.BoolVar(&f.noTimings, "no-timings", false, "leave durations out, so two runs of one commit give identical files")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -77,9 +80,15 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := qualifyCampaign(ctx, &card, "model", model, f.seeds, f.firstSeed, prog, stderr); err != nil {
 		return err
 	}
+	if err := qualifyDeterminism(ctx, &card, "model", model, min(f.detSeeds, f.seeds), f.firstSeed, stderr); err != nil {
+		return err
+	}
 	if f.pgSeeds > 0 {
 		both := fuzzFlags{target: "both", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.pgSteps, outDir: filepath.Join(f.out, "replays")}
 		if err := qualifyCampaign(ctx, &card, "model-vs-postgres", both, f.pgSeeds, f.firstSeed, prog, stderr); err != nil {
+			return err
+		}
+		if err := qualifyDeterminism(ctx, &card, "model-vs-postgres", both, min(f.detPgSeeds, f.pgSeeds), f.firstSeed, stderr); err != nil {
 			return err
 		}
 	}
@@ -169,6 +178,42 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 			}
 		}
 		card.Failures = append(card.Failures, fl)
+	}
+	return nil
+}
+
+// qualifyDeterminism runs seeds of a campaign twice each and records, as a
+// campaign row "determinism: NAME", whether every step's replies and rows
+// hashed the same both times; a seed that did not is a failure naming the
+// first differing step.
+func qualifyDeterminism(ctx context.Context, card *evidence.Card, name string, f fuzzFlags, seeds int, first uint64, stderr io.Writer) error {
+	if seeds <= 0 {
+		return nil
+	}
+	setup, cleanup, err := fuzzFactory(ctx, f, stderr)
+	if err != nil {
+		return fmt.Errorf("determinism %s: %w", name, err)
+	}
+	defer cleanup()
+	list := make([]uint64, seeds)
+	for i := range list {
+		list[i] = first + uint64(i)
+	}
+	start := time.Now()
+	diffs, err := faults.CheckDeterminism(ctx, setup.factory, setup.options, faults.DefaultGenConfig, list, f.steps)
+	if err != nil {
+		return fmt.Errorf("determinism %s: %w", name, err)
+	}
+	camp := evidence.Campaign{Name: "determinism: " + name, Target: f.target, Seeds: seeds, FirstSeed: first,
+		StepsPerSeq: f.steps, Sequences: 2 * seeds, Steps: 2 * seeds * f.steps, Divergences: len(diffs), Passed: len(diffs) == 0}
+	if !card.NoTimings {
+		camp.DurationMs = time.Since(start).Milliseconds()
+	}
+	card.Campaigns = append(card.Campaigns, camp)
+	for _, d := range diffs {
+		card.Failures = append(card.Failures, evidence.Failure{Source: "determinism: " + name, Seed: d.Seed,
+			Detail: d.String() + " (run the replay command twice and compare)", Target: f.target, Mutation: f.mutation,
+			Replay: fuzzCommand(f, fmt.Sprintf("--seed %d --steps %d", d.Seed, f.steps))})
 	}
 	return nil
 }
