@@ -4,6 +4,9 @@ GO      ?= go
 PKGS    ?= ./...
 SEEDS   ?= 500
 STEPS   ?= 200
+# The harness build: fault points armed, broken variants compiled in.
+# The default build (make build, make cross) has neither.
+TAGS    ?= faultpoints,mutations
 
 .PHONY: build test race lint bench qualify fuzz-model cross clean
 
@@ -14,9 +17,11 @@ build:
 # The suite's default run: every package, race detector on, real Postgres
 # (DATABASE_URL, else an embedded cluster from local binaries, else Docker).
 # -tags faultpoints arms the fault points the scenario catalogue blocks and
-# kills at; production builds (make build) leave them compiled out.
+# kills at; -tags mutations compiles in the broken variants the harness must
+# catch (--server-mutation); production builds (make build) have neither,
+# which TestDefaultBuild* checks from the tagged build.
 test:
-	$(GO) test -race -count=1 -timeout 14m -tags faultpoints $(PKGS)
+	$(GO) test -race -count=1 -timeout 14m -tags $(TAGS) $(PKGS)
 	$(GO) test -count=1 ./server/faultpoint/   # the production build: fault points are no-ops
 
 lint:
@@ -24,6 +29,7 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags faultpoints ./...
+	$(GO) vet -tags $(TAGS) ./...
 	GOOS=darwin GOARCH=arm64 $(GO) build ./...
 
 cross:
@@ -39,7 +45,7 @@ bench:
 # The CI gate: model and model-vs-Postgres campaigns on an embedded Postgres
 # (DATABASE_URL if set), evidence card in evidence-out/; exits 1 on a failure.
 qualify:
-	$(GO) run -tags faultpoints ./cmd/rendermac qualify --seeds $(SEEDS) --steps $(STEPS) --out evidence-out
+	$(GO) run -tags $(TAGS) ./cmd/rendermac qualify --seeds $(SEEDS) --steps $(STEPS) --out evidence-out
 
 clean:
 	rm -rf bin rendermac-failures

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/gateway"
@@ -39,21 +40,18 @@ const (
 
 // harnessVariants describes each harness variant.
 var harnessVariants = map[string]string{
-	VariantLeaseTTLMismatch:                    "the service enforces 10x the lease TTL the gateway announces",
-	VariantNoMediaCheck:                        "synthetic.mp4 is configured without its MP4 media check",
-	VariantStoreBitflip:                        "the artifact store flips one byte of every object it returns",
-	VariantNoListen:                            "the gateways run without their LISTEN/NOTIFY loop",
-	VariantStoreDropsWhenFull:                  "the artifact store's full disk acknowledges uploads it did not store",
-	string(gateway.MutationAckProgressOnError): "the gateway answers progress_ok when the service call failed",
-	string(gateway.MutationReleaseBeforeReply): "the gateway frees the slot (and offers) before writing the commit decision",
-	string(gateway.MutationSessionFenced):      "the gateway fences progress by the session an attempt was offered on",
+	VariantLeaseTTLMismatch:   "the service enforces 10x the lease TTL the gateway announces",
+	VariantNoMediaCheck:       "synthetic.mp4 is configured without its MP4 media check",
+	VariantStoreBitflip:       "the artifact store flips one byte of every object it returns",
+	VariantNoListen:           "the gateways run without their LISTEN/NOTIFY loop",
+	VariantStoreDropsWhenFull: "the artifact store's full disk acknowledges uploads it did not store",
+	// the broken gateways: variants_mutations.go, -tags mutations only
 }
 
 // gatewayMutation is the gateway.Config mutation a harness variant names
 // (gateway.MutationNone for every other variant).
 func gatewayMutation(variant string) gateway.Mutation {
-	switch m := gateway.Mutation(variant); m {
-	case gateway.MutationAckProgressOnError, gateway.MutationReleaseBeforeReply, gateway.MutationSessionFenced:
+	if m := gateway.Mutation(variant); slices.Contains(gateway.Mutations(), m) {
 		return m
 	}
 	return gateway.MutationNone
@@ -75,6 +73,13 @@ func VariantNames() []string {
 	}
 	slices.Sort(h)
 	return append(out, h...)
+}
+
+// harnessOnly reports whether name could only be a harness variant: a
+// broken variant's name is snake_case, so anything else is a typo even in
+// a build without the mutations.
+func harnessOnly(name string) bool {
+	return strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != ""
 }
 
 // KnownVariant reports whether name is a server mutation or harness variant.
@@ -101,6 +106,9 @@ func VariantOptions(name string) (EnvOptions, error) {
 		return EnvOptions{Mutation: server.Mutation(name)}, nil
 	case harnessVariants[name] != "":
 		return EnvOptions{Variant: name}, nil
+	}
+	if len(serverMutations) == 0 {
+		return EnvOptions{}, fmt.Errorf("unknown variant %q (known: %v): %w", name, VariantNames(), server.ErrNoMutations)
 	}
 	return EnvOptions{}, fmt.Errorf("unknown variant %q (known: %v)", name, VariantNames())
 }

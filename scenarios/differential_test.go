@@ -62,25 +62,3 @@ func TestModelAndPostgresAgree(t *testing.T) {
 	require.Equal(t, 40*100, res.Steps)
 	require.Positive(t, res.Codes["commit_ok"], "the campaign never reached a successful commit")
 }
-
-// TestDifferentialCatchesBrokenServer proves the comparison can fail: a
-// service layer that does not compare the epoch (or the token) on commit is
-// caught as a divergence from the model and shrunk.
-func TestDifferentialCatchesBrokenServer(t *testing.T) {
-	for _, mut := range []server.Mutation{server.MutationNoEpochCheck, server.MutationNoTokenCheck} {
-		t.Run(string(mut), func(t *testing.T) {
-			c, done := setup(t, mut, 1)
-			defer done()
-			c.Seeds = seeds(1, 30)
-			res, err := c.Run(context.Background())
-			require.NoError(t, err)
-			require.NotEmpty(t, res.Failures, "%s was not caught", mut)
-			first := res.Failures[0]
-			require.Equal(t, faults.FailureDivergence, first.Result.Failure.Kind)
-			require.NotNil(t, first.Shrunk)
-			require.LessOrEqual(t, len(first.Shrunk.Events), first.Result.Failure.Step+1)
-			t.Logf("%s: seed %d diverged at step %d; shrunk to %d events: %s", mut, first.Seed,
-				first.Result.Failure.Step, len(first.Shrunk.Events), first.ShrunkRes.Failure)
-		})
-	}
-}

@@ -47,8 +47,5 @@ func (p *Postgres) Close() error { return p.Provider.Close() }
 
 // ServerMutations lists the service layer's deliberately broken variants.
 func ServerMutations() []server.Mutation {
-	return []server.Mutation{server.MutationNoEpochCheck, server.MutationCommitFromCancelling, server.MutationNoTokenCheck,
-		server.MutationCancelQueuedNoop, server.MutationCommitTx1IgnoresCancelling, server.MutationProgressIgnoresDevice,
-		server.MutationCommitIgnoresAttemptStatus, server.MutationIgnoreRetryBudget, server.MutationRequeueAnyFailure,
-		server.MutationIgnoreAdmissionDeadline, server.MutationCommitNotIdempotent}
+	return server.Mutations()
 }

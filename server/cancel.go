@@ -96,8 +96,7 @@ func (s *Service) cancel(ctx context.Context, st *step, buyerID, jobID string) (
 		return protocol.Reply{}, err
 	case !ok || j.BuyerID != buyerID:
 		return protocol.Reply{Code: protocol.CodeNotFound}, nil
-	case j.Status == protocol.JobQueued && s.cfg.Mutation == MutationCancelQueuedNoop:
-		// MutationCancelQueuedNoop: answer cancelled but write nothing.
+	case j.Status == protocol.JobQueued && s.v.cancelQueuedNoop():
 		return protocol.Reply{Code: protocol.CodeCancelled}, nil
 	case j.Status == protocol.JobQueued:
 		return protocol.Reply{Code: protocol.CodeCancelled}, st.moveJob(ctx, &j, protocol.JobCancelled, "")

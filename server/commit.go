@@ -55,21 +55,17 @@ func (s *Service) commitBegin(ctx context.Context, st *step, deviceID string, c 
 	if err != nil {
 		return protocol.Reply{}, err
 	}
-	f, ok := s.authorize(ok, a, deviceID, c.LeaseEpoch, c.CommitToken, s.cfg.Mutation == MutationNoEpochCheck)
+	f, ok := s.authorize(ok, a, deviceID, c.LeaseEpoch, c.CommitToken, s.v.noEpochCheck())
 	switch {
 	case !ok:
 		return protocol.Reply{Code: protocol.CodeCommitConflict}, nil
-	// MutationCommitIgnoresAttemptStatus skips this status check.
-	case a.Status != protocol.AttemptUploading && a.Status != protocol.AttemptCommitting &&
-		s.cfg.Mutation != MutationCommitIgnoresAttemptStatus:
+	case a.Status != protocol.AttemptUploading && a.Status != protocol.AttemptCommitting && !s.v.commitIgnoresAttemptStatus():
 		return protocol.Reply{Code: protocol.CodeAttemptNotCommittable, Status: a.Status}, nil
-	// MutationCommitNotIdempotent refuses a repeated commit of a committing attempt.
-	case a.Status == protocol.AttemptCommitting && s.cfg.Mutation == MutationCommitNotIdempotent:
+	case a.Status == protocol.AttemptCommitting && s.v.commitNotIdempotent():
 		return protocol.Reply{Code: protocol.CodeAttemptNotCommittable, Status: a.Status}, nil
 	case a.Status == protocol.AttemptUploading && !st.now.Before(a.LeaseExpiresAt):
 		return protocol.Reply{Code: protocol.CodeLeaseExpired}, nil
-	// MutationCommitTx1IgnoresCancelling skips this check for a cancelling job.
-	case j.Status == protocol.JobCancelling && s.cfg.Mutation != MutationCommitTx1IgnoresCancelling:
+	case j.Status == protocol.JobCancelling && !s.v.commitTx1IgnoresCancelling():
 		return protocol.Reply{Code: protocol.CodeJobCancelled}, st.cancelBoth(ctx, &j, &a, f)
 	case a.Status == protocol.AttemptCommitting:
 		return protocol.Reply{Code: protocol.CodeCommitPending}, nil
@@ -95,15 +91,14 @@ func (s *Service) commitBegin(ctx context.Context, st *step, deviceID string, c 
 // the attempt exists under the presented job, on the presented device, at
 // the presented epoch, and the token hashes to its stored hash (compared in
 // constant time, after the row is locked). It returns the fence the
-// following writes are guarded by. ignoreEpoch is true only for commit under
-// MutationNoEpochCheck; MutationNoTokenCheck drops the token comparison for
-// both. No other code looks at the mutations of the fence.
+// following writes are guarded by. ignoreEpoch, like every s.v hook, is
+// the constant false outside a -tags mutations build.
 func (s *Service) authorize(found bool, a attemptRow, deviceID string, epoch int, token string, ignoreEpoch bool) (fence, bool) {
 	f := fence{DeviceID: deviceID, LeaseEpoch: epoch}
 	if ignoreEpoch {
 		f.LeaseEpoch = a.LeaseEpoch
 	}
-	tokenOK := protocol.VerifyCommitToken(token, a.TokenHash) || s.cfg.Mutation == MutationNoTokenCheck
+	tokenOK := protocol.VerifyCommitToken(token, a.TokenHash) || s.v.noTokenCheck()
 	return f, found && a.DeviceID == f.DeviceID && a.LeaseEpoch == f.LeaseEpoch && tokenOK
 }
 
@@ -183,7 +178,7 @@ func (s *Service) finish(ctx context.Context, st *step, jobID, attemptID string,
 		return protocol.Reply{}, err
 	case !ok || a.Status != protocol.AttemptCommitting:
 		return protocol.Reply{Code: protocol.CodeAttemptNotCommittable, Status: a.Status}, nil
-	case j.Status == protocol.JobCancelling && s.cfg.Mutation != MutationCommitFromCancelling:
+	case j.Status == protocol.JobCancelling && !s.v.commitFromCancelling():
 		return protocol.Reply{Code: protocol.CodeJobCancelled}, st.cancelBoth(ctx, &j, &a, rowFence(a))
 	case !verified:
 		if err := st.endAttempt(ctx, &a, rowFence(a), protocol.AttemptFailed, protocol.FailVerificationFailed); err != nil {

@@ -57,5 +57,7 @@
 // # Mutations
 //
 // Config.Mutation selects a deliberately broken variant (see Mutation) so
-// that the harness can prove it catches a broken fence.
+// that the harness can prove it catches a broken fence. The variants exist
+// only in a build with -tags mutations; in the default build each hook the
+// fences consult is the constant false and compiles away.
 package server

@@ -90,8 +90,8 @@ func (s *Service) lease(ctx context.Context, st *step, deviceID string, d *draws
 	var jobID string
 	var count int
 	admittedAfter := st.now
-	if s.cfg.Mutation == MutationIgnoreAdmissionDeadline {
-		admittedAfter = time.Time{} // MutationIgnoreAdmissionDeadline: every deadline is after year 1
+	if s.v.ignoreAdmissionDeadline() {
+		admittedAfter = time.Time{} // every deadline is after year 1
 	}
 	err = st.tx.QueryRow(ctx, sqlPickJob, services, admittedAfter).Scan(&jobID, &count)
 	if errors.Is(err, pgx.ErrNoRows) {

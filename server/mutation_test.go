@@ -1,3 +1,5 @@
+//go:build mutations
+
 package server_test
 
 import (

@@ -41,9 +41,7 @@ func (s *Service) progress(ctx context.Context, st *step, deviceID string, p pro
 	switch {
 	case err != nil:
 		return protocol.Reply{}, err
-	// MutationProgressIgnoresDevice drops the device comparison; the renewal
-	// below is then fenced by the attempt's own device.
-	case !ok || (a.DeviceID != deviceID && s.cfg.Mutation != MutationProgressIgnoresDevice) || a.LeaseEpoch != p.LeaseEpoch:
+	case !ok || (a.DeviceID != deviceID && !s.v.progressIgnoresDevice()) || a.LeaseEpoch != p.LeaseEpoch:
 		return conflict(protocol.ReasonIdentityMismatch)
 	case !a.Status.LeasePhase():
 		return conflict(protocol.ReasonAttemptTerminal)
@@ -61,8 +59,8 @@ func (s *Service) progress(ctx context.Context, st *step, deviceID string, p pro
 	}
 	expires := at(st.now, s.cfg.LeaseTTL)
 	fenceDevice := deviceID
-	if s.cfg.Mutation == MutationProgressIgnoresDevice {
-		fenceDevice = a.DeviceID // MutationProgressIgnoresDevice
+	if s.v.progressIgnoresDevice() {
+		fenceDevice = a.DeviceID
 	}
 	tag, err := st.tx.Exec(ctx, sqlRenewLease, a.ID, a.JobID, fenceDevice, p.LeaseEpoch, string(p.Phase), expires, string(a.Status))
 	if err := wantOne("renew lease of "+a.ID, tag.RowsAffected(), err); err != nil {

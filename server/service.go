@@ -22,52 +22,19 @@ const (
 	DefaultMaxTxRetries    = 8
 )
 
-// Mutation names a deliberately broken variant of the service. Mutations
-// exist to prove that the harness and the tests can fail: each one removes a
-// single fence and must be caught. Production runs with MutationNone.
+// Mutation names a deliberately broken variant of the service (harness
+// only). The variants exist only in a build with -tags mutations
+// (mutation_on.go); the default build knows none of them, and its fence
+// code has no branch that a Mutation could take. MutationNone is the
+// correct service.
 type Mutation string
 
-// The mutations. Each is confined to the one check it breaks.
-const (
-	// MutationNone is the correct service.
-	MutationNone Mutation = ""
-	// MutationNoEpochCheck makes commit ignore the lease epoch.
-	MutationNoEpochCheck Mutation = "no_epoch_check"
-	// MutationCommitFromCancelling makes commit transaction 2 skip its check
-	// for a cancelling job; the transition tables then refuse cancelling ->
-	// succeeded, or the job fails where it should have been cancelled.
-	MutationCommitFromCancelling Mutation = "commit_from_cancelling"
-	// MutationNoTokenCheck makes commit and fail ignore the commit token.
-	MutationNoTokenCheck Mutation = "no_token_check"
-	// MutationCancelQueuedNoop makes Cancel answer a queued job cancelled
-	// without writing anything: the job stays queued and is leased.
-	MutationCancelQueuedNoop Mutation = "cancel_queued_noop"
-	// MutationCommitTx1IgnoresCancelling makes commit transaction 1 skip its
-	// check for a cancelling job: the output is claimed instead of the
-	// cancellation being finalized.
-	MutationCommitTx1IgnoresCancelling Mutation = "commit_tx1_ignores_cancelling"
-	// MutationProgressIgnoresDevice makes Progress compare job, attempt and
-	// epoch but not the session's device: another device renews the lease.
-	MutationProgressIgnoresDevice Mutation = "progress_ignores_device"
-	// MutationCommitIgnoresAttemptStatus makes commit transaction 1 skip the
-	// uploading/committing check: a replayed commit of a terminal attempt
-	// reaches the transition assertion, which reports ErrInternal.
-	MutationCommitIgnoresAttemptStatus Mutation = "commit_ignores_attempt_status"
-	// MutationIgnoreRetryBudget makes a retryable failure requeue the job
-	// without comparing attempt_number to max_attempts.
-	MutationIgnoreRetryBudget Mutation = "ignore_retry_budget"
-	// MutationRequeueAnyFailure makes a failure requeue the job whatever the
-	// failure code (budget and deadline still apply).
-	MutationRequeueAnyFailure Mutation = "requeue_any_failure"
-	// MutationIgnoreAdmissionDeadline makes Lease pick queued jobs whatever
-	// their admission_deadline; the sweeper's admission expiry still runs.
-	MutationIgnoreAdmissionDeadline Mutation = "ignore_admission_deadline"
-	// MutationCommitNotIdempotent makes a repeated commit of an attempt
-	// already committing answer attempt_not_committable instead of
-	// commit_pending, so the gateway's re-run after an infrastructure error
-	// is refused.
-	MutationCommitNotIdempotent Mutation = "commit_not_idempotent"
-)
+// MutationNone is the correct service, the only one a default build has.
+const MutationNone Mutation = ""
+
+// ErrNoMutations is returned by CheckMutation in a build without
+// -tags mutations for any name but MutationNone.
+var ErrNoMutations = errors.New("this binary was built without -tags mutations: it has no broken variants")
 
 // Config tunes a Service. Zero fields take the defaults above; a nil
 // Services takes protocol.Services.
@@ -78,7 +45,8 @@ type Config struct {
 	// MaxTxRetries bounds how often one operation's transaction is re-run
 	// after a serialization failure (40001) or a deadlock (40P01).
 	MaxTxRetries int
-	Mutation     Mutation
+	// Mutation selects a broken variant; see Mutation and CheckMutation.
+	Mutation Mutation
 }
 
 // ErrInternal marks a state the service's own locks and checks should have
@@ -98,6 +66,11 @@ type Service struct {
 	store artifact.Store
 	ids   protocol.IDSource
 	cfg   Config
+
+	// v holds the broken variant's hooks: in the default build an empty
+	// struct whose hooks are constant false, so the fences compile to the
+	// contract alone.
+	v variant
 
 	mu      sync.Mutex
 	retries map[string]int64
@@ -137,7 +110,7 @@ func NewService(pool *pgxpool.Pool, store artifact.Store, ids protocol.IDSource,
 	if cfg.MaxTxRetries <= 0 {
 		cfg.MaxTxRetries = DefaultMaxTxRetries
 	}
-	return &Service{pool: pool, store: store, ids: &syncIDs{ids: ids}, cfg: cfg, retries: map[string]int64{}}
+	return &Service{pool: pool, store: store, ids: &syncIDs{ids: ids}, cfg: cfg, v: newVariant(cfg.Mutation), retries: map[string]int64{}}
 }
 
 // syncIDs serialises draws, so that a seeded IDSource (which is not safe

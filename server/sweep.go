@@ -117,7 +117,7 @@ func loseAttempt(ctx context.Context, st *step, p pair) (lost, requeued bool, jo
 	if err := notifyLost(ctx, st.tx, a); err != nil {
 		return false, false, "", err
 	}
-	requeued, err = st.afterAttemptEnded(ctx, &j, a, protocol.FailLeaseExpired, MutationNone)
+	requeued, err = st.afterAttemptEnded(ctx, &j, a, protocol.FailLeaseExpired, variant{})
 	return err == nil, requeued, j.Status, err
 }
 

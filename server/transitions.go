@@ -172,11 +172,10 @@ func (st *step) cancelBoth(ctx context.Context, j *jobRow, a *attemptRow, f fenc
 // (the rule Fail and Sweep share): a cancelling job is cancelled; otherwise
 // the job is requeued only if code is retryable, the attempt budget is not
 // spent and the deadline has not passed; otherwise it fails with code.
-// m is Fail's mutation (Sweep passes MutationNone): MutationRequeueAnyFailure
-// drops the retryable check, MutationIgnoreRetryBudget the budget check.
-func (st *step) afterAttemptEnded(ctx context.Context, j *jobRow, a attemptRow, code protocol.FailureCode, m Mutation) (requeued bool, err error) {
-	retryable := code.IsRetryable() || m == MutationRequeueAnyFailure
-	inBudget := a.Number < j.MaxAttempts || m == MutationIgnoreRetryBudget
+// v is Fail's variant (Sweep passes the correct one, variant{}).
+func (st *step) afterAttemptEnded(ctx context.Context, j *jobRow, a attemptRow, code protocol.FailureCode, v variant) (requeued bool, err error) {
+	retryable := code.IsRetryable() || v.requeueAnyFailure()
+	inBudget := a.Number < j.MaxAttempts || v.ignoreRetryBudget()
 	switch {
 	case j.Status == protocol.JobCancelling:
 		return false, st.moveJob(ctx, j, protocol.JobCancelled, "")

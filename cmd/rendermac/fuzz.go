@@ -133,6 +133,9 @@ func reportFailure(w io.Writer, f fuzzFlags, sf faults.SeedFailure) error {
 func fuzzCommand(f fuzzFlags, rest string) string {
 	cmd := "go run ./cmd/rendermac fuzz --target " + f.target
 	if f.mutation != "" {
+		if f.target != "model" { // a server mutation exists only with -tags mutations
+			cmd = "go run -tags mutations ./cmd/rendermac fuzz --target " + f.target
+		}
 		cmd += " --mutation " + f.mutation
 	}
 	return cmd + " " + rest
@@ -220,6 +223,9 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 		names = append(names, string(m))
 	}
 	if f.mutation != "" && !slices.Contains(names, f.mutation) {
+		if len(names) == 0 {
+			return fuzzSetup{}, nil, usageError{fmt.Sprintf("server --mutation %q: %v", f.mutation, server.ErrNoMutations)}
+		}
 		return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown server --mutation %q (want one of %s)", f.mutation, strings.Join(names, ", "))}
 	}
 	pg, err := scenarios.OpenPostgres(ctx, f.db, stderr)

@@ -69,6 +69,9 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if f.seeds < 1 || f.steps < 1 || f.pgSeeds < 0 || f.pgSteps < 1 || f.stackSeeds < 0 || f.stackSteps < 1 || f.workers < 1 {
 		return usageError{"--seeds, --steps, --pg-steps, --stack-steps and --workers must be at least 1, --pg-seeds and --stack-seeds at least 0"}
 	}
+	if _, err := scenarios.VariantOptions(f.serverMutation); err != nil {
+		return usageError{"--server-mutation: " + err.Error()}
+	}
 	start := time.Now()
 	card := evidence.Card{Title: "Phase-fault qualification", Date: start.UTC().Format("2006-01-02"),
 		Invariants: invariants, NotCovered: notCovered, NoTimings: f.noTimings}
@@ -265,7 +268,7 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, 
 		if !res.Passed {
 			replay := "go run -tags faultpoints ./cmd/rendermac scenarios --run " + s.Name
 			if f.serverMutation != "" {
-				replay += " --mutation " + f.serverMutation
+				replay = "go run -tags faultpoints,mutations ./cmd/rendermac scenarios --run " + s.Name + " --mutation " + f.serverMutation
 			}
 			card.Failures = append(card.Failures, evidence.Failure{Source: "scenario " + s.Name,
 				Detail: fmt.Sprint(res.Err), Replay: replay})

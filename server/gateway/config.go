@@ -26,25 +26,13 @@ const (
 )
 
 // Mutation names a deliberately broken gateway, to prove the scenario
-// harness can fail (see server.Mutation). Production runs with MutationNone.
+// harness can fail (see server.Mutation). The broken gateways exist only in
+// a build with -tags mutations (mutation_on.go); production runs with
+// MutationNone, the only one a default build has.
 type Mutation string
 
-// The gateway mutations. Each is one branch, taken only when Config.Mutation
-// equals it.
-const (
-	// MutationNone is the correct gateway.
-	MutationNone Mutation = ""
-	// MutationAckProgressOnError answers progress_ok when the service call
-	// failed, although nothing was decided.
-	MutationAckProgressOnError Mutation = "ack_progress_on_error"
-	// MutationReleaseBeforeReply frees the slot (and so offers) before
-	// writing the commit decision.
-	MutationReleaseBeforeReply Mutation = "release_before_reply"
-	// MutationSessionFenced fences progress by the session an attempt was
-	// offered on, as if the WebSocket connection were the lease: an agent
-	// that reconnects can no longer go on with the attempt it holds.
-	MutationSessionFenced Mutation = "session_fenced"
-)
+// MutationNone is the correct gateway.
+const MutationNone Mutation = ""
 
 // Config tunes a Gateway. Zero fields take the defaults; PollInterval and
 // SweepInterval may be negative to turn that loop off (the harness sweeps
@@ -75,7 +63,7 @@ type Config struct {
 	// timers are real.
 	Clock clock.Clock
 	// Mutation selects a deliberately broken gateway (MutationNone in
-	// production).
+	// production; see Mutations).
 	Mutation Mutation
 }
 

@@ -68,7 +68,7 @@ func (s *session) onSlots(m *protocol.Slots) {
 // onProgress renews a lease through the service layer. An infrastructure
 // error gets no reply: the agent's next heartbeat asks again.
 func (s *session) onProgress(m *protocol.Progress) {
-	if s.g.cfg.Mutation == MutationSessionFenced { // broken on purpose: the connection is not the fence
+	if s.g.v.sessionFenced() { // broken on purpose: the connection is not the fence
 		if on, _ := s.g.offeredOn.Load(m.AttemptID); on != s {
 			s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: m.JobID, AttemptID: m.AttemptID,
 				Reason: protocol.ReasonIdentityMismatch})
@@ -78,7 +78,7 @@ func (s *session) onProgress(m *protocol.Progress) {
 	r, err := s.g.svc.Progress(s.g.ctx, s.g.now(), s.deviceID, *m)
 	if err != nil {
 		s.log.Warn("progress", "job_id", m.JobID, "attempt_id", m.AttemptID, "err", err)
-		if s.g.cfg.Mutation == MutationAckProgressOnError { // broken on purpose: acks an undecided renewal
+		if s.g.v.ackProgressOnError() { // broken on purpose: acks an undecided renewal
 			s.write(&protocol.ProgressOK{Type: protocol.TypeProgressOK, JobID: m.JobID, AttemptID: m.AttemptID})
 		}
 		return
@@ -126,7 +126,7 @@ func (s *session) onCommit(m *protocol.Commit) {
 	}
 	s.g.m.Commits.WithLabelValues(string(r.Code)).Inc()
 	s.log.Info("commit", "job_id", m.JobID, "attempt_id", m.AttemptID, "code", r.Code)
-	if s.g.cfg.Mutation == MutationReleaseBeforeReply && endsAttempt(r.Code) { // broken on purpose
+	if s.g.v.releaseBeforeReply() && endsAttempt(r.Code) { // broken on purpose
 		s.release()
 		s.write(reply)
 		return

@@ -47,8 +47,11 @@ type Gateway struct {
 	// subscriptions counts successful (re)subscribes of the listener.
 	subscriptions atomic.Int64
 	// offeredOn maps attempt id to the session it was offered on; it is
-	// kept only under MutationSessionFenced.
+	// kept only by a broken variant (-tags mutations).
 	offeredOn sync.Map
+	// v holds the broken variant's hooks, constant false in the default
+	// build (see mutation_off.go).
+	v variant
 	// ignoreJobs drops JobsChannel notifications, so tests can show that
 	// the polling fallback alone finds queued work.
 	ignoreJobs atomic.Bool
@@ -75,7 +78,7 @@ func New(svc *server.Service, pool *pgxpool.Pool, signer *grant.Signer, m *metri
 		timers = cfg.Clock
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Gateway{svc: svc, pool: pool, signer: signer, m: m, log: log.With("component", "gateway"), cfg: cfg,
+	return &Gateway{svc: svc, pool: pool, signer: signer, m: m, log: log.With("component", "gateway"), cfg: cfg, v: newVariant(cfg.Mutation),
 		timers: timers, ctx: ctx, stop: stop, listening: make(chan struct{}),
 		all: map[*session]struct{}{}, byDevice: map[string]map[*session]struct{}{}}
 }

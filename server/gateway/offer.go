@@ -147,7 +147,7 @@ func (s *session) deliver(r protocol.Reply) bool {
 		return false
 	}
 	sent := s.write(offer)
-	if s.g.cfg.Mutation == MutationSessionFenced {
+	if s.g.v.sessionFenced() {
 		s.g.offeredOn.Store(r.AttemptID, s)
 	}
 	s.unclaim(0)

@@ -1,0 +1,94 @@
+//go:build mutations
+
+package scenarios
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/server"
+)
+
+// TestDifferentialCatchesBrokenServer proves the comparison can fail: a
+// service layer that does not compare the epoch (or the token) on commit is
+// caught as a divergence from the model and shrunk.
+func TestDifferentialCatchesBrokenServer(t *testing.T) {
+	for _, mut := range []server.Mutation{server.MutationNoEpochCheck, server.MutationNoTokenCheck} {
+		t.Run(string(mut), func(t *testing.T) {
+			c, done := setup(t, mut, 1)
+			defer done()
+			c.Seeds = seeds(1, 30)
+			res, err := c.Run(context.Background())
+			require.NoError(t, err)
+			require.NotEmpty(t, res.Failures, "%s was not caught", mut)
+			first := res.Failures[0]
+			require.Equal(t, faults.FailureDivergence, first.Result.Failure.Kind)
+			require.NotNil(t, first.Shrunk)
+			require.LessOrEqual(t, len(first.Shrunk.Events), first.Result.Failure.Step+1)
+			t.Logf("%s: seed %d diverged at step %d; shrunk to %d events: %s", mut, first.Seed,
+				first.Result.Failure.Step, len(first.Shrunk.Events), first.ShrunkRes.Failure)
+		})
+	}
+}
+
+// TestStackCatchesBrokenServer proves the full stack's comparison can
+// fail: with the stack's service layer not comparing the epoch (or the
+// token) on commit, while the Postgres target stays correct, the stack
+// diverges from the model, and the failure is shrunk. It stops at the
+// first failing seed, since every run builds a whole stack.
+func TestStackCatchesBrokenServer(t *testing.T) {
+	for _, mut := range []server.Mutation{server.MutationNoEpochCheck, server.MutationNoTokenCheck} {
+		t.Run(string(mut), func(t *testing.T) {
+			b := setupStack(t, mut, 1)
+			ctx := context.Background()
+			c := b.campaign
+			for seed := uint64(1); seed <= 30; seed++ {
+				seq := faults.Generate(seed, c.Steps, c.Gen)
+				res, err := faults.Run(ctx, c.Factory, 0, seq, c.Options)
+				require.NoError(t, err)
+				if res.Failure == nil {
+					continue
+				}
+				require.Equal(t, faults.FailureDivergence, res.Failure.Kind, res.Failure.String())
+				require.Equal(t, "model vs stack", res.Failure.Target)
+				shrunk, sres, err := faults.Shrink(ctx, c.Factory, seq, c.Options, res, c.ShrinkBudget)
+				require.NoError(t, err)
+				require.NotNil(t, sres.Failure)
+				require.Equal(t, "model vs stack", sres.Failure.Target)
+				require.LessOrEqual(t, len(shrunk.Events), res.Failure.Step+1)
+				t.Logf("%s: seed %d diverged at step %d; shrunk to %d events: %s", mut, seed, res.Failure.Step,
+					len(shrunk.Events), sres.Failure)
+				return
+			}
+			t.Fatalf("%s was not caught in 30 seeds", mut)
+		})
+	}
+}
+
+// TestLinearizabilityCatchesUnfencedPostgres: a service that does not
+// compare the epoch (or the token) on commit accepts the perturbed commits
+// the workload sends on every committing attempt, and the history is
+// refuted.
+func TestLinearizabilityCatchesUnfencedPostgres(t *testing.T) {
+	for _, tc := range []struct {
+		mut server.Mutation
+		gun string
+	}{
+		{server.MutationNoEpochCheck, linWrongEpoch},
+		{server.MutationNoTokenCheck, linStaleToken},
+	} {
+		t.Run(string(tc.mut), func(t *testing.T) {
+			w := LinWorkload{Seed: linSeed, Duration: 3 * time.Second}
+			b := linRunTest(t, linPostgresTarget(t, tc.mut), w)
+			linRequireCaught(t, b, b.check(t, "postgres-"+string(tc.mut)), tc.gun)
+		})
+	}
+}
+
+// TestLinearizabilityRespectsRealTime: a progress refused as job_cancelling
+// is linearizable when it overlaps the cancel (the cancel can be ordered
+// first) and refuted when it returned before the cancel was called.

@@ -1,0 +1,17 @@
+//go:build mutations
+
+package scenarios
+
+import "github.com/rendermac/rendermac/server/gateway"
+
+// mutationsBuilt: this binary has the server's and the gateway's broken
+// variants.
+const mutationsBuilt = true
+
+// The broken gateways are harness variants only in a build with
+// -tags mutations.
+func init() {
+	harnessVariants[string(gateway.MutationAckProgressOnError)] = "the gateway answers progress_ok when the service call failed"
+	harnessVariants[string(gateway.MutationReleaseBeforeReply)] = "the gateway frees the slot (and offers) before writing the commit decision"
+	harnessVariants[string(gateway.MutationSessionFenced)] = "the gateway fences progress by the session an attempt was offered on"
+}

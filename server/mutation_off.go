@@ -1,0 +1,43 @@
+//go:build !mutations
+
+package server
+
+import "fmt"
+
+// variant is empty in the default build: every hook below is the constant
+// false, so the compiler folds each guarded branch away and the fences are
+// exactly the contract. The broken variants live in mutation_on.go, built
+// only with -tags mutations.
+type variant struct{}
+
+// newVariant refuses a broken variant the build does not have: callers
+// check names with CheckMutation first, so reaching here is a bug.
+func newVariant(m Mutation) variant {
+	if m != MutationNone {
+		panic(fmt.Sprintf("server: variant %q: %v", m, ErrNoMutations))
+	}
+	return variant{}
+}
+
+// Mutations lists the broken variants this build has: none.
+func Mutations() []Mutation { return nil }
+
+// CheckMutation accepts only MutationNone in the default build.
+func CheckMutation(m Mutation) error {
+	if m != MutationNone {
+		return fmt.Errorf("server variant %q: %w", m, ErrNoMutations)
+	}
+	return nil
+}
+
+func (variant) noEpochCheck() bool               { return false }
+func (variant) noTokenCheck() bool               { return false }
+func (variant) commitFromCancelling() bool       { return false }
+func (variant) cancelQueuedNoop() bool           { return false }
+func (variant) commitTx1IgnoresCancelling() bool { return false }
+func (variant) progressIgnoresDevice() bool      { return false }
+func (variant) commitIgnoresAttemptStatus() bool { return false }
+func (variant) ignoreRetryBudget() bool          { return false }
+func (variant) requeueAnyFailure() bool          { return false }
+func (variant) ignoreAdmissionDeadline() bool    { return false }
+func (variant) commitNotIdempotent() bool        { return false }
