@@ -36,6 +36,9 @@ const (
 	// VariantStoreDropsWhenFull is an artifact store whose full disk
 	// acknowledges uploads it did not store.
 	VariantStoreDropsWhenFull = "store_drops_when_full"
+	// VariantUnsealedOutputs publishes every upload whatever the attempt's
+	// state: a PUT after the claim replaces the committed output.
+	VariantUnsealedOutputs = "unsealed_outputs"
 )
 
 // harnessVariants describes each harness variant.
@@ -45,6 +48,7 @@ var harnessVariants = map[string]string{
 	VariantStoreBitflip:       "the artifact store flips one byte of every object it returns",
 	VariantNoListen:           "the gateways run without their LISTEN/NOTIFY loop",
 	VariantStoreDropsWhenFull: "the artifact store's full disk acknowledges uploads it did not store",
+	VariantUnsealedOutputs:    "uploads are published after the attempt's claim: a late PUT replaces the committed output",
 	// the broken gateways: variants_mutations.go, -tags mutations only
 }
 

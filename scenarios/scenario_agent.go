@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -199,17 +200,27 @@ func cmdFail(r *scRun, st scStep) error {
 
 // cmdUpload PUTs the attempt's output through the offer's signed upload
 // URL, as the agent does: a small valid MP4, or with `corrupt` one whose
-// moov box is renamed (honest size and digest, broken media); with
-// `refused` the upload must be answered with an error status.
+// moov box is renamed (honest size and digest, broken media); `other`
+// sends another valid MP4 than a plain upload does; with `refused` the
+// upload must be answered with an error status; with `late` any answer is
+// taken (a refusal is counted as upload.refused) and the run's final
+// checks judge what the store holds.
 // Example: upload a1 j1 corrupt
+// Example: upload a1 j1 other refused
+// Example: upload a1 j1 other late
 func cmdUpload(r *scRun, st scStep) error {
 	a, o, _, err := r.frameParts(st, 2)
 	if err != nil {
 		return err
 	}
+	words := st.args[2:]
 	data := mp4.Synthetic(mp4.SyntheticParams{Seed: o.AttemptID, MdatBytes: 2048})
 	what := "valid MP4"
-	if len(st.args) > 2 && st.args[2] == "corrupt" {
+	if slices.Contains(words, "other") { // another valid file than the one a plain upload sends
+		data = mp4.Synthetic(mp4.SyntheticParams{Seed: o.AttemptID + "/other", MdatBytes: 1536})
+		what = "another valid MP4"
+	}
+	if slices.Contains(words, "corrupt") {
 		data = bytes.Replace(data, []byte("moov"), []byte("free"), 1)
 		what = "MP4 without moov"
 	}
@@ -223,9 +234,15 @@ func cmdUpload(r *scRun, st scStep) error {
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	_ = resp.Body.Close()
-	r.tl.add(laneAgent, fmt.Sprintf("%s PUT output of %s (%s, %d bytes): %d", a.name, r.name(o.AttemptID), what,
-		len(data), resp.StatusCode))
-	refused := len(st.args) > 2 && st.args[2] == "refused"
+	r.tl.add(laneAgent, fmt.Sprintf("%s PUT output of %s (%s, %d bytes): %d %s", a.name, r.name(o.AttemptID), what,
+		len(data), resp.StatusCode, bytes.TrimSpace(body)))
+	refused := slices.Contains(words, "refused")
+	if slices.Contains(words, "late") { // whatever the answer: the final checks judge what is stored
+		if resp.StatusCode/100 != 2 {
+			r.count("upload.refused", 1)
+		}
+		return nil
+	}
 	switch {
 	case refused && resp.StatusCode/100 == 2:
 		return fmt.Errorf("upload: expected the upload to be refused, got HTTP %d", resp.StatusCode)

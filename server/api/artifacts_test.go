@@ -2,6 +2,9 @@ package api_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,7 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/internal/mp4"
+	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/grant"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 const (
@@ -30,6 +36,8 @@ func (b *bundle) grantPath(t *testing.T, op grant.Op, key string, ttl time.Durat
 func TestArtifactPutThenGet(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	id := b.newJob(t)
+	outputKey := protocol.OutputKey(id, b.lease(t).AttemptID)
 	content := []byte("an output")
 	r := b.do(t, http.MethodPut, b.grantPath(t, grant.Put, outputKey, time.Minute), "", content)
 	require.Equal(t, http.StatusOK, r.Status, "body: %s", r.Body)
@@ -112,4 +120,66 @@ func TestArtifactPutIsBounded(t *testing.T) {
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 	requireError(t, b.do(t, http.MethodGet, b.grantPath(t, grant.Get, outputKey, time.Minute), "", nil),
 		http.StatusNotFound, "not_found")
+}
+
+// The output is write-once from its claim on: an upload with a valid,
+// unexpired grant is published while the attempt is in a lease phase,
+// refused 409 output_sealed once commit transaction 1 claimed it
+// (committing: verification reads what will be served) and after the job
+// succeeded, and the committed bytes are what downloads get. An output key
+// of no attempt takes no upload either.
+func TestOutputIsSealedFromItsClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	id := b.newJob(t)
+	offer := b.lease(t)
+	key := protocol.OutputKey(id, offer.AttemptID)
+	put := b.grantPath(t, grant.Put, key, time.Hour)
+	require.Equal(t, http.StatusOK, b.do(t, http.MethodPut, put, "", []byte("draft")).Status, "leased: uploads go")
+	_, err := b.svc.Progress(ctx, b.clock(), deviceID, protocol.Progress{JobID: id, AttemptID: offer.AttemptID,
+		LeaseEpoch: 1, Phase: protocol.AttemptUploading})
+	require.NoError(t, err)
+	content := mp4.Synthetic(mp4.SyntheticParams{Seed: offer.AttemptID})
+	require.Equal(t, http.StatusOK, b.do(t, http.MethodPut, put, "", content).Status, "uploading: uploads go")
+	sum := sha256.Sum256(content)
+	c := protocol.Commit{JobID: id, AttemptID: offer.AttemptID, LeaseEpoch: 1, CommitToken: offer.CommitToken,
+		Output: protocol.Output{Key: key, Bytes: int64(len(content)), SHA256: hex.EncodeToString(sum[:])}}
+	r, err := b.svc.CommitBegin(ctx, b.clock(), deviceID, c)
+	require.NoError(t, err)
+	require.Equal(t, protocol.CodeCommitPending, r.Code, "%+v", r)
+
+	late := b.do(t, http.MethodPut, put, "", []byte("swapped after the claim"))
+	requireError(t, late, http.StatusConflict, "output_sealed")
+	require.Contains(t, late.json(t)["message"], "is committing")
+	t.Logf("PUT while committing: %d %s", late.Status, late.Body)
+
+	ok, err := b.svc.Verify(ctx, id, offer.AttemptID)
+	require.NoError(t, err)
+	require.True(t, ok, "verification reads the bytes the claim named")
+	r, err = b.svc.CommitFinish(ctx, b.clock(), id, offer.AttemptID, ok)
+	require.NoError(t, err)
+	require.Equal(t, protocol.CodeCommitOK, r.Code)
+
+	late = b.do(t, http.MethodPut, put, "", []byte("swapped after commit_ok"))
+	requireError(t, late, http.StatusConflict, "output_sealed")
+	require.Contains(t, late.json(t)["message"], "is succeeded")
+	t.Logf("PUT after commit_ok: %d %s", late.Status, late.Body)
+	got := b.do(t, http.MethodGet, b.grantPath(t, grant.Get, key, time.Minute), "", nil)
+	require.Equal(t, http.StatusOK, got.Status)
+	require.Equal(t, content, got.Body, "downloads get the committed bytes")
+	vs, err := store.CheckOutputs(ctx, b.pool, b.store)
+	require.NoError(t, err)
+	require.Empty(t, vs)
+
+	// Tampering behind the API's back is what CheckOutputs exists to see.
+	_, err = b.store.Put(ctx, key, bytes.NewReader([]byte("tampered")))
+	require.NoError(t, err)
+	vs, err = store.CheckOutputs(ctx, b.pool, b.store)
+	require.NoError(t, err)
+	require.Len(t, vs, 1)
+	require.Contains(t, vs[0].String(), "invariant 8: succeeded job "+id+": stored output "+key+" is 8 bytes")
+
+	requireError(t, b.do(t, http.MethodPut, b.grantPath(t, grant.Put, outputKey, time.Minute), "", []byte("x")),
+		http.StatusConflict, "output_sealed")
 }

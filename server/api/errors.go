@@ -24,6 +24,10 @@ const (
 	CodeMethodNotAllowed   = "method_not_allowed"
 	CodeNotReady           = "not_ready"
 	CodeInternal           = "internal"
+	// CodeOutputSealed refuses an upload to an attempt's output key once
+	// the attempt has left its lease phases (committing or ended): the
+	// output is write-once from its claim on (invariant 8).
+	CodeOutputSealed = "output_sealed"
 )
 
 // Error is the JSON body of every error response.

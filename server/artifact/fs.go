@@ -55,6 +55,12 @@ func (s *FS) Close() error { return s.root.Close() }
 // fsync) means the new object is visible but may not survive a crash; a retry
 // with the same content is safe.
 func (s *FS) Put(ctx context.Context, key string, r io.Reader) (Object, error) {
+	return s.PutIf(ctx, key, r, nil)
+}
+
+// PutIf is Put whose rename runs inside guard (nil: always publish). The
+// temporary file is removed unless guard published it.
+func (s *FS) PutIf(ctx context.Context, key string, r io.Reader, guard Guard) (Object, error) {
 	name, err := s.name(ctx, key)
 	if err != nil {
 		return Object{}, err
@@ -69,12 +75,34 @@ func (s *FS) Put(ctx context.Context, key string, r io.Reader) (Object, error) {
 		return Object{}, fmt.Errorf("artifact: put %q: create temporary file: %w", key, err)
 	}
 	obj, err := writeSynced(ctx, f, r)
+	published := false
+	publish := func() error {
+		if published {
+			return errors.New("published twice")
+		}
+		if err := s.root.Rename(tmp, name); err != nil {
+			return err
+		}
+		published = true
+		return nil
+	}
 	if err == nil {
-		err = s.root.Rename(tmp, name)
+		if guard == nil {
+			err = publish()
+		} else if gerr := guard(publish); gerr != nil {
+			if !published {
+				_ = s.root.Remove(tmp)
+			}
+			return Object{}, gerr // the guard's refusal, as it said it
+		}
 	}
 	if err != nil {
 		_ = s.root.Remove(tmp) // best effort; the name is unreachable as a key anyway
 		return Object{}, fmt.Errorf("artifact: put %q: %w", key, err)
+	}
+	if !published {
+		_ = s.root.Remove(tmp)
+		return Object{}, fmt.Errorf("artifact: put %q: the guard neither published nor refused", key)
 	}
 	if err := s.syncDirs(dir); err != nil {
 		return Object{}, fmt.Errorf("artifact: put %q: sync directory: %w", key, err)

@@ -221,3 +221,41 @@ func TestFSSymlinksStayInside(t *testing.T) {
 	_, err = b.store.Stat(ctx, "inputs/alias")
 	require.ErrorIs(t, err, ErrNotFound)
 }
+
+// PutIf publishes only through its guard: a refusal leaves the previous
+// object and no temporary file; the guard runs after the body is whole, so
+// a body that fails never reaches it.
+func TestFSPutIfPublishesOnlyThroughTheGuard(t *testing.T) {
+	t.Parallel()
+	b := setupFS(t)
+	ctx := context.Background()
+	_, err := b.store.Put(ctx, "outputs/j/a.mp4", strings.NewReader("committed"))
+	require.NoError(t, err)
+
+	sealed := errors.New("sealed")
+	calls := 0
+	refuse := func(func() error) error { calls++; return sealed }
+	_, err = b.store.PutIf(ctx, "outputs/j/a.mp4", strings.NewReader("late"), refuse)
+	require.ErrorIs(t, err, sealed)
+	require.Equal(t, 1, calls)
+	r, _, err := b.store.Open(ctx, "outputs/j/a.mp4")
+	require.NoError(t, err)
+	got, _ := io.ReadAll(r)
+	require.NoError(t, r.Close())
+	require.Equal(t, "committed", string(got))
+	require.Equal(t, []string{"outputs/j/a.mp4"}, files(t, b.dir))
+
+	_, err = b.store.PutIf(ctx, "outputs/j/a.mp4", &errAfter{n: 10, err: io.ErrUnexpectedEOF}, refuse)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	require.Equal(t, 1, calls, "the guard ran for a body that never arrived whole")
+
+	obj, err := b.store.PutIf(ctx, "outputs/j/a.mp4", strings.NewReader("replaced"), func(publish func() error) error {
+		return publish()
+	})
+	require.NoError(t, err)
+	require.Equal(t, hexSHA256([]byte("replaced")), obj.SHA256)
+
+	_, err = b.store.PutIf(ctx, "outputs/j/b.mp4", strings.NewReader("x"), func(func() error) error { return nil })
+	require.ErrorContains(t, err, "neither published nor refused")
+	require.Equal(t, []string{"outputs/j/a.mp4"}, files(t, b.dir))
+}

@@ -23,6 +23,11 @@ type Object struct {
 	SHA256 string
 }
 
+// Guard decides, at the last moment, whether an upload is published: it
+// calls publish (at most once) under whatever lock makes the decision hold,
+// or returns an error to refuse.
+type Guard func(publish func() error) error
+
 // Reader is an open object: sequential reads for streaming and hashing, random
 // access for media checks (mp4.Check takes an io.ReaderAt). The caller closes it.
 type Reader interface {
@@ -41,6 +46,14 @@ type Store interface {
 	// or ctx ends before then, the key is unchanged.
 	// Callers bound r (e.g. http.MaxBytesReader); Put stores whatever it reads.
 	Put(ctx context.Context, key string, r io.Reader) (Object, error)
+	// PutIf is Put with a guard around publication: once the content is
+	// whole and durable under a temporary name, guard is called with the
+	// function that publishes it at key, and the object appears only if
+	// guard calls it; if guard returns an error the key is unchanged (or,
+	// if publish ran, holds the new object) and that error is returned.
+	// The guard lets a caller make "may this key still be written?" and
+	// the write one step, without holding anything while the body streams.
+	PutIf(ctx context.Context, key string, r io.Reader, guard Guard) (Object, error)
 	// Open returns the object at key with its size, or an error matching
 	// ErrNotFound.
 	Open(ctx context.Context, key string) (Reader, Object, error)

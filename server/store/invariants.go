@@ -105,8 +105,7 @@ var invariantChecks = []invariantCheck{
 // CheckInvariants evaluates SPEC section 4, invariants 1-9, over the rows q
 // sees and returns every violation found (nil when the state is sound). The
 // error is only for trouble running the checks. Invariant 8 is checked
-// against the recorded rows; that the artifact store holds those bytes is
-// the verifier's concern. Invariant 9's in-memory half (gateway slots) is
+// against the recorded rows here; CheckOutputs re-reads the stored bytes. Invariant 9's in-memory half (gateway slots) is
 // checked by the gateway.
 func CheckInvariants(ctx context.Context, q Querier) ([]Violation, error) {
 	var out []Violation
