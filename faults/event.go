@@ -25,10 +25,13 @@ const (
 	OpCancel
 	OpTick
 	OpSweep
+	// OpUpload PUTs other bytes to an attempt's output key (a re-upload
+	// while it runs, or a late one after its claim, which must be refused).
+	OpUpload
 	opCount
 )
 
-var opNames = [opCount]string{"create", "lease", "progress", "commit", "commit_begin", "commit_finish", "fail", "cancel", "tick", "sweep"}
+var opNames = [opCount]string{"create", "lease", "progress", "commit", "commit_begin", "commit_finish", "fail", "cancel", "tick", "sweep", "upload"}
 
 func (o Op) String() string {
 	if o < opCount {
@@ -110,6 +113,9 @@ func (e Event) String() string {
 	case OpCancel:
 		kv("job", e.Job)
 		kv("buyer", e.Buyer)
+	case OpUpload:
+		kv("job", e.Job)
+		kv("att", e.Attempt)
 	case OpTick:
 		kv("ms", e.Advance.Milliseconds())
 	}

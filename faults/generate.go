@@ -21,7 +21,7 @@ type GenConfig struct {
 var DefaultGenConfig = GenConfig{
 	Weights: [opCount]int{
 		OpCreate: 8, OpLease: 12, OpProgress: 24, OpCommit: 14, OpCommitBegin: 4,
-		OpCommitFinish: 4, OpFail: 5, OpCancel: 5, OpTick: 12, OpSweep: 6,
+		OpCommitFinish: 4, OpFail: 5, OpCancel: 5, OpTick: 12, OpSweep: 6, OpUpload: 4,
 	},
 	Perturb:   Ratio{1, 8},
 	Duplicate: Ratio{1, 25},
@@ -61,7 +61,7 @@ var phases = []protocol.AttemptStatus{protocol.AttemptLeased, protocol.AttemptDo
 func genEvent(g *Rng, cfg GenConfig) Event {
 	ev := Event{Op: Op(g.Weighted(cfg.Weights[:])), Device: -1, Buyer: -1}
 	switch ev.Op {
-	case OpProgress, OpCommit, OpCommitBegin, OpCommitFinish, OpFail, OpCancel:
+	case OpProgress, OpCommit, OpCommitBegin, OpCommitFinish, OpFail, OpCancel, OpUpload:
 		ev.Job = geometric(g, 8)
 	}
 	switch ev.Op {
@@ -83,7 +83,7 @@ func genEvent(g *Rng, cfg GenConfig) Event {
 	case OpCommit, OpCommitBegin:
 		genFence(g, cfg, &ev)
 		ev.OutputOK = !g.Chance(Ratio{1, 6})
-	case OpCommitFinish:
+	case OpCommitFinish, OpUpload:
 		ev.Attempt = pick(g, cfg.Perturb, 0, 1)
 	case OpFail:
 		genFence(g, cfg, &ev)

@@ -251,6 +251,9 @@ func (r *runner) apply(ctx context.Context, t Target, ev Event) (outcome, error)
 			buyer = WorldBuyers[ev.Buyer%len(WorldBuyers)].ID
 		}
 		return one(t.Cancel(ctx, now, buyer, jobID))
+	case OpUpload:
+		f := r.v.fence(ev)
+		return one(t.Upload(ctx, now, f.jobID, f.attemptID))
 	case OpSweep:
 		res, err := t.Sweep(ctx, now)
 		return outcome{sweep: &res}, err

@@ -26,6 +26,10 @@ type Target interface {
 	Fail(ctx context.Context, now time.Time, deviceID string, f protocol.Fail) (protocol.Reply, error)
 	Cancel(ctx context.Context, now time.Time, buyerID, jobID string) (protocol.Reply, error)
 	Sweep(ctx context.Context, now time.Time) (protocol.SweepResult, error)
+	// Upload PUTs other bytes than the attempt's honest output to its
+	// output key: upload_ok or output_sealed. A target with a real store
+	// re-uploads the honest output before a commit.
+	Upload(ctx context.Context, now time.Time, jobID, attemptID string) (protocol.Reply, error)
 	Snapshot(ctx context.Context) (protocol.Snapshot, error)
 	// CheckInvariants returns every broken invariant of SPEC section 4 the
 	// target can see, as readable lines.
@@ -74,6 +78,11 @@ func (t *ModelTarget) CommitBegin(_ context.Context, now time.Time, dev string, 
 // CommitFinish implements Target.
 func (t *ModelTarget) CommitFinish(_ context.Context, now time.Time, job, att string) (protocol.Reply, error) {
 	return t.M.CommitFinish(now, job, att), nil
+}
+
+// Upload implements Target.
+func (t *ModelTarget) Upload(_ context.Context, now time.Time, job, att string) (protocol.Reply, error) {
+	return t.M.Upload(now, job, att), nil
 }
 
 // Fail implements Target.

@@ -84,6 +84,10 @@ const (
 	CodeCancelling  Code = "cancelling"
 	CodeJobTerminal Code = "job_terminal"
 	CodeNotFound    Code = "not_found"
+	// Upload (an artifact PUT to an attempt's output key, HTTP): accepted
+	// while the attempt is in a lease phase, sealed from its claim on.
+	CodeUploadOK     Code = "upload_ok"
+	CodeOutputSealed Code = "output_sealed"
 )
 
 // ConflictReason says why progress got lease_conflict.

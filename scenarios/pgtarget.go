@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -31,6 +32,61 @@ func SyntheticOutput(jobID, attemptID string) protocol.Output {
 
 func syntheticBytes(attemptID string) []byte {
 	return mp4.Synthetic(mp4.SyntheticParams{Seed: attemptID, MdatBytes: 2048})
+}
+
+// lateBytes is what an upload event sends: a valid MP4, but not the
+// attempt's honest output, so a late upload that was published shows in
+// the stored-output check.
+func lateBytes(attemptID string) []byte {
+	return mp4.Synthetic(mp4.SyntheticParams{Seed: attemptID + "/late", MdatBytes: 1024})
+}
+
+// uploadReply maps an upload's outcome to the contract's reply.
+func uploadReply(err error) (protocol.Reply, error) {
+	var sealed *server.SealedError
+	switch {
+	case errors.As(err, &sealed):
+		return protocol.Reply{Code: protocol.CodeOutputSealed}, nil
+	case err != nil:
+		return protocol.Reply{}, err
+	}
+	return protocol.Reply{Code: protocol.CodeUploadOK}, nil
+}
+
+// uploadHonest puts the attempt's honest output before a commit, as its
+// agent does, through the same seal as any upload: a commit of an attempt
+// whose output is already sealed leaves the sealed bytes alone.
+func uploadHonest(ctx context.Context, svc *server.Service, c protocol.Commit) error {
+	if !protocol.ValidID(c.JobID) || !protocol.ValidID(c.AttemptID) {
+		return nil
+	}
+	_, err := svc.PutOutput(ctx, c.JobID, c.AttemptID, bytes.NewReader(syntheticBytes(c.AttemptID)))
+	if _, err := uploadReply(err); err != nil {
+		return fmt.Errorf("upload output: %w", err)
+	}
+	return nil
+}
+
+// checkAll is CheckInvariants over the rows plus CheckOutputs over the
+// store, rendered as the runner wants them.
+func checkAll(ctx context.Context, pool store.Querier, st artifact.Store) ([]string, error) {
+	vs, err := store.CheckInvariants(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := store.CheckOutputs(ctx, pool, st)
+	if err != nil {
+		return nil, err
+	}
+	vs = append(vs, outs...)
+	if len(vs) == 0 {
+		return nil, nil
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = fmt.Sprintf("invariant %d: %s", v.Invariant, v.Message)
+	}
+	return out, nil
 }
 
 // PostgresTarget runs operations through server.Service on a real database.
@@ -187,15 +243,16 @@ func (t *PostgresTarget) Progress(ctx context.Context, now time.Time, dev string
 // would have done before committing), then runs transaction 1. outputOK is
 // already reflected in the commit's claimed sha256.
 func (t *PostgresTarget) CommitBegin(ctx context.Context, now time.Time, dev string, c protocol.Commit, _ bool) (protocol.Reply, error) {
-	if protocol.ValidID(c.JobID) && protocol.ValidID(c.AttemptID) {
-		key := protocol.OutputKey(c.JobID, c.AttemptID)
-		if _, err := t.store.Stat(ctx, key); err != nil {
-			if _, err := t.store.Put(ctx, key, bytes.NewReader(syntheticBytes(c.AttemptID))); err != nil {
-				return protocol.Reply{}, fmt.Errorf("upload output: %w", err)
-			}
-		}
+	if err := uploadHonest(ctx, t.svc, c); err != nil {
+		return protocol.Reply{}, err
 	}
 	return t.svc.CommitBegin(ctx, now, dev, c)
+}
+
+// Upload implements faults.Target through the service layer's seal.
+func (t *PostgresTarget) Upload(ctx context.Context, _ time.Time, job, att string) (protocol.Reply, error) {
+	_, err := t.svc.PutOutput(ctx, job, att, bytes.NewReader(lateBytes(att)))
+	return uploadReply(err)
 }
 
 // CommitFinish implements faults.Target: verification, then transaction 2.
@@ -229,15 +286,7 @@ func (t *PostgresTarget) Snapshot(ctx context.Context) (protocol.Snapshot, error
 
 // CheckInvariants implements faults.Target with the SQL checks of store.
 func (t *PostgresTarget) CheckInvariants(ctx context.Context) ([]string, error) {
-	vs, err := store.CheckInvariants(ctx, t.pool)
-	if err != nil || len(vs) == 0 {
-		return nil, err
-	}
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = fmt.Sprintf("invariant %d: %s", v.Invariant, v.Message)
-	}
-	return out, nil
+	return checkAll(ctx, t.pool, t.store)
 }
 
 // Close implements faults.Target; the worker's pool outlives the run.

@@ -51,13 +51,15 @@ func setupStack(t *testing.T, mut server.Mutation, workers int) *stackBundle {
 // step, and checking every target's invariants.
 func TestModelPostgresAndStackAgree(t *testing.T) {
 	b := setupStack(t, server.MutationNone, 2)
-	b.campaign.Seeds = seeds(2000, 20)
+	b.campaign.Seeds = seeds(2000, 30)
 	res, err := b.campaign.Run(context.Background())
 	require.NoError(t, err)
 	for _, f := range res.Failures {
 		t.Errorf("seed %d: %s\nreplay: go run ./cmd/rendermac fuzz --target stack --seed %d --steps 60", f.Seed, f.Result.Failure, f.Seed)
 	}
-	require.Equal(t, 20*60, res.Steps)
+	require.Equal(t, 30*60, res.Steps)
+	require.Positive(t, res.Codes["output_sealed"], "the campaign never tried a late upload")
+	require.Positive(t, res.Codes["upload_ok"], "the campaign never uploaded to a live attempt")
 	require.Positive(t, res.Codes["commit_ok"], "the campaign never reached a successful commit")
 	m := &b.stack.Marks
 	for name, n := range map[string]int64{

@@ -70,6 +70,7 @@ func (t *StackTarget) build(ctx context.Context, mutation server.Mutation) error
 		return err
 	}
 	log := slog.New(slog.DiscardHandler)
+	t.signer = signer
 	t.api = api.New(t.svc, t.r.pool, t.store, signer, metrics.New(), log, api.Config{Now: t.clock.Now}).Handler()
 	gcfg := gateway.Config{LeaseTTL: faults.WorldLeaseTTL, Heartbeat: stackHeartbeat, PollInterval: -1,
 		SweepInterval: -1, MaxBadMessages: 1 << 30, Clock: t.clock}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/rendermac/rendermac/internal/clock"
@@ -14,6 +16,7 @@ import (
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
+	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -76,6 +79,7 @@ type StackTarget struct {
 	ids     *sharedIDs
 	svc     *server.Service
 	api     http.Handler
+	signer  *grant.Signer
 	apiKeys map[string]string // buyer id -> API key
 
 	gwF, gwL       *gateway.Gateway
@@ -267,17 +271,32 @@ func (t *StackTarget) wireCommit(ctx context.Context, dev string, c protocol.Com
 }
 
 func (t *StackTarget) upload(ctx context.Context, c protocol.Commit) error {
-	if !protocol.ValidID(c.JobID) || !protocol.ValidID(c.AttemptID) {
-		return nil
+	return uploadHonest(ctx, t.svc, c)
+}
+
+// Upload implements faults.Target with a PUT through the HTTP API, with a
+// grant for the attempt's output key as its offer carries.
+func (t *StackTarget) Upload(ctx context.Context, now time.Time, job, att string) (protocol.Reply, error) {
+	if err := t.begin(now); err != nil {
+		return protocol.Reply{}, err
 	}
-	key := protocol.OutputKey(c.JobID, c.AttemptID)
-	if _, err := t.store.Stat(ctx, key); err == nil {
-		return nil
+	if !protocol.ValidID(job) || !protocol.ValidID(att) {
+		return protocol.Reply{Code: protocol.CodeOutputSealed}, nil // no such key: the service layer's answer
 	}
-	if _, err := t.store.Put(ctx, key, bytes.NewReader(syntheticBytes(c.AttemptID))); err != nil {
-		return fmt.Errorf("upload output: %w", err)
+	u, err := url.Parse(t.signer.URL(grant.Put, protocol.OutputKey(job, att), now, time.Hour))
+	if err != nil {
+		return protocol.Reply{}, err
 	}
-	return nil
+	req := httptest.NewRequestWithContext(ctx, http.MethodPut, u.RequestURI(), bytes.NewReader(lateBytes(att)))
+	rec := httptest.NewRecorder()
+	t.api.ServeHTTP(rec, req)
+	switch {
+	case rec.Code == http.StatusOK:
+		return protocol.Reply{Code: protocol.CodeUploadOK}, nil
+	case rec.Code == http.StatusConflict && strings.Contains(rec.Body.String(), `"output_sealed"`):
+		return protocol.Reply{Code: protocol.CodeOutputSealed}, nil
+	}
+	return protocol.Reply{}, fmt.Errorf("upload %s: HTTP %d: %s", att, rec.Code, rec.Body.String())
 }
 
 // CommitFinish implements faults.Target: the rest of this step's commit
@@ -344,13 +363,5 @@ func (t *StackTarget) Snapshot(ctx context.Context) (protocol.Snapshot, error) {
 
 // CheckInvariants implements faults.Target with the SQL checks of store.
 func (t *StackTarget) CheckInvariants(ctx context.Context) ([]string, error) {
-	vs, err := store.CheckInvariants(ctx, t.r.pool)
-	if err != nil || len(vs) == 0 {
-		return nil, err
-	}
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = fmt.Sprintf("invariant %d: %s", v.Invariant, v.Message)
-	}
-	return out, nil
+	return checkAll(ctx, t.r.pool, t.store)
 }

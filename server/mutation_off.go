@@ -41,3 +41,4 @@ func (variant) ignoreRetryBudget() bool          { return false }
 func (variant) requeueAnyFailure() bool          { return false }
 func (variant) ignoreAdmissionDeadline() bool    { return false }
 func (variant) commitNotIdempotent() bool        { return false }
+func (variant) noOutputSeal() bool               { return false }

@@ -47,6 +47,10 @@ const (
 	// commit_pending, so the gateway's re-run after an infrastructure error
 	// is refused.
 	MutationCommitNotIdempotent Mutation = "commit_not_idempotent"
+	// MutationNoOutputSeal publishes every upload to an output key whatever
+	// the attempt's status: a PUT after the claim replaces the verified,
+	// committed output.
+	MutationNoOutputSeal Mutation = "no_output_seal"
 )
 
 // Mutations lists the service layer's broken variants.
@@ -54,7 +58,7 @@ func Mutations() []Mutation {
 	return []Mutation{MutationNoEpochCheck, MutationCommitFromCancelling, MutationNoTokenCheck,
 		MutationCancelQueuedNoop, MutationCommitTx1IgnoresCancelling, MutationProgressIgnoresDevice,
 		MutationCommitIgnoresAttemptStatus, MutationIgnoreRetryBudget, MutationRequeueAnyFailure,
-		MutationIgnoreAdmissionDeadline, MutationCommitNotIdempotent}
+		MutationIgnoreAdmissionDeadline, MutationCommitNotIdempotent, MutationNoOutputSeal}
 }
 
 // CheckMutation reports whether m is MutationNone or one of Mutations.
@@ -87,3 +91,4 @@ func (v variant) ignoreRetryBudget() bool          { return v.m == MutationIgnor
 func (v variant) requeueAnyFailure() bool          { return v.m == MutationRequeueAnyFailure }
 func (v variant) ignoreAdmissionDeadline() bool    { return v.m == MutationIgnoreAdmissionDeadline }
 func (v variant) commitNotIdempotent() bool        { return v.m == MutationCommitNotIdempotent }
+func (v variant) noOutputSeal() bool               { return v.m == MutationNoOutputSeal }

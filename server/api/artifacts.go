@@ -1,17 +1,14 @@
 package api
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/grant"
 )
@@ -109,12 +106,12 @@ func (a *API) putArtifact(w http.ResponseWriter, r *http.Request, key string) {
 	var obj artifact.Object
 	var err error
 	if jobID, attemptID, ok := parseOutputKey(key); ok {
-		obj, err = a.store.PutIf(r.Context(), key, body, a.sealGuard(r.Context(), jobID, attemptID))
+		obj, err = a.svc.PutOutput(r.Context(), jobID, attemptID, body)
 	} else {
 		obj, err = a.store.Put(r.Context(), key, body)
 	}
 	var tooLarge *http.MaxBytesError
-	var sealed errSealed
+	var sealed *server.SealedError
 	switch {
 	case errors.As(err, &sealed):
 		writeError(w, http.StatusConflict, CodeOutputSealed, sealed.Error())
@@ -139,47 +136,4 @@ func parseOutputKey(key string) (jobID, attemptID string, ok bool) {
 		return "", "", false
 	}
 	return jobID, attemptID, true
-}
-
-// errSealed refuses an upload to an output the attempt can no longer write.
-type errSealed struct{ attemptID, status string }
-
-func (e errSealed) Error() string {
-	if e.status == "" {
-		return "no attempt " + e.attemptID + " of this job: nothing may be uploaded here"
-	}
-	return "attempt " + e.attemptID + " is " + e.status + ": its output is sealed (write-once once claimed by a commit)"
-}
-
-// sqlSealCheck locks the attempt row in share mode: a commit's claim (and
-// the sweeper ending the attempt) update that row, so they wait while an
-// upload is being published, and an upload that takes the lock after them
-// sees the attempt's new status.
-const sqlSealCheck = `SELECT status FROM job_attempts WHERE id = $1 AND job_id = $2 FOR SHARE`
-
-// sealGuard publishes an upload to the attempt's output key only while the
-// attempt is in a lease phase (leased, downloading, running, uploading),
-// with its row share-locked across the rename. Once a commit has claimed
-// the output (committing) or the attempt ended, the upload is refused and
-// the key keeps the bytes verification read, which are the bytes served.
-func (a *API) sealGuard(ctx context.Context, jobID, attemptID string) artifact.Guard {
-	return func(publish func() error) error {
-		tx, err := a.pool.BeginTx(ctx, pgx.TxOptions{})
-		if err != nil {
-			return fmt.Errorf("check the attempt of an upload: %w", err)
-		}
-		// Read-only: rolling back releases the share lock after the rename.
-		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-		var status protocol.AttemptStatus
-		err = tx.QueryRow(ctx, sqlSealCheck, attemptID, jobID).Scan(&status)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return errSealed{attemptID: attemptID}
-		case err != nil:
-			return fmt.Errorf("check the attempt of an upload: %w", err)
-		case !status.LeasePhase():
-			return errSealed{attemptID: attemptID, status: string(status)}
-		}
-		return publish()
-	}
 }
