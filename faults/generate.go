@@ -120,6 +120,9 @@ func genCreate(g *Rng, ev *Event) {
 		ev.IdemKey = g.Between(1, 3)
 	}
 	ev.Param = g.IntN(3)
+	if g.Chance(Ratio{1, 30}) {
+		ev.Param = paramNUL + g.IntN(2) // a value Postgres would refuse: validation_error(params)
+	}
 }
 
 // genFence fills the identity a fenced frame presents, perturbing each part

@@ -70,7 +70,7 @@ func (v *view) createRequest(ev Event) protocol.CreateJobRequest {
 	req := protocol.CreateJobRequest{
 		BuyerID:         WorldBuyers[ev.Buyer%len(WorldBuyers)].ID,
 		Service:         ev.Service,
-		Params:          map[string]string{"seed": strconv.Itoa(ev.Param)},
+		Params:          map[string]string{"seed": paramValue(ev.Param)},
 		Input:           protocol.InputRef{Bytes: 4096, SHA256: inputSHA256},
 		MaxAttempts:     ev.MaxAttempts,
 		AdmissionWindow: time.Duration(ev.WindowSec) * time.Second,
@@ -184,4 +184,20 @@ func (v *view) fence(ev Event) fence {
 		}
 	}
 	return f
+}
+
+// Param values past the usual seeds: text Postgres cannot store.
+const (
+	paramNUL         = 3 // a NUL byte
+	paramInvalidUTF8 = 4 // a byte sequence that is not UTF-8
+)
+
+func paramValue(p int) string {
+	switch p {
+	case paramNUL:
+		return "se\x00ed"
+	case paramInvalidUTF8:
+		return "se\xffed"
+	}
+	return strconv.Itoa(p)
 }

@@ -10,7 +10,7 @@ import (
 // seed's events differently (weights, event kinds, perturbations), so that
 // a seed from an older card means another sequence. GeneratorVersion adds a
 // hash of the package's sources.
-const GeneratorRulesVersion = 2 // 2: the upload event
+const GeneratorRulesVersion = 3 // 2: the upload event; 3: params Postgres cannot store
 
 //go:embed *.go
 var sources embed.FS

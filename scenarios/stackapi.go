@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"time"
 
 	"github.com/rendermac/rendermac/protocol"
@@ -30,11 +32,13 @@ func (t *StackTarget) CreateJob(ctx context.Context, now time.Time, req protocol
 	if req.AdmissionWindow%time.Second != 0 {
 		return protocol.Reply{}, fmt.Errorf("create job: admission window %s is not whole seconds, which the API cannot express", req.AdmissionWindow)
 	}
-	body, err := json.Marshal(map[string]any{"service": req.Service, "params": req.Params, "input_base64": stackInput,
+	body, err := json.Marshal(map[string]any{"service": req.Service, "input_base64": stackInput,
 		"max_attempts": req.MaxAttempts, "admission_window_s": int64(req.AdmissionWindow / time.Second)})
 	if err != nil {
 		return protocol.Reply{}, err
 	}
+	body = append(append(body[:len(body)-1], `,"params":`...), rawJSONObject(req.Params)...)
+	body = append(body, '}')
 	status, out, err := t.call(ctx, req.BuyerID, "/v1/jobs", body, req.IdempotencyKey)
 	if err != nil {
 		return protocol.Reply{}, err
@@ -100,4 +104,37 @@ func (t *StackTarget) call(ctx context.Context, buyer, path string, body []byte,
 		return 0, out, fmt.Errorf("POST %s: HTTP %d with a body that is not JSON: %w", path, rec.Code, err)
 	}
 	return rec.Code, out, nil
+}
+
+// rawJSONObject renders params as a JSON object whose string bytes are the
+// params' own, invalid UTF-8 included: encoding/json would replace such
+// bytes with U+FFFD, so the API would never see what the generator drew
+// (written by hand for that reason alone; keys are sorted, and quotes,
+// backslashes and control bytes are escaped as JSON requires).
+func rawJSONObject(params map[string]string) []byte {
+	out := []byte{'{'}
+	for i, k := range slices.Sorted(maps.Keys(params)) {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendRawJSONString(out, k)
+		out = append(out, ':')
+		out = appendRawJSONString(out, params[k])
+	}
+	return append(out, '}')
+}
+
+func appendRawJSONString(out []byte, s string) []byte {
+	out = append(out, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			out = append(out, '\\', c)
+		case c < 0x20:
+			out = fmt.Appendf(out, `\u%04x`, c)
+		default:
+			out = append(out, c)
+		}
+	}
+	return append(out, '"')
 }

@@ -169,11 +169,11 @@ func (s *Service) invalidField(req protocol.CreateJobRequest) string {
 		return "params"
 	}
 	for k, v := range req.Params {
-		if !paramKey.MatchString(k) || len(v) > maxParamValueBytes {
+		if !paramKey.MatchString(k) || len(v) > maxParamValueBytes || !protocol.ValidText(v) {
 			return "params"
 		}
 	}
-	if len(req.IdempotencyKey) > maxIdempotencyKeyBytes {
+	if len(req.IdempotencyKey) > maxIdempotencyKeyBytes || !protocol.ValidText(req.IdempotencyKey) {
 		return "idempotency_key"
 	}
 	return ""

@@ -87,6 +87,11 @@ func TestCreateJobValidation(t *testing.T) {
 		{"params", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{strings.Repeat("k", 33): "v"} }},
 		{"params", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"k": strings.Repeat("v", 257)} }},
 		{"idempotency_key", func(r *protocol.CreateJobRequest) { r.IdempotencyKey = strings.Repeat("i", 201) }},
+		// What Postgres text and jsonb cannot hold is refused before it gets there.
+		{"params", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"k": "a\x00b"} }},
+		{"params", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"k": "a\xffb"} }},
+		{"idempotency_key", func(r *protocol.CreateJobRequest) { r.IdempotencyKey = "key\x00" }},
+		{"idempotency_key", func(r *protocol.CreateJobRequest) { r.IdempotencyKey = "key\xc3" }},
 	}
 	for _, c := range cases {
 		req := request()

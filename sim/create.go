@@ -110,7 +110,7 @@ func validateRequest(req protocol.CreateJobRequest) string {
 		return "input.sha256"
 	case !validParams(req.Params):
 		return "params"
-	case len(req.IdempotencyKey) > idempotencyKeyMax:
+	case len(req.IdempotencyKey) > idempotencyKeyMax || !protocol.ValidText(req.IdempotencyKey):
 		return "idempotency_key"
 	}
 	return ""
@@ -121,7 +121,7 @@ func validParams(params map[string]string) bool {
 		return false
 	}
 	for k, v := range params {
-		if !validParamKey(k) || len(v) > paramValueLenMax {
+		if !validParamKey(k) || len(v) > paramValueLenMax || !protocol.ValidText(v) {
 			return false
 		}
 	}

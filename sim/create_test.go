@@ -80,6 +80,9 @@ func TestCreateJobValidation(t *testing.T) {
 		{"param key empty", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"": "x"} }, protocol.CodeValidation, "params"},
 		{"param key long", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{strings.Repeat("a", 33): "x"} }, protocol.CodeValidation, "params"},
 		{"param value long", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"a": strings.Repeat("v", 257)} }, protocol.CodeValidation, "params"},
+		{"param value NUL", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"a": "x\x00"} }, protocol.CodeValidation, "params"},
+		{"param value not UTF-8", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"a": "x\xff"} }, protocol.CodeValidation, "params"},
+		{"idempotency key NUL", func(r *protocol.CreateJobRequest) { r.IdempotencyKey = "k\x00" }, protocol.CodeValidation, "idempotency_key"},
 		{"idempotency key long", func(r *protocol.CreateJobRequest) { r.IdempotencyKey = strings.Repeat("k", 201) }, protocol.CodeValidation, "idempotency_key"},
 		// The order: the first failing field wins.
 		{"service before max_attempts", func(r *protocol.CreateJobRequest) { r.Service = "x"; r.MaxAttempts = 0 }, protocol.CodeValidation, "service"},

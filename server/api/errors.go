@@ -1,12 +1,16 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error codes the API answers with besides the contract's reply codes
@@ -67,14 +71,37 @@ func invalid(field, format string, args ...any) *requestError {
 		body: Error{Code: "validation_error", Message: fmt.Sprintf(format, args...), Field: field}}
 }
 
+// notUTF8 refuses a body that is not UTF-8 (RFC 8259 requires it), naming
+// the first top-level field, in key order, whose raw value holds the bad
+// bytes: encoding/json would otherwise turn them into U+FFFD and store
+// something the client did not send.
+func notUTF8(body []byte) *requestError {
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(body, &raw) == nil {
+		for _, k := range slices.Sorted(maps.Keys(raw)) {
+			if !utf8.Valid(raw[k]) {
+				return invalid(k, "%s is not valid UTF-8", k)
+			}
+		}
+	}
+	return &requestError{status: http.StatusBadRequest,
+		body: Error{Code: CodeBadRequest, Message: "request body is not valid UTF-8"}}
+}
+
 // decodeJSON reads one JSON object of at most limit bytes into dst,
 // refusing unknown fields and trailing data. A malformed body is 400, a
 // well-formed one with a wrong or unknown field is 422 naming that field,
 // an oversized one 413.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any) *requestError {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err == nil && !utf8.Valid(body) {
+		return notUTF8(body)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(dst)
+	if err == nil {
+		err = dec.Decode(dst)
+	}
 	if err == nil {
 		if _, extra := dec.Token(); !errors.Is(extra, io.EOF) {
 			err = errors.Join(errors.New("trailing data after the JSON object"), extra)

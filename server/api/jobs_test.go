@@ -81,6 +81,8 @@ func TestCreateJobValidationWritesNothing(t *testing.T) {
 		{`{"service":"synthetic.mp4","admission_window_s":0}`, "admission_window_s"},
 		{`{"service":"synthetic.mp4","admission_window_s":9223372036854775807}`, "admission_window_s"},
 		{`{"service":"synthetic.mp4","params":{"Bad Key":"v"}}`, "params"},
+		{`{"service":"synthetic.mp4","params":{"k":"a\u0000b"}}`, "params"},
+		{"{\"service\":\"synthetic.mp4\",\"params\":{\"k\":\"a\xffb\"}}", "params"}, // raw bytes that are not UTF-8
 		{`{"service":"synthetic.mp4","input_base64":"!!!"}`, "input_base64"},
 		{`{"service":"synthetic.mp4","surprise":1}`, "surprise"},
 		{`{"service":"synthetic.mp4","max_attempts":"3"}`, "max_attempts"},
