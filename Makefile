@@ -8,7 +8,7 @@ STEPS   ?= 200
 # The default build (make build, make cross) has neither.
 TAGS    ?= faultpoints,mutations
 
-.PHONY: build test race lint bench qualify fuzz-model cross clean
+.PHONY: build test race lint bench qualify mutate fuzz-model cross clean
 
 build:
 	$(GO) build ./...
@@ -46,6 +46,13 @@ bench:
 # (DATABASE_URL if set), evidence card in evidence-out/; exits 1 on a failure.
 qualify:
 	$(GO) run -tags $(TAGS) ./cmd/rendermac qualify --seeds $(SEEDS) --steps $(STEPS) --out evidence-out
+
+# The source mutation campaign: every mutant of mutate.Catalogue (a fence
+# predicate, a lock, a clock, a budget...) applied to a copy of the tree and
+# run through a bounded qualify gate; survivors also through their package's
+# tests. Score card in evidence-out/; exits 1 if a mutant survives.
+mutate:
+	$(GO) run ./cmd/rendermac mutate --workers 2 --tests --out evidence-out
 
 clean:
 	rm -rf bin rendermac-failures

@@ -23,6 +23,8 @@ type Card struct {
 	NotCovered []string `json:"not_covered"`
 	// NoTimings is set when durations were left out.
 	NoTimings bool `json:"no_timings"`
+	// MutationScore is the source mutation campaign, on its own card.
+	MutationScore *MutationScore `json:"mutation_score,omitempty"`
 }
 
 // RunInfo says what was run.

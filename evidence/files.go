@@ -16,6 +16,9 @@ const fileStem = "-phase-fault-qualification"
 // YYYY-MM-DD-phase-fault-qualification.md, .json, -junit.xml and .html.
 func FileNames(c Card) (md, json, junit, html string) {
 	base := c.Date + fileStem
+	if c.MutationScore != nil { // a mutation card never overwrites that day's qualification card
+		base = c.Date + "-mutation-score"
+	}
 	return base + ".md", base + ".json", base + "-junit.xml", base + ".html"
 }
 

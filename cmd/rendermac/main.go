@@ -24,6 +24,7 @@ func commands() []command {
 		{"fuzz", "run a seeded fuzz campaign against the model and/or Postgres", runFuzz},
 		{"scenarios", "run the named phase-fault scenario catalogue against the full stack", runScenarios},
 		{"qualify", "run the qualification campaigns and write the dated evidence card", runQualify},
+		{"mutate", "run the source mutation campaign: each mutant through the bounded qualify gate", runMutate},
 		{"replay", "replay the failures recorded in a card's JSON, or a replay file", runReplay},
 		{"card", "compare two qualification cards: card diff A.json B.json", runCard},
 		{"bench", "load the whole stack beside pgbench and check the performance goals", runBench},

@@ -1,0 +1,79 @@
+package evidence
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+)
+
+// MutationScore is a source mutation campaign (rendermac mutate): each
+// mutant is one small semantic change to the server's source, and the
+// bounded qualify gate (and, where asked, the package tests) ran on it.
+type MutationScore struct {
+	// Gate is the qualify command each mutant was run through.
+	Gate    string   `json:"gate"`
+	Mutants []Mutant `json:"mutants"`
+	// Killed counts mutants some check failed on; Total excludes invalid
+	// ones (a mutant that does not build proves nothing).
+	Killed int `json:"killed"`
+	Total  int `json:"total"`
+	// KilledByQualify counts those the qualify gate alone failed on.
+	KilledByQualify int `json:"killed_by_qualify"`
+}
+
+// Mutant is one mutation and its outcome.
+type Mutant struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	File string `json:"file"`
+	// What says in words what the mutation breaks.
+	What string `json:"what"`
+	// Outcome is "killed", "survived", "timeout" (counted killed: the gate
+	// did not finish) or "invalid" (did not build, not counted).
+	Outcome string `json:"outcome"`
+	// KilledBy names what failed: qualify campaigns and scenarios, or
+	// "test <package>: <TestName>".
+	KilledBy   []string `json:"killed_by,omitempty"`
+	Detail     string   `json:"detail,omitempty"`
+	DurationMs int64    `json:"duration_ms,omitempty"`
+}
+
+// Score is Killed/Total as a percentage (0 when nothing counted).
+func (m MutationScore) Score() float64 {
+	if m.Total == 0 {
+		return 0
+	}
+	return 100 * float64(m.Killed) / float64(m.Total)
+}
+
+// MutantRows is the table the Markdown card and the command's stdout show.
+func MutantRows(m MutationScore) (header []string, rows [][]string) {
+	header = []string{"ID", "Kind", "File", "Outcome", "Killed by"}
+	for _, mu := range m.Mutants {
+		by := strings.Join(mu.KilledBy, "; ")
+		if len(by) > 120 {
+			by = by[:117] + "..."
+		}
+		rows = append(rows, []string{mu.ID, mu.Kind, mu.File, mu.Outcome, by})
+	}
+	return header, rows
+}
+
+func mdMutations(w *bufio.Writer, c Card) error {
+	m := c.MutationScore
+	if m == nil {
+		return nil
+	}
+	fmt.Fprint(w, "\n## Mutation score\n\n")
+	fmt.Fprintf(w, "Score: **%d/%d killed (%.1f%%)**, %d by the qualify gate alone. Gate: %s\n\n",
+		m.Killed, m.Total, m.Score(), m.KilledByQualify, code(m.Gate))
+	header, rows := MutantRows(*m)
+	if err := mdTable(w, header, rows); err != nil {
+		return fmt.Errorf("mutation table: %w", err)
+	}
+	fmt.Fprint(w, "\n")
+	for _, mu := range m.Mutants {
+		fmt.Fprintf(w, "- %s: %s\n", code(mu.ID), oneLine(mu.What))
+	}
+	return nil
+}

@@ -1,0 +1,38 @@
+package mutate
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The catalogue fits the tree it ships in: every snippet occurs exactly
+// once, ids are unique, and there are at least 25 mutants.
+func TestCatalogueFitsTheTree(t *testing.T) {
+	require.GreaterOrEqual(t, len(Catalogue), 25)
+	require.NoError(t, Check("..", Catalogue))
+}
+
+// Apply changes exactly the snippet and restore undoes it; a snippet that
+// no longer matches exactly once is refused with the mutant's name.
+func TestApplyAndRestore(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.go")
+	require.NoError(t, os.WriteFile(path, []byte("x := a < b\ny := c\n"), 0o644))
+	restore, err := Apply(dir, Mutant{ID: "lt", File: "a.go", Old: "a < b", New: "a <= b"})
+	require.NoError(t, err)
+	b, _ := os.ReadFile(path)
+	require.Equal(t, "x := a <= b\ny := c\n", string(b))
+	require.NoError(t, restore())
+	b, _ = os.ReadFile(path)
+	require.Equal(t, "x := a < b\ny := c\n", string(b))
+
+	_, err = Apply(dir, Mutant{ID: "gone", File: "a.go", Old: "a > b", New: "x"})
+	require.ErrorContains(t, err, "mutant gone: snippet \"a > b\" occurs 0 times in a.go")
+	require.NoError(t, os.WriteFile(path, []byte("c\nc\n"), 0o644))
+	_, err = Apply(dir, Mutant{ID: "twice", File: "a.go", Old: "c", New: "d"})
+	require.ErrorContains(t, err, "occurs 2 times")
+	require.Error(t, Check(dir, []Mutant{{ID: "a", File: "a.go", Old: "c", New: "d"}}))
+}
