@@ -59,11 +59,7 @@ func cmdCreate(r *scRun, st scStep) error {
 // outcome: cancelled (200), cancelling (202), job_terminal (409), not_found.
 // Example: cancel j1 via=gw2 -> cancelling
 func cmdCancel(r *scRun, st scStep) error {
-	id, err := r.jobID(arg(st, 0))
-	if err != nil {
-		return err
-	}
-	gw, err := r.stack(st.opt("via", "gw1"))
+	id, gw, err := r.jobVia(st, 0)
 	if err != nil {
 		return err
 	}
@@ -94,8 +90,24 @@ func (r *scRun) cancelJob(base, id string) (string, error) {
 	return got, nil
 }
 
+// jobVia resolves the step's i-th argument to a job id and its via=
+// option (default gw1) to a stack.
+func (r *scRun) jobVia(st scStep, i int) (string, *scStack, error) {
+	id, err := r.jobID(arg(st, i))
+	if err != nil {
+		return "", nil, err
+	}
+	gw, err := r.stack(st.opt("via", "gw1"))
+	return id, gw, err
+}
+
 // buyerCall sends one authenticated API request to the gateway at base.
 func (r *scRun) buyerCall(base, method, path string, body any) (int, map[string]any, error) {
+	return r.callWithKey(base, method, path, body, r.apiKey)
+}
+
+// callWithKey sends one API request authenticated by key.
+func (r *scRun) callWithKey(base, method, path string, body any, key string) (int, map[string]any, error) {
 	var rd io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
@@ -108,7 +120,7 @@ func (r *scRun) buyerCall(base, method, path string, body any) (int, map[string]
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+r.apiKey)
+	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := r.httpc.Do(req)
 	if err != nil {

@@ -50,6 +50,8 @@ func init() {
 		"create": cmdCreate, "cancel": cmdCancel, "advance": cmdAdvance, "sweep": cmdSweep, "gateway": cmdGateway,
 		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "arm": cmdArm, "await": cmdAwait,
 		"release": cmdRelease, "race": cmdRace,
+		// scenario_probe.go
+		"intruder": cmdIntruder, "grants": cmdGrants, "constraint": cmdConstraint,
 		// scenario_check.go
 		"job": cmdJob, "final": cmdFinal, "buyer": cmdBuyer, "tokens": cmdTokens, "reached": cmdReached,
 	} {
@@ -82,14 +84,16 @@ type scRun struct {
 	// `expect ... within=`.
 	sweptAt time.Time
 
-	mu       sync.Mutex
-	names    map[string]string               // uuid -> display name (j1, j1#2, a1)
-	jobs     map[string]string               // job display name -> uuid
-	offers   map[string]*protocol.LeaseOffer // attempt display name -> offer
-	outputs  map[string]protocol.Output      // attempt id -> what its agent uploaded
-	counters map[string]int64
-	logs     []scLogLine
-	blocks   map[string]chan struct{}
+	mu    sync.Mutex
+	names map[string]string // uuid -> display name (j1, j1#2, a1)
+	jobs  map[string]string // job display name -> uuid
+	// intruderKeys are the API keys of cmdIntruder, by who.
+	intruderKeys map[string]string
+	offers       map[string]*protocol.LeaseOffer // attempt display name -> offer
+	outputs      map[string]protocol.Output      // attempt id -> what its agent uploaded
+	counters     map[string]int64
+	logs         []scLogLine
+	blocks       map[string]chan struct{}
 
 	tl         scTimeline
 	journalSeq int64
@@ -104,7 +108,7 @@ func newRun(ctx context.Context, env *Env, s Scenario) *scRun {
 	r := &scRun{ctx: ctx, cancel: cancel, env: env, s: s, timeout: env.opts.FrameTimeout,
 		httpc:  &http.Client{Timeout: env.opts.FrameTimeout},
 		stacks: map[string]*scStack{}, agents: map[string]*scAgent{},
-		names: map[string]string{}, jobs: map[string]string{}, offers: map[string]*protocol.LeaseOffer{},
+		names: map[string]string{}, jobs: map[string]string{}, intruderKeys: map[string]string{}, offers: map[string]*protocol.LeaseOffer{},
 		outputs: map[string]protocol.Output{}, counters: map[string]int64{}, blocks: map[string]chan struct{}{}}
 	for _, st := range s.steps {
 		if st.cmd == "reached" {
