@@ -3,10 +3,13 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,6 +17,8 @@ import (
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/grant"
+	"github.com/rendermac/rendermac/server/metrics"
+	"github.com/rendermac/rendermac/server/webhook"
 )
 
 // The probes reach for a job the way nobody entitled to it may: another
@@ -193,4 +198,53 @@ FROM job_attempts WHERE job_id = $1 AND status IN ('leased', 'downloading', 'run
 		return fmt.Errorf("constraint one_live %s: the job has no live attempt to double", r.name(id))
 	}
 	return fmt.Errorf("constraint one_live %s: the database accepted a second live attempt", r.name(id))
+}
+
+// cmdWebhooks delivers the outbox to a receiver that refuses the first
+// fail POSTs (HTTP 500), moving the pinned clock past each backoff, and
+// checks that every refused delivery was retried until the receiver took
+// it: fail failures and then want deliveries, no more and no fewer.
+// Example: webhooks fail=1 want=1
+func cmdWebhooks(r *scRun, st scStep) error {
+	fail, err := optInt(st, "fail", 1)
+	if err != nil {
+		return err
+	}
+	want, err := optInt(st, "want", 1)
+	if err != nil {
+		return err
+	}
+	var posts atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if posts.Add(1) <= int64(fail) {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	if err := api.SetWebhookURL(r.ctx, r.observer, scBuyerID, srv.URL); err != nil {
+		return err
+	}
+	d, err := webhook.New(r.observer, scSigningKey, metrics.New(), slog.New(slog.DiscardHandler),
+		webhook.Config{Now: r.clock.Now, Client: srv.Client()})
+	if err != nil {
+		return err
+	}
+	var failed, delivered int
+	for pass := 0; pass <= fail+1; pass++ {
+		res, err := d.DeliverDue(r.ctx, r.clock.Now())
+		if err != nil {
+			return fmt.Errorf("webhooks: pass %d: %w", pass, err)
+		}
+		failed, delivered = failed+res.Failed, delivered+res.Delivered
+		r.clock.Advance(webhook.DefaultBackoffMax)
+	}
+	r.tl.add(laneGateway, fmt.Sprintf("webhooks: %d POSTs, %d refused and retried, %d delivered", posts.Load(), failed, delivered))
+	if failed != fail || delivered != want {
+		return fmt.Errorf("webhooks: want %d failed then %d delivered, got %d failed and %d delivered", fail, want, failed, delivered)
+	}
+	r.count("webhook_retried", int64(failed))
+	r.reply(fmt.Sprintf("webhooks -> %d retried, %d delivered", failed, delivered))
+	return nil
 }

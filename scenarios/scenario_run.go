@@ -51,7 +51,7 @@ func init() {
 		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "arm": cmdArm, "await": cmdAwait,
 		"release": cmdRelease, "race": cmdRace,
 		// scenario_probe.go
-		"intruder": cmdIntruder, "grants": cmdGrants, "constraint": cmdConstraint,
+		"intruder": cmdIntruder, "grants": cmdGrants, "constraint": cmdConstraint, "webhooks": cmdWebhooks,
 		// scenario_check.go
 		"job": cmdJob, "final": cmdFinal, "buyer": cmdBuyer, "tokens": cmdTokens, "reached": cmdReached,
 	} {
