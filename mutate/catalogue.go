@@ -106,7 +106,7 @@ var Catalogue = []Mutant{
 		Old: "tokenOK := protocol.VerifyCommitToken(token, a.TokenHash)", New: "tokenOK := true",
 		What: "commit and fail accept any commit token"},
 	{ID: "sweep-trusts-abandoned-commit", Kind: "verification", File: "server/sweep.go",
-		Old: "p.jobID, p.attemptID, ok, protocol.ActorSweeper", New: "p.jobID, p.attemptID, true, protocol.ActorSweeper",
+		Old: "p.jobID, p.attemptID, ok, protocol.ActorSweeper", New: "p.jobID, p.attemptID, ok || true, protocol.ActorSweeper",
 		What: "the sweeper succeeds an abandoned commit without its verification verdict"},
 	// Progress.
 	{ID: "progress-after-expiry", Kind: "fence", File: "server/progress.go",
