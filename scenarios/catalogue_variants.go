@@ -39,6 +39,10 @@ const (
 	// VariantUnsealedOutputs publishes every upload whatever the attempt's
 	// state: a PUT after the claim replaces the committed output.
 	VariantUnsealedOutputs = "unsealed_outputs"
+	// VariantNoPoolRecheck opens the gateways' pools without the health
+	// check after a connection death (store.PoolConfig): idle connections
+	// killed by the same cut are handed out unchecked.
+	VariantNoPoolRecheck = "no_pool_recheck"
 )
 
 // harnessVariants describes each harness variant.
@@ -49,6 +53,7 @@ var harnessVariants = map[string]string{
 	VariantNoListen:           "the gateways run without their LISTEN/NOTIFY loop",
 	VariantStoreDropsWhenFull: "the artifact store's full disk acknowledges uploads it did not store",
 	VariantUnsealedOutputs:    "uploads are published after the attempt's claim: a late PUT replaces the committed output",
+	VariantNoPoolRecheck:      "the gateways' pools hand out idle connections unchecked after a connection died",
 	// the broken gateways: variants_mutations.go, -tags mutations only
 }
 

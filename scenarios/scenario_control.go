@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/rendermac/rendermac/protocol"
 )
 
@@ -299,6 +301,41 @@ func cmdProxy(r *scRun, st scStep) error {
 		return fmt.Errorf("want: proxy cut, with `postgres: proxy` in the header")
 	}
 	r.cutProxy()
+	return nil
+}
+
+// cmdPool warms a gateway's pool: N connections are acquired at once (so
+// the pool opens that many) and released idle, as under load.
+// Example: pool warm 8 gw1
+func cmdPool(r *scRun, st scStep) error {
+	n, err := strconv.Atoi(arg(st, 1))
+	if arg(st, 0) != "warm" || err != nil || n < 1 {
+		return fmt.Errorf("want: pool warm N [GATEWAY]")
+	}
+	name := arg(st, 2)
+	if name == "" {
+		name = "gw1"
+	}
+	gw, err := r.stack(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := gw.pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("pool warm: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	r.tl.add(laneDatabase, fmt.Sprintf("%s pool warmed to %d idle connection(s)", name, n))
 	return nil
 }
 

@@ -48,7 +48,7 @@ func init() {
 		"fail": cmdFail, "upload": cmdUpload, "expect": cmdExpect, "nothing": cmdNothing,
 		// scenario_control.go
 		"create": cmdCreate, "cancel": cmdCancel, "advance": cmdAdvance, "sweep": cmdSweep, "gateway": cmdGateway,
-		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "arm": cmdArm, "await": cmdAwait,
+		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "arm": cmdArm, "await": cmdAwait,
 		"release": cmdRelease, "race": cmdRace,
 		// scenario_probe.go
 		"intruder": cmdIntruder, "grants": cmdGrants, "constraint": cmdConstraint, "webhooks": cmdWebhooks,

@@ -58,7 +58,14 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	if r.proxy != nil {
 		poolURL = withHost(r.dbURL, r.proxy.Addr())
 	}
-	pool, err := store.OpenPool(ctx, poolURL)
+	cfg, err := store.PoolConfig(poolURL)
+	if err != nil {
+		return nil, fmt.Errorf("gateway %s: %w", name, err)
+	}
+	if r.env.opts.Variant == VariantNoPoolRecheck {
+		cfg.ShouldPing = nil // pgxpool's default: ping only after 1s idle
+	}
+	pool, err := store.OpenPoolConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("gateway %s: %w", name, err)
 	}

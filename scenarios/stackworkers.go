@@ -133,15 +133,7 @@ func tracedPool(ctx context.Context, url string, sig *txSignal) (*pgxpool.Pool, 
 	}
 	cfg.MaxConns = 4
 	cfg.ConnConfig.Tracer = sig
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("open pool: %w", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("open pool: ping: %w", err)
-	}
-	return pool, nil
+	return store.OpenPoolConfig(ctx, cfg)
 }
 
 // ThreeWayFactory returns a faults.Factory whose targets are the model

@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver goose runs on
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -56,32 +55,6 @@ func Migrate(ctx context.Context, url string) error {
 		return fmt.Errorf("migrate: up: %w", err)
 	}
 	return nil
-}
-
-// DefaultPoolMaxConns is the pool size when the URL does not set pool_max_conns.
-const DefaultPoolMaxConns = 20
-
-// OpenPool connects to url and checks the connection with a ping, so that a
-// bad URL fails here rather than at the first operation.
-func OpenPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("open pool: %w", err)
-	}
-	// pgxpool's default, max(4, CPUs), would throttle a gateway serving
-	// many sessions; a pool_max_conns in the URL still wins.
-	if !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = DefaultPoolMaxConns
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("open pool: %w", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("open pool: ping: %w", err)
-	}
-	return pool, nil
 }
 
 // SchemaVersion is the version of the newest embedded migration (the

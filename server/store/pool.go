@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultPoolMaxConns is the pool size when the URL does not set pool_max_conns.
+const DefaultPoolMaxConns = 20
+
+// idlePing is how long a connection may sit idle before it is pinged on
+// acquire whatever else happened (pgxpool's own default).
+const idlePing = time.Second
+
+// OpenPool connects to url and checks the connection with a ping, so that a
+// bad URL fails here rather than at the first operation.
+func OpenPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := PoolConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	return OpenPoolConfig(ctx, cfg)
+}
+
+// PoolConfig parses url into the pool configuration OpenPool uses: the
+// default size and the health check after connection errors (see
+// poolHealth).
+func PoolConfig(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	// pgxpool's default, max(4, CPUs), would throttle a gateway serving
+	// many sessions; a pool_max_conns in the URL still wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultPoolMaxConns
+	}
+	h := &poolHealth{}
+	cfg.ShouldPing = h.shouldPing
+	cfg.ConnConfig.Tracer = h
+	return cfg, nil
+}
+
+// OpenPoolConfig opens a pool from cfg and pings it.
+func OpenPoolConfig(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open pool: ping: %w", err)
+	}
+	return pool, nil
+}
+
+// poolHealth makes the pool ping, before handing it out, every idle
+// connection that went idle before the last connection the pool saw die.
+// A network cut or a Postgres restart kills all idle connections at once,
+// but pgx only learns it by using each one; without this a commit's few
+// retries (gateway finalRetries) would each draw a dead connection that
+// idled less than pgxpool's one second and fail, although a fresh
+// connection would have worked. A connection used since the failure has
+// proved itself and is not pinged. The times are real (monotonic) time:
+// they measure infrastructure, not decisions.
+type poolHealth struct {
+	// lastDeath is when a released connection was last found closed, in
+	// nanoseconds since start (0: never).
+	lastDeath atomic.Int64
+}
+
+var poolEpoch = time.Now()
+
+func (h *poolHealth) shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
+	if p.IdleDuration > idlePing {
+		return true
+	}
+	d := h.lastDeath.Load()
+	if d == 0 {
+		return false
+	}
+	// Idle since before the death: it may have died with it.
+	return p.IdleDuration >= time.Since(poolEpoch)-time.Duration(d)
+}
+
+// TraceRelease implements pgxpool.ReleaseTracer: a connection released
+// closed died of an error (pgx closes a connection on network and protocol
+// errors), and every connection idle since may be dead too.
+func (h *poolHealth) TraceRelease(_ *pgxpool.Pool, data pgxpool.TraceReleaseData) {
+	if data.Conn.IsClosed() {
+		h.lastDeath.Store(int64(time.Since(poolEpoch)))
+	}
+}
+
+// TraceQueryStart implements pgx.QueryTracer, which the pool requires of a
+// release tracer; queries themselves are not traced.
+func (h *poolHealth) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+// TraceQueryEnd implements pgx.QueryTracer.
+func (h *poolHealth) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
