@@ -427,13 +427,23 @@ func (d *driver) progress(ctx context.Context, a *agent, o *protocol.LeaseOffer)
 
 // upload PUTs a small valid MP4 to the offer's grant URL.
 func (d *driver) upload(ctx context.Context, o *protocol.LeaseOffer) (protocol.Output, error) {
-	data := mp4.Synthetic(mp4.SyntheticParams{Seed: o.AttemptID, MdatBytes: 2048})
 	start := time.Now()
+	out, err := UploadSynthetic(ctx, d.httpc, o)
+	if err == nil {
+		d.rec.add(opUpload, time.Since(start))
+	}
+	return out, err
+}
+
+// UploadSynthetic PUTs a small valid MP4 (seeded by the attempt) to the
+// offer's grant URL and returns the output to commit.
+func UploadSynthetic(ctx context.Context, httpc *http.Client, o *protocol.LeaseOffer) (protocol.Output, error) {
+	data := mp4.Synthetic(mp4.SyntheticParams{Seed: o.AttemptID, MdatBytes: 2048})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, o.Output.UploadURL, bytes.NewReader(data))
 	if err != nil {
 		return protocol.Output{}, err
 	}
-	resp, err := d.httpc.Do(req)
+	resp, err := httpc.Do(req)
 	if err != nil {
 		return protocol.Output{}, fmt.Errorf("upload: %w", err)
 	}
@@ -442,7 +452,6 @@ func (d *driver) upload(ctx context.Context, o *protocol.LeaseOffer) (protocol.O
 	if resp.StatusCode/100 != 2 {
 		return protocol.Output{}, fmt.Errorf("upload: HTTP %d: %s", resp.StatusCode, body)
 	}
-	d.rec.add(opUpload, time.Since(start))
 	sum := sha256.Sum256(data)
 	return protocol.Output{Key: o.Output.Key, Bytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}, nil
 }

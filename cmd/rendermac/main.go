@@ -28,6 +28,7 @@ func commands() []command {
 		{"replay", "replay the failures recorded in a card's JSON, or a replay file", runReplay},
 		{"card", "compare two qualification cards: card diff A.json B.json", runCard},
 		{"bench", "load the whole stack beside pgbench and check the performance goals", runBench},
+		{"soak", "run the whole stack under load with random faults, then check nothing was lost", runSoak},
 		{"server", "run the control plane: HTTP API, device gateway, sweeper, webhooks", runServer},
 		{"migrate", "apply the database migrations (server also does on start)", runMigrate},
 		{"admin", "operator tasks: buyers, API keys, pairing codes, devices, signing keys", runAdmin},

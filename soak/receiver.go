@@ -1,0 +1,100 @@
+package soak
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rendermac/rendermac/server/webhook"
+)
+
+// receiver is every buyer's webhook endpoint (/hook/{buyer id}). It
+// records each delivery it acknowledged with 2xx, and refuses them all with
+// 503 while failing is set (a webhook outage fault).
+type receiver struct {
+	srv     *httptest.Server
+	key     []byte
+	failing atomic.Bool
+
+	mu sync.Mutex
+	// got maps an acknowledged delivery id to what it said.
+	got map[int64]received
+	// refused counts 503s; forged counts requests that were not
+	// well-signed deliveries (each a violation).
+	refused, forged int
+	forgedWhy       []string
+}
+
+type received struct {
+	buyer, job, event string
+	times             int
+}
+
+func newReceiver(key []byte) *receiver {
+	r := &receiver{key: key, got: map[int64]received{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	return r
+}
+
+func (r *receiver) url(buyerID string) string { return r.srv.URL + "/hook/" + buyerID }
+
+func (r *receiver) close() { r.srv.Close() }
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	buyer, ok := strings.CutPrefix(req.URL.Path, "/hook/")
+	var d webhook.Delivery
+	switch {
+	case err != nil:
+		http.Error(w, "read", http.StatusBadRequest)
+		return
+	case !ok || !webhook.Verify(webhook.BuyerSecret(r.key, buyer), body, req.Header.Get(webhook.SignatureHeader)):
+		r.forge("bad signature on " + req.URL.Path)
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	case json.Unmarshal(body, &d) != nil || d.DeliveryID == 0 || d.Event != req.Header.Get(webhook.EventHeader):
+		r.forge("malformed delivery " + string(body))
+		http.Error(w, "bad delivery", http.StatusBadRequest)
+		return
+	}
+	if r.failing.Load() {
+		r.mu.Lock()
+		r.refused++
+		r.mu.Unlock()
+		http.Error(w, "outage", http.StatusServiceUnavailable)
+		return
+	}
+	r.mu.Lock()
+	g := r.got[d.DeliveryID]
+	if g.times > 0 && (g.job != d.JobID || g.event != d.Event || g.buyer != buyer) {
+		r.forgedWhy = append(r.forgedWhy, "delivery id reused for another event")
+		r.forged++
+	}
+	r.got[d.DeliveryID] = received{buyer: buyer, job: d.JobID, event: d.Event, times: g.times + 1}
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *receiver) forge(why string) {
+	r.mu.Lock()
+	r.forged++
+	if len(r.forgedWhy) < 5 {
+		r.forgedWhy = append(r.forgedWhy, why)
+	}
+	r.mu.Unlock()
+}
+
+// snapshot copies what was received.
+func (r *receiver) snapshot() (got map[int64]received, refused, forged int, why []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got = make(map[int64]received, len(r.got))
+	for k, v := range r.got {
+		got[k] = v
+	}
+	return got, r.refused, r.forged, append([]string(nil), r.forgedWhy...)
+}
