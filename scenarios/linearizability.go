@@ -46,10 +46,27 @@ package scenarios
 //
 // # Time
 //
-// Every call takes the same instant (LinWorld.Now): no lease or deadline
-// can expire during a run, so no outcome depends on wall-clock time the
-// model cannot see. The recorder's timestamps (monotonic time.Since) are
-// observations only; no decision uses them.
+// Time moves in steps. A clock client advances the recorder's clock
+// (LinTick) while no other operation is in flight: the tick waits for the
+// running ones and holds back new ones, so every operation runs at one
+// instant and real-time order agrees with time order. Every operation
+// records the instant it was given (LinInput.Now) and the real system gets
+// exactly that instant (the clock is injected, as the service layer takes
+// now). Between ticks the clock client sweeps once (LinSweep), concurrently
+// with everything else, so leases expire, lost attempts are requeued or
+// fail, verification deadlines pass and admission deadlines fail queued
+// jobs inside the checked histories.
+//
+// In the model, the clock is part of a partition's state: a tick moves it
+// forward, and any other operation is legal only at the instant the state
+// holds. Ticks and sweeps touch every job, so they are copied into every
+// partition; a sweep's copy carries what it did to that job (its sweeper
+// journal rows, attributable because a sweep is alone in its instant). The
+// model's sweep must do the same to the job. Splitting a sweep so is sound
+// for refutation (a linearization of the whole history restricts to each
+// job), though it does not check that one sweep's effects on different jobs
+// happened at one point. The recorder's timestamps (monotonic time.Since)
+// are observations only; no decision uses them.
 
 import (
 	"context"
@@ -58,7 +75,9 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -80,13 +99,19 @@ const (
 	LinCommitFinish LinOp = "commit_finish"
 	LinFail         LinOp = "fail"
 	LinCancel       LinOp = "cancel"
+	// LinTick moves the clock to Now; LinSweep runs the sweeper at Now.
+	LinTick  LinOp = "tick"
+	LinSweep LinOp = "sweep"
 )
 
 // LinInput is what a client sent. It is comparable, as porcupine wants.
 // Label names the perturbation the client applied ("" for an honest frame);
 // it is shown in the visualization and never read by the model.
 type LinInput struct {
-	Op          LinOp
+	Op LinOp
+	// Now is the instant the operation ran at, in microseconds after
+	// LinWorld.Now.
+	Now         int64
 	Device      string
 	Buyer       string
 	JobID       string
@@ -130,6 +155,9 @@ type LinOutput struct {
 	Token                string
 	LeaseExpiresAtMicros int64
 	Requeued             bool
+	// Sweep is what a sweep did: as recorded, every job's effects
+	// (linEncodeSweep); in a job's partition, that job's alone.
+	Sweep string
 }
 
 func linOutputOf(r protocol.Reply) LinOutput {
@@ -150,6 +178,9 @@ type LinTarget interface {
 	CommitFinish(ctx context.Context, now time.Time, jobID, attemptID string) (protocol.Reply, error)
 	Fail(ctx context.Context, now time.Time, deviceID string, f protocol.Fail) (protocol.Reply, error)
 	Cancel(ctx context.Context, now time.Time, buyerID, jobID string) (protocol.Reply, error)
+	// SweepEffects runs the sweeper at now and returns, by job, what it
+	// did (linEffect lines of its sweeper journal rows at now).
+	SweepEffects(ctx context.Context, now time.Time) (map[string][]string, error)
 }
 
 func linDispatch(ctx context.Context, t LinTarget, now time.Time, in LinInput) (protocol.Reply, error) {
@@ -172,34 +203,119 @@ func linDispatch(ctx context.Context, t LinTarget, now time.Time, in LinInput) (
 
 // LinRecorder records a concurrent history. It is safe for concurrent use.
 type LinRecorder struct {
-	t    LinTarget
-	now  time.Time
-	base time.Time
+	t     LinTarget
+	start time.Time
+	base  time.Time
+
+	// clock guards now: operations hold it shared, a tick exclusively.
+	clock sync.RWMutex
+	now   int64 // microseconds after start
+	swept atomic.Bool
 
 	mu  sync.Mutex
 	ops []porcupine.Operation
 }
 
-// NewLinRecorder records operations on t, every one called at now.
-func NewLinRecorder(t LinTarget, now time.Time) *LinRecorder {
-	return &LinRecorder{t: t, now: now, base: time.Now()}
+// NewLinRecorder records operations on t, the clock starting at start.
+func NewLinRecorder(t LinTarget, start time.Time) *LinRecorder {
+	return &LinRecorder{t: t, start: start, base: time.Now()}
 }
 
-// Do runs in on the target for client and records it with its call and
-// return instants. An infrastructure error is returned and not recorded:
-// the run is then void, not a history with an unknown outcome.
+func (r *LinRecorder) instant(now int64) time.Time {
+	return r.start.Add(time.Duration(now) * time.Microsecond)
+}
+
+// Do runs in on the target for client at the clock's instant and records it
+// with its call and return instants. An infrastructure error is returned
+// and not recorded: the run is then void, not a history with an unknown
+// outcome.
 func (r *LinRecorder) Do(ctx context.Context, client int, in LinInput) (protocol.Reply, error) {
+	r.clock.RLock()
+	defer r.clock.RUnlock()
+	in.Now = r.now
 	call := time.Since(r.base).Nanoseconds()
-	rep, err := linDispatch(ctx, r.t, r.now, in)
+	rep, err := linDispatch(ctx, r.t, r.instant(in.Now), in)
 	ret := time.Since(r.base).Nanoseconds()
 	if err != nil {
 		return rep, fmt.Errorf("client %d %s: %w", client, in.Op, err)
 	}
-	r.mu.Lock()
-	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: linOutputOf(rep),
+	r.record(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: linOutputOf(rep),
 		Return: ret, Metadata: in.Label})
-	r.mu.Unlock()
 	return rep, nil
+}
+
+func (r *LinRecorder) record(op porcupine.Operation) {
+	r.mu.Lock()
+	r.ops = append(r.ops, op)
+	r.mu.Unlock()
+}
+
+// Tick moves the clock forward by d once no operation is in flight.
+func (r *LinRecorder) Tick(client int, d time.Duration) {
+	r.clock.Lock()
+	defer r.clock.Unlock()
+	call := time.Since(r.base).Nanoseconds()
+	r.now += d.Microseconds()
+	r.swept.Store(false)
+	in := LinInput{Op: LinTick, Now: r.now}
+	r.record(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: LinOutput{Code: "tick"},
+		Return: time.Since(r.base).Nanoseconds()})
+}
+
+// Sweep runs the sweeper at the clock's instant, concurrently with other
+// operations, and returns its effects by job. There is at most one sweep
+// per instant (a second one returns nil and does nothing), so the sweeper
+// journal rows at that instant are this sweep's.
+func (r *LinRecorder) Sweep(ctx context.Context, client int) (map[string][]string, error) {
+	r.clock.RLock()
+	defer r.clock.RUnlock()
+	if r.swept.Swap(true) {
+		return nil, nil
+	}
+	in := LinInput{Op: LinSweep, Now: r.now}
+	call := time.Since(r.base).Nanoseconds()
+	eff, err := r.t.SweepEffects(ctx, r.instant(in.Now))
+	ret := time.Since(r.base).Nanoseconds()
+	if err != nil {
+		return nil, fmt.Errorf("client %d sweep: %w", client, err)
+	}
+	r.record(porcupine.Operation{ClientId: client, Input: in, Call: call,
+		Output: LinOutput{Code: "swept", Sweep: linEncodeSweep(eff)}, Return: ret})
+	return eff, nil
+}
+
+// linEffect is one sweeper journal row as a sweep's effect.
+func linEffect(kind, attemptID, from, to, code string) string {
+	return fmt.Sprintf("%s %s %s>%s %s", kind, attemptID, from, to, code)
+}
+
+// linEncodeSweep renders effects by job canonically: "job:effect|effect;"
+// per job with effects, jobs and effects sorted.
+func linEncodeSweep(eff map[string][]string) string {
+	jobs := make([]string, 0, len(eff))
+	for j, e := range eff {
+		if len(e) > 0 {
+			jobs = append(jobs, j)
+		}
+	}
+	slices.Sort(jobs)
+	var b strings.Builder
+	for _, j := range jobs {
+		e := slices.Clone(eff[j])
+		slices.Sort(e)
+		fmt.Fprintf(&b, "%s:%s;", j, strings.Join(e, "|"))
+	}
+	return b.String()
+}
+
+// linSweepOf is job's part of an encoded sweep ("" when it did nothing).
+func linSweepOf(encoded, job string) string {
+	for _, part := range strings.Split(encoded, ";") {
+		if j, e, ok := strings.Cut(part, ":"); ok && j == job {
+			return e
+		}
+	}
+	return ""
 }
 
 // Operations returns a copy of what was recorded so far.
@@ -238,11 +354,14 @@ type LinHistory struct {
 // input names.
 func linJobOf(op porcupine.Operation) string {
 	in, out := op.Input.(LinInput), op.Output.(LinOutput)
-	if in.Op == LinLease {
+	switch in.Op {
+	case LinLease:
 		if out.Code != protocol.CodeLeaseOffer {
 			return ""
 		}
 		return out.JobID
+	case LinTick, LinSweep:
+		return out.JobID // "" as recorded; the job of a partition's copy
 	}
 	return in.JobID
 }
@@ -253,8 +372,28 @@ func linJobOf(op porcupine.Operation) string {
 func linPartition(ops []porcupine.Operation) [][]porcupine.Operation {
 	offers := linOffers(ops)
 	byJob := map[string][]porcupine.Operation{}
+	var clock []porcupine.Operation
 	for _, op := range ops {
+		if in := op.Input.(LinInput); in.Op == LinTick || in.Op == LinSweep {
+			clock = append(clock, op)
+			for _, part := range strings.Split(op.Output.(LinOutput).Sweep, ";") {
+				if j, _, ok := strings.Cut(part, ":"); ok {
+					byJob[j] = append(byJob[j], nil...) // a job only sweeps touched has a partition too
+				}
+			}
+			continue
+		}
 		if j := linJobOf(op); j != "" && !linFenceRefused(op, offers) {
+			byJob[j] = append(byJob[j], op)
+		}
+	}
+	// Every tick and sweep joins every job's partition, a sweep with what it
+	// did to that job alone.
+	for j := range byJob {
+		for _, op := range clock {
+			out := op.Output.(LinOutput)
+			out.JobID, out.Sweep = j, linSweepOf(out.Sweep, j)
+			op.Output = out
 			byJob[j] = append(byJob[j], op)
 		}
 	}

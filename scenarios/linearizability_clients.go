@@ -96,7 +96,7 @@ var linPhases = []protocol.AttemptStatus{protocol.AttemptDownloading, protocol.A
 
 // work is an agent's attempt: the lease phases, then fail or commit, with
 // the mistakes a confused or replaying agent makes on the way. It always
-// ends the attempt (the clock never moves, so nothing else would).
+// ends the attempt (a sweep may end it first once the clock has moved).
 func (c *linClient) work(ctx context.Context, o linOffer) error {
 	for _, ph := range linPhases {
 		if c.g.Chance(linRatio(1, 6)) {

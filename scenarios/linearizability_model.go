@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -32,6 +33,7 @@ import (
 // linState is a porcupine state of one job's partition.
 type linState struct {
 	job   string // bound by the partition's first operation
+	clock int64  // the instant, microseconds after LinWorld.Now (ticks move it)
 	trail *linTrail
 	key   string
 	// verdict is the outcome verification will have, fixed when an attempt
@@ -94,9 +96,12 @@ func LinModel(world LinWorld) porcupine.Model {
 		Step:      lm.step,
 		Equal: func(a, b any) bool {
 			x, y := a.(linState), b.(linState)
-			return x.job == y.job && x.key == y.key && x.verdict == y.verdict
+			return x.job == y.job && x.key == y.key && x.verdict == y.verdict && x.clock == y.clock
 		},
-		Hash:              func(s any) uint64 { return linHash(s.(linState).key) ^ uint64(s.(linState).verdict) },
+		Hash: func(s any) uint64 {
+			x := s.(linState)
+			return linHash(x.key) ^ uint64(x.verdict) ^ uint64(x.clock)*0x9e3779b97f4a7c15
+		},
 		DescribeOperation: linDescribeOp,
 		DescribeState:     lm.describeState,
 	}
@@ -104,6 +109,17 @@ func LinModel(world LinWorld) porcupine.Model {
 
 func (lm *linModel) step(state, input, output any) (bool, any) {
 	s, in, out := state.(linState), input.(LinInput), output.(LinOutput)
+	if in.Op == LinTick {
+		// Time only moves forward; a tick changes nothing but the clock.
+		if in.Now < s.clock {
+			return false, nil
+		}
+		s.clock = in.Now
+		return true, s
+	}
+	if in.Now != s.clock {
+		return false, nil // run at another instant than the state's
+	}
 	k := linStepKey{job: s.job, key: s.key, verdict: s.verdict, in: in, out: out}
 	lm.mu.Lock()
 	r, hit := lm.memo[k]
@@ -131,10 +147,11 @@ func (lm *linModel) stepOnce(s linState, in LinInput, out LinOutput) (bool, linS
 		return false, linState{}
 	}
 	key := lm.project(m)
-	if s.job != "" && key == s.key {
+	if key == s.key && (s.job != "" || in.Op == LinSweep) {
+		s.job = job
 		return true, s
 	}
-	next := linState{job: job, trail: &linTrail{prev: s.trail, in: in, out: out}, key: key, verdict: s.verdict}
+	next := linState{job: job, clock: s.clock, trail: &linTrail{prev: s.trail, in: in, out: out}, key: key, verdict: s.verdict}
 	if in.Op == LinCommitBegin && out.Code == protocol.CodeCommitPending && s.verdict == linVerdictNone {
 		// A commit_pending that changed the state is uploading -> committing:
 		// the model fixed outputOK (and the attempt-scoped key) here.
@@ -180,9 +197,13 @@ func (lm *linModel) rebuild(job string, trail *linTrail) (*sim.ExecutionModel, *
 // apply runs in on the model and projects its reply. For a lease the
 // scripted ids are loaded from the recorded offer first.
 func (lm *linModel) apply(m *sim.ExecutionModel, ids *linIDs, in LinInput, out LinOutput) LinOutput {
-	now := lm.world.Now
+	now := lm.world.Now.Add(time.Duration(in.Now) * time.Microsecond)
 	var r protocol.Reply
 	switch in.Op {
+	case LinSweep:
+		before := len(m.Snapshot().Journal)
+		m.Sweep(now)
+		return LinOutput{Code: "swept", JobID: ids.job, Sweep: linModelSweep(m.Snapshot().Journal[before:], ids.job)}
 	case LinLease:
 		if out.Code == protocol.CodeLeaseOffer && linHasAttempt(m, out.AttemptID) {
 			// The model would panic on an id drawn twice; a service that
@@ -228,6 +249,18 @@ func (lm *linModel) project(m *sim.ExecutionModel) string {
 		}
 	}
 	return b.String()
+}
+
+// linModelSweep renders the model's sweeper journal rows of job as a
+// partition's sweep effect (linEncodeSweep's part for one job).
+func linModelSweep(events []protocol.EventRow, job string) string {
+	var eff []string
+	for _, e := range events {
+		if e.Actor == protocol.ActorSweeper && e.JobID == job {
+			eff = append(eff, linEffect(e.Kind, e.AttemptID, e.From, e.To, e.Code))
+		}
+	}
+	return linSweepOf(linEncodeSweep(map[string][]string{job: eff}), job)
 }
 
 // describeState renders a state for the visualization, e.g.

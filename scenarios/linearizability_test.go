@@ -11,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/faults"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 )
@@ -158,20 +159,34 @@ func TestLinearizabilityCatchesBrokenModel(t *testing.T) {
 func TestLinearizabilityPostgres(t *testing.T) {
 	w := LinWorkload{Seed: linSeed}
 	b := linRunTest(t, linPostgresTarget(t, server.MutationNone), w)
-	t.Logf("operations by outcome:\n%s", LinFormatCodes(LinCodes(b.history)))
+	codes := LinCodes(b.history)
+	t.Logf("operations by outcome:\n%s", LinFormatCodes(codes))
+	require.Positive(t, codes["tick tick"], "the clock never moved")
+	require.Positive(t, codes["sweep swept"], "no sweep ran")
 	linRequireOK(t, b, b.check(t, "postgres"))
 }
 
-func TestLinearizabilityRespectsRealTime(t *testing.T) {
+// linOneLease seeds one job on the locked model and leases it on the first
+// device.
+func linOneLease(t *testing.T) (*LinLockedModel, LinWorld, protocol.Reply, linOffer) {
 	ctx := context.Background()
 	m := NewLinLockedModel(linSeed, "")
 	world, err := SeedLinWorld(ctx, m, LinWorkload{Jobs: 1})
 	require.NoError(t, err)
-	dev, job := world.Devices[0].ID, world.Jobs[0]
+	dev := world.Devices[0].ID
 	offer, err := m.Lease(ctx, world.Now, dev)
 	require.NoError(t, err)
 	require.Equal(t, protocol.CodeLeaseOffer, offer.Code)
-	o := linOffer{job: offer.JobID, attempt: offer.AttemptID, device: dev, token: offer.CommitToken, number: 1, epoch: 1}
+	return m, world, offer, linOffer{job: offer.JobID, attempt: offer.AttemptID, device: dev, token: offer.CommitToken,
+		number: 1, epoch: 1}
+}
+
+// TestLinearizabilityRespectsRealTime: a progress refused as job_cancelling
+// is linearizable when it overlaps the cancel (the cancel can be ordered
+// first) and refuted when it returned before the cancel was called.
+func TestLinearizabilityRespectsRealTime(t *testing.T) {
+	_, world, offer, o := linOneLease(t)
+	dev, job := o.device, world.Jobs[0]
 	progress := o.input(LinProgress)
 	progress.Phase = protocol.AttemptDownloading
 	op := func(client int, in LinInput, out protocol.Reply, call, ret int64) porcupine.Operation {
@@ -191,4 +206,49 @@ func TestLinearizabilityRespectsRealTime(t *testing.T) {
 	require.True(t, ok, "an overlapping progress may follow the cancel")
 	ok, _ = CheckLinearizable(history(2, 5), opts)
 	require.False(t, ok, "a progress that returned before the cancel began cannot see it")
+}
+
+// TestLinearizabilityChecksTime: a lease that outlived its TTL must be
+// lost by the sweep after the tick that expired it, and nothing may act at
+// an instant the clock has left. A history whose sweep did nothing, or
+// whose progress after the tick was accepted, is refuted; the honest one
+// passes.
+func TestLinearizabilityChecksTime(t *testing.T) {
+	m, world, offer, o := linOneLease(t)
+	dev, job := o.device, world.Jobs[0]
+	later := (faults.WorldLeaseTTL + 5*time.Second).Microseconds()
+	eff, err := m.SweepEffects(context.Background(), world.Now.Add(time.Duration(later)*time.Microsecond))
+	require.NoError(t, err)
+	honest := linEncodeSweep(eff)
+	require.Contains(t, honest, ">lost lease_expired", "the model's sweep must lose the expired attempt")
+	op := func(in LinInput, out LinOutput, call int64) porcupine.Operation {
+		return porcupine.Operation{Input: in, Output: out, Call: call, Return: call + 1}
+	}
+	history := func(sweep string, tail ...porcupine.Operation) LinHistory {
+		return LinHistory{World: world, Ops: append([]porcupine.Operation{
+			op(LinInput{Op: LinLease, Device: dev}, linOutputOf(offer), 0),
+			op(LinInput{Op: LinTick, Now: later}, LinOutput{Code: "tick"}, 10),
+			op(LinInput{Op: LinSweep, Now: later}, LinOutput{Code: "swept", Sweep: sweep}, 20),
+		}, tail...)}
+	}
+	progress := o.input(LinProgress)
+	progress.Phase, progress.Now = protocol.AttemptRunning, later
+	conflict := linOutputOf(protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: protocol.ReasonAttemptTerminal})
+	accepted := linOutputOf(protocol.Reply{Code: protocol.CodeProgressOK})
+	stale := progress
+	stale.Now = 0
+	opts := LinCheckOptions{VisualizePath: filepath.Join(t.TempDir(), "time.html"), Log: linTestLog{t}}
+	for _, tc := range []struct {
+		name string
+		h    LinHistory
+		ok   bool
+	}{
+		{"honest sweep, progress refused after it", history(honest, op(progress, conflict, 30)), true},
+		{"sweep that did not expire the lease", history(""), false},
+		{"progress accepted on the lost attempt", history(honest, op(progress, accepted, 30)), false},
+		{"operation at an instant the clock has left", history(honest, op(stale, conflict, 30)), false},
+	} {
+		ok, _ := CheckLinearizable(tc.h, opts)
+		require.Equal(t, tc.ok, ok, "%s (job %s)", tc.name, job.ID)
+	}
 }

@@ -26,6 +26,9 @@ type LinWorkload struct {
 	AdversaryMinOps int           // per adversary, at least; default 10
 	CancelOps       int           // per canceller, default 8
 	Duration        time.Duration // default 8s; the run ends earlier once every job is terminal
+	// PinTime runs without the clock client: every operation at one
+	// instant, no sweeps.
+	PinTime bool
 }
 
 func (w LinWorkload) withDefaults() LinWorkload {
@@ -46,6 +49,14 @@ func (w LinWorkload) withDefaults() LinWorkload {
 	}
 	return w
 }
+
+// linAdmissionWindows cycle over the jobs: with the clock moving, the short
+// ones pass while a job is queued or between its attempts.
+var linAdmissionWindows = []time.Duration{time.Hour, 2 * time.Minute, time.Hour, 5 * time.Minute}
+
+// linTicks are the clock client's steps, against the 30s lease TTL: most
+// keep leases alive, some outlast them.
+var linTicks = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 35 * time.Second}
 
 // linExtraDevices join faults.WorldDevices, so that ten jobs find ten slots
 // on six devices.
@@ -151,7 +162,7 @@ func SeedLinWorld(ctx context.Context, t linCreator, w LinWorkload) (LinWorld, e
 	for i := 0; i < w.Jobs; i++ {
 		req := protocol.CreateJobRequest{BuyerID: faults.WorldBuyers[0].ID, Service: services[i%len(services)],
 			Input:       protocol.InputRef{Bytes: 1024, SHA256: protocol.HashCommitToken(fmt.Sprintf("input-%d", i))},
-			MaxAttempts: 4 + i%7, AdmissionWindow: time.Hour}
+			MaxAttempts: 4 + i%7, AdmissionWindow: linAdmissionWindows[i%len(linAdmissionWindows)]}
 		r, err := t.CreateJob(ctx, world.Now, req)
 		if err != nil {
 			return LinWorld{}, fmt.Errorf("seed job %d: %w", i, err)
@@ -204,6 +215,9 @@ func RunLinWorkload(ctx context.Context, t LinTarget, world LinWorld, w LinWorkl
 	for range w.Cancellers {
 		roles = append(roles, func(c *linClient) error { return c.canceller(ctx) })
 	}
+	if !w.PinTime {
+		roles = append(roles, func(c *linClient) error { return c.clock(ctx) })
+	}
 	run.deadline = time.Now().Add(w.Duration)
 	var wg sync.WaitGroup
 	errs := make([]error, len(roles))
@@ -224,7 +238,39 @@ func RunLinWorkload(ctx context.Context, t LinTarget, world LinWorld, w LinWorkl
 // LinClients is the number of concurrent clients RunLinWorkload starts.
 func LinClients(world LinWorld, w LinWorkload) int {
 	w = w.withDefaults()
-	return len(world.Devices)*w.AgentsPerDevice + w.Adversaries + w.Cancellers
+	n := len(world.Devices)*w.AgentsPerDevice + w.Adversaries + w.Cancellers
+	if !w.PinTime {
+		n++
+	}
+	return n
+}
+
+// clock is the clock client: tick, pause, sweep, pause, until the run is
+// over. Ticks are drawn from linTicks by the client's seeded PRNG.
+func (c *linClient) clock(ctx context.Context) error {
+	for !c.run.over() {
+		c.pause(20, 80)
+		c.run.rec.Tick(c.id, linTicks[c.g.IntN(len(linTicks))])
+		c.pause(20, 80)
+		eff, err := c.run.rec.Sweep(ctx, c.id)
+		if err != nil {
+			return err
+		}
+		for job, lines := range eff {
+			for _, l := range lines {
+				if strings.HasPrefix(l, "job ") && slices.ContainsFunc(strings.Fields(l), linTerminal) {
+					c.run.board.markTerminal(job)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// linTerminal reports whether an effect's "from>to" ends in a terminal job status.
+func linTerminal(fromTo string) bool {
+	_, to, ok := strings.Cut(fromTo, ">")
+	return ok && protocol.JobStatus(to).Terminal()
 }
 
 // LinCodes counts the recorded operations by op, code, reason or status,
@@ -234,6 +280,16 @@ func LinCodes(h LinHistory) map[string]int {
 	out := map[string]int{}
 	for _, op := range h.Ops {
 		in, o := op.Input.(LinInput), op.Output.(LinOutput)
+		if in.Op == LinSweep {
+			for _, part := range strings.Split(o.Sweep, ";") {
+				_, eff, _ := strings.Cut(part, ":")
+				for _, l := range strings.Split(eff, "|") {
+					if f := strings.Fields(l); len(f) >= 2 {
+						out["sweep "+strings.Join(slices.DeleteFunc(f, protocol.ValidID), " ")]++
+					}
+				}
+			}
+		}
 		k := string(in.Op) + " " + string(o.Code)
 		if o.Reason != "" {
 			k += "/" + string(o.Reason)
@@ -260,4 +316,20 @@ func LinFormatCodes(codes map[string]int) string {
 		fmt.Fprintf(&b, "%6d  %s\n", codes[k], k)
 	}
 	return b.String()
+}
+
+// SweepEffects implements LinTarget: the model's sweep, and its sweeper
+// journal rows by job.
+func (l *LinLockedModel) SweepEffects(_ context.Context, now time.Time) (map[string][]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	before := len(l.t.M.Snapshot().Journal)
+	l.t.M.Sweep(now)
+	eff := map[string][]string{}
+	for _, e := range l.t.M.Snapshot().Journal[before:] {
+		if e.Actor == protocol.ActorSweeper {
+			eff[e.JobID] = append(eff[e.JobID], linEffect(e.Kind, e.AttemptID, e.From, e.To, e.Code))
+		}
+	}
+	return eff, nil
 }

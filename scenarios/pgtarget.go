@@ -291,3 +291,27 @@ func (t *PostgresTarget) CheckInvariants(ctx context.Context) ([]string, error) 
 
 // Close implements faults.Target; the worker's pool outlives the run.
 func (t *PostgresTarget) Close() error { return nil }
+
+// SweepEffects implements LinTarget: the service's sweep at now, then its
+// sweeper journal rows at now by job (the caller runs one sweep per instant).
+func (t *PostgresTarget) SweepEffects(ctx context.Context, now time.Time) (map[string][]string, error) {
+	if _, err := t.svc.Sweep(ctx, now); err != nil {
+		return nil, err
+	}
+	rows, err := t.pool.Query(ctx, `SELECT kind, job_id::text, coalesce(attempt_id::text, ''), coalesce(from_status, ''),
+	        to_status, code
+	    FROM job_events WHERE actor = 'sweeper' AND at = $1 ORDER BY id`, now)
+	if err != nil {
+		return nil, fmt.Errorf("sweep effects: %w", err)
+	}
+	defer rows.Close()
+	eff := map[string][]string{}
+	for rows.Next() {
+		var kind, job, att, from, to, code string
+		if err := rows.Scan(&kind, &job, &att, &from, &to, &code); err != nil {
+			return nil, fmt.Errorf("sweep effects: %w", err)
+		}
+		eff[job] = append(eff[job], linEffect(kind, att, from, to, code))
+	}
+	return eff, rows.Err()
+}
