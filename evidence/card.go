@@ -59,6 +59,9 @@ type Campaign struct {
 	Errors      int            `json:"errors"`
 	Passed      bool           `json:"passed"`
 	DurationMs  int64          `json:"duration_ms"`
+	// Coverage is what the campaign reached and had to reach (nil for a
+	// campaign that does not record it, such as a determinism re-run).
+	Coverage *Coverage `json:"coverage,omitempty"`
 }
 
 // Scenario is one named phase-fault scenario.

@@ -92,6 +92,9 @@ func mdCampaigns(w *bufio.Writer, c Card) error {
 		return fmt.Errorf("campaigns table: %w", err)
 	}
 	for _, cp := range c.Campaigns {
+		if cp.Coverage != nil {
+			continue // its coverage section lists replies, with reasons
+		}
 		fmt.Fprintf(w, "\n### Reply codes: %s\n\n", oneLine(cp.Name))
 		if len(cp.Replies) == 0 {
 			fmt.Fprint(w, "None recorded.\n")
@@ -105,7 +108,58 @@ func mdCampaigns(w *bufio.Writer, c Card) error {
 			return fmt.Errorf("reply codes of %s: %w", cp.Name, err)
 		}
 	}
+	for _, cp := range c.Campaigns {
+		if cp.Coverage != nil {
+			if err := mdCoverage(w, cp.Name, *cp.Coverage); err != nil {
+				return fmt.Errorf("coverage of %s: %w", cp.Name, err)
+			}
+		}
+	}
 	return nil
+}
+
+// mdCoverage writes a campaign's coverage matrix: job and attempt
+// transitions (from x to), replies and faults by phase. "0 !" marks a
+// required cell never reached, "·" a transition the tables do not allow.
+func mdCoverage(w *bufio.Writer, name string, cov Coverage) error {
+	fmt.Fprintf(w, "\n### Coverage: %s\n\n", oneLine(name))
+	if miss := cov.Unreached(); len(miss) > 0 {
+		fmt.Fprintf(w, "**Coverage gate: FAIL.** Never reached: %s.\n", strings.Join(miss, ", "))
+	} else {
+		fmt.Fprint(w, "Coverage gate: PASS, every required cell reached.\n")
+	}
+	fmt.Fprint(w, "`0 !` is a required cell never reached; `0` an allowed transition the gate does not require; `·` a transition the tables do not allow.\n")
+	t := cov.Tables
+	for _, m := range []struct {
+		title                     string
+		statuses, allowed, needed []string
+		counts                    Counts
+	}{
+		{"Job transitions", t.JobStatuses, t.JobTransitions, cov.Required.JobTransitions, cov.JobTransitions},
+		{"Attempt transitions", t.AttemptStatuses, t.AttemptTransitions, cov.Required.AttemptTransitions, cov.AttemptTransitions},
+	} {
+		fmt.Fprintf(w, "\n%s (from \\ to):\n\n", m.title)
+		header, rows := transitionMatrix(m.statuses, m.allowed, m.needed, m.counts)
+		if err := mdTable(w, header, rows, countColumns(len(header))...); err != nil {
+			return err
+		}
+	}
+	fmt.Fprint(w, "\nReplies:\n\n")
+	if err := mdTable(w, []string{"Reply", "Count"}, countRows(cov.Replies, cov.Required.Replies), 1); err != nil {
+		return err
+	}
+	fmt.Fprint(w, "\nFaults, by the phase of the attempt a fenced frame hit:\n\n")
+	header, rows := faultRows(cov)
+	return mdTable(w, header, rows, countColumns(len(header))...)
+}
+
+// countColumns lists columns 1..n-1, the count columns of a matrix.
+func countColumns(n int) []int {
+	cols := make([]int, 0, n)
+	for i := 1; i < n; i++ {
+		cols = append(cols, i)
+	}
+	return cols
 }
 
 func mdScenarios(w *bufio.Writer, c Card) error {

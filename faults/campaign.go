@@ -36,7 +36,9 @@ type SeedFailure struct {
 type CampaignResult struct {
 	Seeds, Steps int
 	Codes        map[string]int
-	Failures     []SeedFailure
+	// Coverage sums every seed's coverage (see Coverage).
+	Coverage Coverage
+	Failures []SeedFailure
 }
 
 // Violations counts failures of kind violation; Divergences of kind divergence.
@@ -82,9 +84,18 @@ func (c Campaign) Run(ctx context.Context) (CampaignResult, error) {
 		wg.Add(1)
 		go func(worker int) {
 			defer wg.Done()
+			opts := c.Options
+			opts.Coverage = true
 			for i := range next {
-				seq := Generate(c.Seeds[i], c.Steps, c.Gen)
-				results[i], errs[i] = Run(ctx, c.Factory, worker, seq, c.Options)
+				seq, marks := generate(c.Seeds[i], c.Steps, c.Gen)
+				results[i], errs[i] = Run(ctx, c.Factory, worker, seq, opts)
+				if cov := results[i].Coverage; cov != nil {
+					for _, m := range marks[:results[i].Steps] {
+						if m != "" {
+							cov.Faults[m]++
+						}
+					}
+				}
 				mu.Lock()
 				done++
 				if c.Progress != nil {
@@ -105,12 +116,15 @@ func (c Campaign) Run(ctx context.Context) (CampaignResult, error) {
 	if err := ctx.Err(); err != nil {
 		return CampaignResult{}, err
 	}
-	out := CampaignResult{Seeds: len(c.Seeds), Codes: map[string]int{}}
+	out := CampaignResult{Seeds: len(c.Seeds), Codes: map[string]int{}, Coverage: NewCoverage()}
 	for i, res := range results {
 		if errs[i] != nil {
 			return out, fmt.Errorf("seed %d: %w", c.Seeds[i], errs[i])
 		}
 		out.Steps += res.Steps
+		if res.Coverage != nil {
+			out.Coverage.Add(*res.Coverage)
+		}
 		for k, n := range res.Codes {
 			out.Codes[k] += n
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/sim"
 )
 
@@ -73,14 +72,21 @@ func TestModelCampaign(t *testing.T) {
 		t.Errorf("seed %d: %s (replay: go run ./cmd/rendermac fuzz --target model --seed %d --steps 200)", f.Seed, f.Result.Failure, f.Seed)
 	}
 	require.Equal(t, 500*200, res.Steps)
-	for _, code := range []protocol.Code{protocol.CodeCreated, protocol.CodeValidation, protocol.CodeInsufficientFunds,
-		protocol.CodeIdempotencyConflict, protocol.CodeLeaseOffer, protocol.CodeNoJob, protocol.CodeNoSlot,
-		protocol.CodeProgressOK, protocol.CodeLeaseConflict, protocol.CodeCommitPending, protocol.CodeCommitOK,
-		protocol.CodeCommitConflict, protocol.CodeAttemptNotCommittable, protocol.CodeLeaseExpired,
-		protocol.CodeJobCancelled, protocol.CodeVerificationFailed, protocol.CodeFailOK, protocol.CodeFailConflict,
-		protocol.CodeBadFailureCode, protocol.CodeCancelled, protocol.CodeCancelling, protocol.CodeJobTerminal,
-		protocol.CodeNotFound} {
-		require.Positive(t, res.Codes[string(code)], "the campaign never produced %s", code)
+	// The coverage gate's list: every transition the rules take, every
+	// reply code (lease_conflict by reason), every fault kind.
+	req := RequiredCoverage()
+	for what, need := range map[string]struct {
+		keys []string
+		got  map[string]int64
+	}{
+		"job transition":     {req.JobTransitions, res.Coverage.JobTransitions},
+		"attempt transition": {req.AttemptTransitions, res.Coverage.AttemptTransitions},
+		"reply":              {req.Replies, res.Coverage.Replies},
+		"fault":              {req.Faults, res.Coverage.Faults},
+	} {
+		for _, k := range need.keys {
+			require.Positive(t, need.got[k], "the campaign never reached %s %s", what, k)
+		}
 	}
 }
 

@@ -37,24 +37,39 @@ type Sequence struct {
 // Generate draws steps events from seed. The same seed and config give the
 // same sequence.
 func Generate(seed uint64, steps int, cfg GenConfig) Sequence {
+	seq, _ := generate(seed, steps, cfg)
+	return seq
+}
+
+// generate is Generate that also returns, per step, the frame-level fault
+// the generator applied there (FaultDuplicate, FaultReorder or ""), which
+// the events alone do not show.
+func generate(seed uint64, steps int, cfg GenConfig) (Sequence, []string) {
 	g := NewRng(seed)
 	seq := Sequence{Seed: seed, Events: make([]Event, 0, steps)}
+	marks := make([]string, 0, steps+1)
 	for len(seq.Events) < steps {
 		n := len(seq.Events)
 		switch {
 		case n > 0 && g.Chance(cfg.Duplicate):
 			seq.Events = append(seq.Events, seq.Events[n-1])
+			marks = append(marks, FaultDuplicate)
 		case n > 0 && g.Chance(cfg.Reorder):
 			ev := genEvent(g, cfg)
 			seq.Events = append(seq.Events, seq.Events[n-1])
 			seq.Events[n-1] = ev
+			marks = append(marks, FaultReorder) // the earlier-drawn frame arrives late
 		default:
 			seq.Events = append(seq.Events, genEvent(g, cfg))
+			marks = append(marks, "")
 		}
 	}
 	seq.Events = seq.Events[:steps]
-	return seq
+	return seq, marks[:steps]
 }
+
+// clockJump is the tick from which a tick counts as a clock jump.
+const clockJump = time.Minute
 
 var phases = []protocol.AttemptStatus{protocol.AttemptLeased, protocol.AttemptDownloading, protocol.AttemptRunning, protocol.AttemptUploading}
 

@@ -28,6 +28,10 @@ type Options struct {
 	// first target's projected rows (RunResult.Trace), for the
 	// determinism self-check.
 	Trace bool
+	// Coverage counts what the run reached (RunResult.Coverage): replies
+	// and faults step by step, transitions from the first target's journal
+	// at the end.
+	Coverage bool
 }
 
 // FailureKind classifies why a run failed.
@@ -60,6 +64,8 @@ type RunResult struct {
 	Failure *Failure
 	// Trace holds one hash per step when Options.Trace is set.
 	Trace []string
+	// Coverage is set when Options.Coverage is.
+	Coverage *Coverage
 }
 
 // Run plays seq against fresh targets from f, step by step: it applies each
@@ -80,30 +86,52 @@ func Run(ctx context.Context, f Factory, worker int, seq Sequence, opts Options)
 		opts.Outputs = HashOutput
 	}
 	r := &runner{targets: targets, opts: opts, v: newView(seq.Seed)}
+	r.live, _ = targets[0].(LiveAttempts)
 	res := RunResult{Codes: map[string]int{}}
+	if opts.Coverage {
+		cov := NewCoverage()
+		res.Coverage = &cov
+	}
+	r.play(ctx, seq, &res)
+	if res.Coverage != nil {
+		if err := transitionsOf(ctx, targets[0], res.Coverage); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// play runs seq's steps into res until the first failure.
+func (r *runner) play(ctx context.Context, seq Sequence, res *RunResult) {
+	opts := r.opts
 	for i, ev := range seq.Events {
 		res.Steps++
+		if res.Coverage != nil {
+			r.countFaults(ev, res.Coverage)
+		}
 		replies, fail := r.step(ctx, ev)
 		if fail == nil {
 			for _, c := range replies {
 				res.Codes[c]++
+			}
+			if res.Coverage != nil {
+				r.countReplies(res.Coverage)
 			}
 			fail = r.check(ctx)
 		}
 		if fail == nil && opts.Trace {
 			h, err := r.traceHash(ctx, i)
 			if err != nil {
-				fail = &Failure{Kind: FailureError, Target: targets[0].Name(), Detail: "trace: " + err.Error()}
+				fail = &Failure{Kind: FailureError, Target: r.targets[0].Name(), Detail: "trace: " + err.Error()}
 			}
 			res.Trace = append(res.Trace, h)
 		}
 		if fail != nil {
 			fail.Step, fail.Event = i, ev
 			res.Failure = fail
-			return res, nil
+			return
 		}
 	}
-	return res, nil
 }
 
 // traceHash hashes step i's replies on every target (every compared field,
@@ -135,6 +163,8 @@ type runner struct {
 	targets []Target
 	opts    Options
 	v       *view
+	// live is the first target, if it can say which attempt is live.
+	live LiveAttempts
 	// last holds every target's outcome of the latest step.
 	last []outcome
 }
@@ -179,6 +209,17 @@ func (r *runner) step(ctx context.Context, ev Event) ([]string, *Failure) {
 		codes = append(codes, "sweep")
 	}
 	return codes, nil
+}
+
+// countReplies adds the latest step's replies (of the first target; the
+// others gave the same) to c.
+func (r *runner) countReplies(c *Coverage) {
+	if len(r.last) == 0 {
+		return
+	}
+	for _, rep := range r.last[0].replies {
+		c.Replies[replyKey(rep)]++
+	}
 }
 
 func (r *runner) actors(ev Event) (buyer, device string) {

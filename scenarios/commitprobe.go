@@ -41,6 +41,15 @@ type CommitProbe struct {
 // NewCommitProbe wraps t.
 func NewCommitProbe(t faults.Target) *CommitProbe { return &CommitProbe{Target: t} }
 
+// LiveAttempt implements faults.LiveAttempts when the wrapped target does,
+// so a three-way run orders jobs and names fault phases like a two-way one.
+func (p *CommitProbe) LiveAttempt(jobID string) (protocol.AttemptRow, bool) {
+	if l, ok := p.Target.(faults.LiveAttempts); ok {
+		return l.LiveAttempt(jobID)
+	}
+	return protocol.AttemptRow{}, false
+}
+
 // CommitBegin implements faults.Target.
 func (p *CommitProbe) CommitBegin(ctx context.Context, now time.Time, dev string, c protocol.Commit, ok bool) (protocol.Reply, error) {
 	r, err := p.Target.CommitBegin(ctx, now, dev, c, ok)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -105,12 +106,36 @@ func printCampaign(w io.Writer, target string, res faults.CampaignResult) {
 	t.Header("target", "seeds", "steps", "violations", "divergences", "errors")
 	_ = t.Append(target, res.Seeds, res.Steps, res.Violations(), res.Divergences(), res.Errors())
 	_ = t.Render()
-	codes := tablewriter.NewWriter(w)
-	codes.Header("reply", "count")
-	for _, k := range res.SortedCodes() {
-		_ = codes.Append(k, res.Codes[k])
+	// Replies by code (lease_conflict by reason) with their share of all
+	// replies: the generator's distribution.
+	replies := res.Coverage.Replies
+	var total int64
+	for _, n := range replies {
+		total += n
 	}
+	codes := tablewriter.NewWriter(w)
+	codes.Header("reply", "count", "share")
+	for _, k := range slices.Sorted(maps.Keys(replies)) {
+		_ = codes.Append(k, replies[k], fmt.Sprintf("%.1f%%", 100*float64(replies[k])/float64(max(total, 1))))
+	}
+	_ = codes.Append("(ticks, sweeps)", fmt.Sprintf("%d, %d", res.Codes["tick"], res.Codes["sweep"]), "")
 	_ = codes.Render()
+	fl := tablewriter.NewWriter(w)
+	phases := faults.FaultPhaseNames()
+	fl.Header(append([]string{"fault", "count"}, phases...))
+	for _, k := range slices.Sorted(maps.Keys(res.Coverage.Faults)) {
+		row := []any{k, res.Coverage.Faults[k]}
+		for _, p := range phases {
+			row = append(row, res.Coverage.FaultPhases[k+"@"+p])
+		}
+		_ = fl.Append(row...)
+	}
+	_ = fl.Render()
+	if miss := cardCoverage(res.Coverage).Unreached(); len(miss) > 0 {
+		fmt.Fprintf(w, "coverage: %d required cells never reached: %s\n", len(miss), strings.Join(miss, ", "))
+	} else {
+		fmt.Fprintln(w, "coverage: every required transition, reply and fault was reached")
+	}
 }
 
 func reportFailure(w io.Writer, f fuzzFlags, sf faults.SeedFailure) error {

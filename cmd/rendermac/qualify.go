@@ -21,7 +21,7 @@ type qualifyFlags struct {
 	detSeeds, detPgSeeds                    int
 	firstSeed                               uint64
 	out, db, serverMutation, modelMutation  string
-	noTimings, noScenarios                  bool
+	noTimings, noScenarios, noCoverageGate  bool
 }
 
 // invariants is SPEC section 4, as the card states it.
@@ -63,6 +63,8 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&f.detSeeds, "determinism-seeds", 20, "seeds of the model campaign run twice, traces compared (0: skip)")
 	fs.IntVar(&f.detPgSeeds, "determinism-pg-seeds", 3, "seeds of the model-vs-Postgres campaign run twice, traces compared (0: skip)")
 	fs.BoolVar(&f.noTimings, "no-timings", false, "leave durations out, so two runs of one commit give identical files")
+	fs.BoolVar(&f.noCoverageGate, "no-coverage-gate", false, "record coverage but do not fail when a required transition, reply or fault "+
+		"was never reached (smoke runs too small to reach them all)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -80,7 +82,8 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	prog := newProgress(stderr)
 
 	model := fuzzFlags{target: "model", mutation: f.modelMutation, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays")}
-	if err := qualifyCampaign(ctx, &card, "model", model, f.seeds, f.firstSeed, prog, stderr); err != nil {
+	gate := !f.noCoverageGate
+	if err := qualifyCampaign(ctx, &card, "model", model, f.seeds, f.firstSeed, gate, prog, stderr); err != nil {
 		return err
 	}
 	if err := qualifyDeterminism(ctx, &card, "model", model, min(f.detSeeds, f.seeds), f.firstSeed, stderr); err != nil {
@@ -88,7 +91,7 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if f.pgSeeds > 0 {
 		both := fuzzFlags{target: "both", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.pgSteps, outDir: filepath.Join(f.out, "replays")}
-		if err := qualifyCampaign(ctx, &card, "model-vs-postgres", both, f.pgSeeds, f.firstSeed, prog, stderr); err != nil {
+		if err := qualifyCampaign(ctx, &card, "model-vs-postgres", both, f.pgSeeds, f.firstSeed, gate, prog, stderr); err != nil {
 			return err
 		}
 		if err := qualifyDeterminism(ctx, &card, "model-vs-postgres", both, min(f.detPgSeeds, f.pgSeeds), f.firstSeed, stderr); err != nil {
@@ -97,7 +100,7 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if f.stackSeeds > 0 {
 		stack := fuzzFlags{target: "stack", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.stackSteps, outDir: filepath.Join(f.out, "replays")}
-		if err := qualifyCampaign(ctx, &card, "model-vs-postgres-vs-stack", stack, f.stackSeeds, f.firstSeed, prog, stderr); err != nil {
+		if err := qualifyCampaign(ctx, &card, "model-vs-postgres-vs-stack", stack, f.stackSeeds, f.firstSeed, gate, prog, stderr); err != nil {
 			return err
 		}
 	}
@@ -136,9 +139,10 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // qualifyCampaign runs one campaign and records it (and its first failure,
-// shrunk, with a replay file) on the card.
+// shrunk, with a replay file) on the card, with its coverage; with gate, a
+// required cell it never reached fails it.
 func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fuzzFlags, seeds int, first uint64,
-	prog *progress, stderr io.Writer) error {
+	gate bool, prog *progress, stderr io.Writer) error {
 	setup, cleanup, err := fuzzFactory(ctx, f, stderr)
 	if err != nil {
 		return fmt.Errorf("%s campaign: %w", name, err)
@@ -161,9 +165,18 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 	}
 	camp := evidence.Campaign{Name: name, Target: f.target, Seeds: seeds, FirstSeed: first, StepsPerSeq: f.steps,
 		Sequences: res.Seeds, Steps: res.Steps, Replies: res.Codes, Divergences: res.Divergences(),
-		Violations: res.Violations(), Errors: res.Errors(), Passed: len(res.Failures) == 0}
+		Violations: res.Violations(), Errors: res.Errors(), Passed: len(res.Failures) == 0,
+		Coverage: cardCoverage(res.Coverage)}
 	if !card.NoTimings {
 		camp.DurationMs = time.Since(start).Milliseconds()
+	}
+	// The coverage gate: a required transition, reply or fault the campaign
+	// never reached fails it, named on the card and on stderr.
+	covFail, missed := evidence.CoverageFailure(name, *camp.Coverage)
+	missed = missed && gate
+	if missed {
+		camp.Passed = false
+		fmt.Fprintf(stderr, "qualify: coverage gate FAIL: %s: %s\n", name, covFail.Detail)
 	}
 	card.Campaigns = append(card.Campaigns, camp)
 	for i, sf := range res.Failures {
@@ -181,6 +194,9 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 			}
 		}
 		card.Failures = append(card.Failures, fl)
+	}
+	if missed {
+		card.Failures = append(card.Failures, covFail)
 	}
 	return nil
 }
