@@ -37,8 +37,11 @@ type RunInfo struct {
 	PostgresKind    string `json:"postgres_kind"`
 	Host            string `json:"host"`
 	// Command is the command line that produced the card.
-	Command   string `json:"command"`
-	FirstSeed uint64 `json:"first_seed"`
+	Command string `json:"command"`
+	// GeneratorWeights is every generator op's weight, "create=8 lease=12 ...",
+	// as --weight left them: with the seeds, what the campaigns drew.
+	GeneratorWeights string `json:"generator_weights,omitempty"`
+	FirstSeed        uint64 `json:"first_seed"`
 	// DurationMs is the whole run's wall time (0 with NoTimings).
 	DurationMs int64 `json:"duration_ms"`
 }

@@ -64,6 +64,9 @@ func mdRun(w *bufio.Writer, c Card) error {
 	}
 	fmt.Fprintf(w, "- Model version: %s\n", code(r.ModelVersion))
 	fmt.Fprintf(w, "- Generator version: %s\n", code(r.GeneratorVersion))
+	if r.GeneratorWeights != "" {
+		fmt.Fprintf(w, "- Generator weights: %s\n", code(r.GeneratorWeights))
+	}
 	fmt.Fprintf(w, "- Postgres version: %s\n", orUnknown(r.PostgresVersion))
 	fmt.Fprintf(w, "- Postgres kind: %s\n", orUnknown(r.PostgresKind))
 	fmt.Fprintf(w, "- Host: %s\n", orUnknown(r.Host))

@@ -45,7 +45,7 @@ func TestEventTextRoundTrip(t *testing.T) {
 
 func TestReplayFileRoundTrip(t *testing.T) {
 	t.Parallel()
-	rf := ReplayFile{Target: "model", Mutation: "keep_slot", Seq: Generate(7, 50, DefaultGenConfig),
+	rf := ReplayFile{Target: "model", Mutation: "keep_slot", Seq: Generate(7, 50, DefaultGenConfig), Weights: DefaultGenConfig.WeightsString(),
 		Build: provenance.Build{Commit: "abc123", Dirty: true, GoVersion: "go1.26.8", SchemaVersion: 2,
 			ModelVersion: "1+aaaaaaaaaaaa", GeneratorVersion: GeneratorVersion()}}
 	var buf bytes.Buffer

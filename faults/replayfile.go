@@ -17,7 +17,10 @@ type ReplayFile struct {
 	// Build is the provenance of the build that wrote the file; replay
 	// refuses a file from another build unless forced.
 	Build provenance.Build
-	Seq   Sequence
+	// Weights is the generator's weights that drew the sequence
+	// (GenConfig.WeightsString), so `--seed S` with them draws it again.
+	Weights string
+	Seq     Sequence
 }
 
 // WriteReplay writes r in the line format ReadReplay reads: a header of
@@ -32,6 +35,9 @@ func WriteReplay(w io.Writer, r ReplayFile) error {
 	}
 	if r.Mutation != "" {
 		fmt.Fprintf(bw, "mutation %s\n", r.Mutation)
+	}
+	if r.Weights != "" {
+		fmt.Fprintf(bw, "weights %s\n", r.Weights)
 	}
 	for _, ev := range r.Seq.Events {
 		fmt.Fprintf(bw, "%s\n", ev)
@@ -54,6 +60,11 @@ func ReadReplay(rd io.Reader) (ReplayFile, error) {
 			r.Target = val
 		case "mutation":
 			r.Mutation = val
+		case "weights":
+			if _, err := ParseWeights(val); err != nil {
+				return r, fmt.Errorf("line %d: %w", n, err)
+			}
+			r.Weights = val
 		case "build":
 			b, err := parseBuild(val)
 			if err != nil {

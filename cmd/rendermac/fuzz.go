@@ -25,6 +25,10 @@ type fuzzFlags struct {
 	seeds, steps, workers                int
 	seed, firstSeed                      uint64
 	progress, force                      bool
+	// gen is the generator's config; weights the --weight settings that
+	// made it, repeated in replay commands.
+	gen     faults.GenConfig
+	weights []string
 }
 
 func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -43,11 +47,15 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL for --target both and stack (default: DATABASE_URL, else an embedded cluster)")
 	fs.BoolVar(&f.progress, "progress", false, "print progress to stderr")
 	fs.BoolVar(&f.force, "force", false, "with --replay: run a file another build (commit, schema, model, generator) wrote")
+	addWeightFlag(fs, &f.gen, &f.weights)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if f.seeds < 1 || f.steps < 1 || f.workers < 1 {
 		return usageError{"--seeds, --steps and --workers must be at least 1"}
+	}
+	if err := f.gen.Validate(); err != nil {
+		return usageError{"--weight: " + err.Error()}
 	}
 	var rf *faults.ReplayFile
 	if f.replay != "" {
@@ -77,13 +85,13 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			seeds = append(seeds, f.firstSeed+uint64(i))
 		}
 	}
-	c := faults.Campaign{Factory: fac.factory, Options: fac.options, Gen: faults.DefaultGenConfig, Seeds: seeds,
+	c := faults.Campaign{Factory: fac.factory, Options: fac.options, Gen: f.gen, Seeds: seeds,
 		Steps: f.steps, Workers: f.workers}
 	if f.progress {
 		c.Progress = func(done, total int) { fmt.Fprintf(stderr, "\r%d/%d seeds", done, total) }
 	}
-	fmt.Fprintf(stderr, "fuzz: target=%s seeds=%d first=%d steps=%d workers=%d mutation=%q\n",
-		f.target, len(seeds), seeds[0], f.steps, f.workers, f.mutation)
+	fmt.Fprintf(stderr, "fuzz: target=%s seeds=%d first=%d steps=%d workers=%d mutation=%q weights=%q\n",
+		f.target, len(seeds), seeds[0], f.steps, f.workers, f.mutation, f.gen.WeightsString())
 	start := time.Now()
 	res, err := c.Run(ctx)
 	if f.progress {
@@ -163,6 +171,9 @@ func fuzzCommand(f fuzzFlags, rest string) string {
 		}
 		cmd += " --mutation " + f.mutation
 	}
+	for _, w := range f.weights {
+		cmd += " --weight " + w
+	}
 	return cmd + " " + rest
 }
 
@@ -176,7 +187,8 @@ func writeFailure(f fuzzFlags, seq faults.Sequence) (string, error) {
 		return "", fmt.Errorf("write failure: %w", err)
 	}
 	defer file.Close()
-	if err := faults.WriteReplay(file, faults.ReplayFile{Target: f.target, Mutation: f.mutation, Build: currentBuild(), Seq: seq}); err != nil {
+	if err := faults.WriteReplay(file, faults.ReplayFile{Target: f.target, Mutation: f.mutation, Build: currentBuild(),
+		Weights: f.gen.WeightsString(), Seq: seq}); err != nil {
 		return "", fmt.Errorf("write failure %s: %w", path, err)
 	}
 	return path, file.Close()

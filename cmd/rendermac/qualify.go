@@ -22,6 +22,8 @@ type qualifyFlags struct {
 	firstSeed                               uint64
 	out, db, serverMutation, modelMutation  string
 	noTimings, noScenarios, noCoverageGate  bool
+	gen                                     faults.GenConfig
+	weights                                 []string
 }
 
 // invariants is SPEC section 4, as the card states it.
@@ -65,8 +67,12 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&f.noTimings, "no-timings", false, "leave durations out, so two runs of one commit give identical files")
 	fs.BoolVar(&f.noCoverageGate, "no-coverage-gate", false, "record coverage but do not fail when a required transition, reply or fault "+
 		"was never reached (smoke runs too small to reach them all)")
+	addWeightFlag(fs, &f.gen, &f.weights)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if err := f.gen.Validate(); err != nil {
+		return usageError{"--weight: " + err.Error()}
 	}
 	if f.seeds < 1 || f.steps < 1 || f.pgSeeds < 0 || f.pgSteps < 1 || f.stackSeeds < 0 || f.stackSteps < 1 || f.workers < 1 {
 		return usageError{"--seeds, --steps, --pg-steps, --stack-steps and --workers must be at least 1, --pg-seeds and --stack-seeds at least 0"}
@@ -78,10 +84,11 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	card := evidence.Card{Title: "Phase-fault qualification", Date: start.UTC().Format("2006-01-02"),
 		Invariants: invariants, NotCovered: notCovered, NoTimings: f.noTimings}
 	card.Run = evidence.RunInfo{Build: currentBuild(), Host: hostname(),
-		Command: recordedCommand("qualify", args), FirstSeed: f.firstSeed}
+		Command: recordedCommand("qualify", args), FirstSeed: f.firstSeed, GeneratorWeights: f.gen.WeightsString()}
 	prog := newProgress(stderr)
 
-	model := fuzzFlags{target: "model", mutation: f.modelMutation, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays")}
+	model := fuzzFlags{target: "model", mutation: f.modelMutation, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays"),
+		gen: f.gen, weights: f.weights}
 	gate := !f.noCoverageGate
 	if err := qualifyCampaign(ctx, &card, "model", model, f.seeds, f.firstSeed, gate, prog, stderr); err != nil {
 		return err
@@ -90,7 +97,8 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if f.pgSeeds > 0 {
-		both := fuzzFlags{target: "both", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.pgSteps, outDir: filepath.Join(f.out, "replays")}
+		both := fuzzFlags{target: "both", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.pgSteps, outDir: filepath.Join(f.out, "replays"),
+			gen: f.gen, weights: f.weights}
 		if err := qualifyCampaign(ctx, &card, "model-vs-postgres", both, f.pgSeeds, f.firstSeed, gate, prog, stderr); err != nil {
 			return err
 		}
@@ -99,7 +107,8 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if f.stackSeeds > 0 {
-		stack := fuzzFlags{target: "stack", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.stackSteps, outDir: filepath.Join(f.out, "replays")}
+		stack := fuzzFlags{target: "stack", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.stackSteps, outDir: filepath.Join(f.out, "replays"),
+			gen: f.gen, weights: f.weights}
 		if err := qualifyCampaign(ctx, &card, "model-vs-postgres-vs-stack", stack, f.stackSeeds, f.firstSeed, gate, prog, stderr); err != nil {
 			return err
 		}
@@ -155,7 +164,7 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 	for i := range list {
 		list[i] = first + uint64(i)
 	}
-	c := faults.Campaign{Factory: setup.factory, Options: setup.options, Gen: faults.DefaultGenConfig, Seeds: list,
+	c := faults.Campaign{Factory: setup.factory, Options: setup.options, Gen: f.gen, Seeds: list,
 		Steps: f.steps, Workers: f.workers, Progress: func(done, total int) { prog.update(name, done, total) }}
 	start := time.Now()
 	res, err := c.Run(ctx)
@@ -219,7 +228,7 @@ func qualifyDeterminism(ctx context.Context, card *evidence.Card, name string, f
 		list[i] = first + uint64(i)
 	}
 	start := time.Now()
-	diffs, err := faults.CheckDeterminism(ctx, setup.factory, setup.options, faults.DefaultGenConfig, list, f.steps)
+	diffs, err := faults.CheckDeterminism(ctx, setup.factory, setup.options, f.gen, list, f.steps)
 	if err != nil {
 		return fmt.Errorf("determinism %s: %w", name, err)
 	}
