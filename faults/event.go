@@ -54,9 +54,10 @@ const (
 var tokenNames = []string{"right", "wrong", "stale"}
 
 // Event is one symbolic step. Indexes are resolved at apply time: Job picks
-// a job by creation order (modulo the jobs that exist), Attempt 0 is the
-// job's latest attempt and k > 0 the k-th before it, Device -1 is the
-// attempt's owner and Buyer -1 the job's buyer.
+// a job in the view's aim order (jobs with a live attempt first, then the
+// others, each most recently leased first; modulo the jobs that exist),
+// Attempt 0 is the job's latest attempt and k > 0 the k-th before it,
+// Device -1 is the attempt's owner and Buyer -1 the job's buyer.
 type Event struct {
 	Op       Op
 	Job      int

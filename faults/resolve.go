@@ -41,10 +41,13 @@ type view struct {
 	now time.Time
 	// jobs are ordered most recently leased first, then never-leased jobs in
 	// creation order, so that small job indexes in events aim at the jobs
-	// where the action is.
+	// where the action is (aim puts those with a live attempt first).
 	jobs    []*jobRef
 	byID    map[string]*jobRef
 	garbage *rand.ChaCha8
+	// aimed is the order a step's job indexes resolve in (aim): the jobs
+	// with a live attempt first, then the others, each in recency order.
+	aimed []*jobRef
 }
 
 func newView(seed uint64) *view {
@@ -139,10 +142,37 @@ func (v *view) nextPhase(ev Event) protocol.AttemptStatus {
 }
 
 func (v *view) job(i int) *jobRef {
-	if len(v.jobs) == 0 {
+	if len(v.aimed) == 0 {
 		return nil
 	}
-	return v.jobs[i%len(v.jobs)]
+	return v.aimed[i%len(v.aimed)]
+}
+
+// aim fixes, before a step is applied to any target, the order its job
+// index resolves in: jobs whose latest attempt is live (as live says: the
+// reference target, whose state every other target's equals) first, so that
+// most fenced frames reach an attempt that can still answer something other
+// than a conflict; then the rest. Both parts keep the recency order. With
+// no live, the order is recency alone.
+func (v *view) aim(live LiveAttempts) {
+	v.aimed = v.aimed[:0]
+	if live == nil {
+		v.aimed = append(v.aimed, v.jobs...)
+		return
+	}
+	rest := make([]*jobRef, 0, len(v.jobs))
+	for _, j := range v.jobs {
+		if len(j.attempts) == 0 {
+			rest = append(rest, j)
+			continue
+		}
+		if row, ok := live.LiveAttempt(j.id); ok && row.ID == j.attempts[len(j.attempts)-1].id {
+			v.aimed = append(v.aimed, j)
+		} else {
+			rest = append(rest, j)
+		}
+	}
+	v.aimed = append(v.aimed, rest...)
 }
 
 // fence is the identity a fenced frame presents.

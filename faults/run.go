@@ -106,6 +106,7 @@ func (r *runner) play(ctx context.Context, seq Sequence, res *RunResult) {
 	opts := r.opts
 	for i, ev := range seq.Events {
 		res.Steps++
+		r.v.aim(r.live)
 		if res.Coverage != nil {
 			r.countFaults(ev, res.Coverage)
 		}

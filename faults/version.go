@@ -10,7 +10,10 @@ import (
 // seed's events differently (weights, event kinds, perturbations), so that
 // a seed from an older card means another sequence. GeneratorVersion adds a
 // hash of the package's sources.
-const GeneratorRulesVersion = 3 // 2: the upload event; 3: params Postgres cannot store
+// 2: the upload event; 3: params Postgres cannot store; 4: re-weighted toward
+// live attempts (job indexes resolve live-first, NextJob 1/4, more creates
+// and leases, fewer ticks).
+const GeneratorRulesVersion = 4
 
 //go:embed *.go
 var sources embed.FS
