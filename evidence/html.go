@@ -28,6 +28,34 @@ type htmlPage struct {
 	Verdict   string
 	Timings   bool
 	Scenarios []htmlScenario
+	Coverage  []htmlCoverage
+}
+
+// htmlCoverage is one campaign's coverage matrix, as the Markdown card's.
+type htmlCoverage struct {
+	Name      string
+	Unreached []string
+	Tables    []htmlTable
+}
+
+// htmlTable is a titled table of text cells; "0 !" cells are highlighted.
+type htmlTable struct {
+	Title  string
+	Header []string
+	Rows   [][]string
+}
+
+func coverageTables(name string, cov Coverage) htmlCoverage {
+	t := cov.Tables
+	jh, jr := transitionMatrix(t.JobStatuses, t.JobTransitions, cov.Required.JobTransitions, cov.JobTransitions)
+	ah, ar := transitionMatrix(t.AttemptStatuses, t.AttemptTransitions, cov.Required.AttemptTransitions, cov.AttemptTransitions)
+	fh, fr := faultRows(cov)
+	return htmlCoverage{Name: name, Unreached: cov.Unreached(), Tables: []htmlTable{
+		{Title: "Job transitions", Header: jh, Rows: jr},
+		{Title: "Attempt transitions", Header: ah, Rows: ar},
+		{Title: "Replies", Header: []string{"Reply", "Count"}, Rows: countRows(cov.Replies, cov.Required.Replies)},
+		{Title: "Faults, by the phase of the attempt a fenced frame hit", Header: fh, Rows: fr},
+	}}
 }
 
 type htmlScenario struct {
@@ -61,6 +89,11 @@ func WriteHTML(w io.Writer, c Card, o WriteOptions) error {
 	page := htmlPage{Card: c, Verdict: verdict(c.Passed), Timings: !c.NoTimings}
 	for _, s := range c.Scenarios {
 		page.Scenarios = append(page.Scenarios, htmlScenario{Scenario: s, Timeline: timeline(s.Timeline)})
+	}
+	for _, cp := range c.Campaigns {
+		if cp.Coverage != nil {
+			page.Coverage = append(page.Coverage, coverageTables(cp.Name, *cp.Coverage))
+		}
 	}
 	if err := htmlTemplate.Execute(w, page); err != nil {
 		return fmt.Errorf("write html: %w", err)

@@ -94,6 +94,16 @@ func normalize(c Card) Card {
 		if c.Campaigns[i].Replies == nil {
 			c.Campaigns[i].Replies = map[string]int{}
 		}
+		if cov := c.Campaigns[i].Coverage; cov != nil {
+			n := *cov
+			n.Add(Coverage{}) // allocates nil count maps: JSON says {}, not null
+			for _, l := range []*[]string{&n.Required.JobTransitions, &n.Required.AttemptTransitions, &n.Required.Replies,
+				&n.Required.Faults, &n.Tables.JobStatuses, &n.Tables.AttemptStatuses, &n.Tables.JobTransitions,
+				&n.Tables.AttemptTransitions, &n.Tables.FaultPhases} {
+				*l = nonNil(*l)
+			}
+			c.Campaigns[i].Coverage = &n
+		}
 	}
 	c.Scenarios = nonNil(c.Scenarios)
 	c.Invariants = nonNil(c.Invariants)

@@ -45,7 +45,7 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&f.mutation, "mutation", "", "run a deliberately broken variant (proves the checks can fail): "+strings.Join(mutationNames(), ", "))
 	fs.StringVar(&f.outDir, "failures", "rendermac-failures", "directory for shrunk failing sequences")
 	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL for --target both and stack (default: DATABASE_URL, else an embedded cluster)")
-	fs.BoolVar(&f.progress, "progress", false, "print progress to stderr")
+	fs.BoolVar(&f.progress, "progress", false, "show progress (seeds done/total, rate, ETA) on stderr when it is a terminal, as qualify does")
 	fs.BoolVar(&f.force, "force", false, "with --replay: run a file another build (commit, schema, model, generator) wrote")
 	addWeightFlag(fs, &f.gen, &f.weights)
 	if err := parseFlags(fs, args); err != nil {
@@ -87,16 +87,16 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	c := faults.Campaign{Factory: fac.factory, Options: fac.options, Gen: f.gen, Seeds: seeds,
 		Steps: f.steps, Workers: f.workers}
+	var prog *progress // nil: no progress; a nil *progress ignores updates
 	if f.progress {
-		c.Progress = func(done, total int) { fmt.Fprintf(stderr, "\r%d/%d seeds", done, total) }
+		prog = newProgress(stderr)
+		c.Progress = func(done, total int) { prog.update("fuzz "+f.target, done, total) }
 	}
 	fmt.Fprintf(stderr, "fuzz: target=%s seeds=%d first=%d steps=%d workers=%d mutation=%q weights=%q\n",
 		f.target, len(seeds), seeds[0], f.steps, f.workers, f.mutation, f.gen.WeightsString())
 	start := time.Now()
 	res, err := c.Run(ctx)
-	if f.progress {
-		fmt.Fprintln(stderr)
-	}
+	prog.done("fuzz " + f.target)
 	if err != nil {
 		return err
 	}

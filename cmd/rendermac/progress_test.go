@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -23,5 +24,17 @@ func TestProgressLineShowsCountRateAndETA(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("progress line %q lacks %q", got, want)
 		}
+	}
+}
+
+// fuzz --progress draws the same terminal-only line as qualify: redirected,
+// it adds nothing (the old plain "\r3/3 seeds" count is gone).
+func TestFuzzProgressIsSilentOffATerminal(t *testing.T) {
+	var so, se bytes.Buffer
+	if err := runFuzz(context.Background(), []string{"--progress", "--seeds", "3", "--steps", "20", "--workers", "1"}, &so, &se); err != nil {
+		t.Fatal(err, se.String())
+	}
+	if strings.ContainsAny(se.String()+so.String(), "\r\x1b") || strings.Contains(se.String(), "seeds\n") {
+		t.Fatalf("fuzz --progress wrote progress to a non-terminal: %q", se.String())
 	}
 }
