@@ -166,10 +166,10 @@ func (r *runner) countFaults(ev Event, c *Coverage) {
 	fenced := false
 	switch ev.Op {
 	case OpCreate:
-		if ev.Service == "no.such.service" {
+		if ev.Service == unknownService {
 			kinds = append(kinds, FaultUnknownService)
 		}
-		if ev.MaxAttempts < 1 || ev.MaxAttempts > 10 {
+		if ev.MaxAttempts < protocol.MaxAttemptsMin || ev.MaxAttempts > protocol.MaxAttemptsMax {
 			kinds = append(kinds, FaultBadMaxAttempts)
 		}
 		if ev.Param >= paramNUL {

@@ -78,6 +78,9 @@ func generate(seed uint64, steps int, cfg GenConfig) (Sequence, []string) {
 	return seq, marks[:steps]
 }
 
+// unknownService is a service no device offers and the catalogue lacks.
+const unknownService = "no.such.service"
+
 // clockJump is the tick from which a tick counts as a clock jump.
 const clockJump = time.Minute
 
@@ -134,7 +137,7 @@ func genCreate(g *Rng, ev *Event) {
 	services := []string{"synthetic.mp4", "synthetic.mp4", "ffmpeg.h264_720p", "ffmpeg.h264_1080p"}
 	ev.Service = services[g.IntN(len(services))]
 	if g.Chance(Ratio{1, 30}) {
-		ev.Service = "no.such.service"
+		ev.Service = unknownService
 	}
 	ev.MaxAttempts = g.Between(1, 4)
 	if g.Chance(Ratio{1, 30}) {
