@@ -121,7 +121,7 @@ func (a *Agent) connectLoop(ctx context.Context) error {
 		if lasted > sessionHealthy {
 			bo.reset()
 		}
-		d := bo.next()
+		d := reconnectDelay(bo.next(), err)
 		a.log.Warn("gateway session ended; reconnecting", "err", err, "lasted", lasted, "retry_in", d)
 		select {
 		case <-ctx.Done():
@@ -129,6 +129,20 @@ func (a *Agent) connectLoop(ctx context.Context) error {
 		case <-a.cfg.Clock.After(d):
 		}
 	}
+}
+
+// maxRetryAfter caps how long a gateway's Retry-After can park the agent.
+const maxRetryAfter = 10 * time.Minute
+
+// reconnectDelay is the backoff's next delay, or the Retry-After of the
+// gateway's refusal (a 429 rate_limited) when that is longer, so that a
+// rate-limited agent does not come back before its bucket has refilled.
+func reconnectDelay(next time.Duration, err error) time.Duration {
+	var ae *APIError
+	if errors.As(err, &ae) && ae.RetryAfter > next {
+		return min(ae.RetryAfter, maxRetryAfter)
+	}
+	return next
 }
 
 // drain stops every attempt with the shutdown cause (so each pipeline sends

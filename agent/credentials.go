@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Credentials identify a paired device. DeviceToken is a bearer secret: it is
@@ -42,6 +44,9 @@ type APIError struct {
 	Status  int
 	Code    string
 	Message string
+	// RetryAfter is the reply's Retry-After in seconds (a 429 rate_limited
+	// or a 503), or zero without one.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {
@@ -61,6 +66,9 @@ const (
 // readAPIError turns a non-2xx response into an *APIError.
 func readAPIError(resp *http.Response) *APIError {
 	e := &APIError{Status: resp.StatusCode}
+	if secs, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && secs > 0 {
+		e.RetryAfter = time.Duration(secs) * time.Second
+	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var reply struct{ Code, Message string }
 	if json.Unmarshal(body, &reply) == nil && reply.Code != "" {

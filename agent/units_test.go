@@ -1,7 +1,11 @@
 package agent
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -64,4 +68,26 @@ func TestConfigValidation(t *testing.T) {
 		_, err := New(c)
 		require.Error(t, err, name)
 	}
+}
+
+// A refusal's Retry-After outlasts a shorter backoff, capped; other errors
+// and shorter Retry-Afters leave the backoff alone.
+func TestReconnectDelayHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	rec.Header().Set("Retry-After", "7")
+	rec.WriteHeader(http.StatusTooManyRequests)
+	_, _ = rec.WriteString(`{"code":"rate_limited","message":"too many connections of this device; retry after 7s"}`)
+	ae := readAPIError(rec.Result())
+	require.Equal(t, 7*time.Second, ae.RetryAfter)
+	require.Equal(t, "rate_limited", ae.Code)
+	err := fmt.Errorf("dial gateway: %w", ae)
+	require.Equal(t, 7*time.Second, reconnectDelay(250*time.Millisecond, err))
+	require.Equal(t, 9*time.Second, reconnectDelay(9*time.Second, err))
+	require.Equal(t, time.Second, reconnectDelay(time.Second, errors.New("connection reset")))
+	require.Equal(t, maxRetryAfter, reconnectDelay(time.Second, &APIError{Status: 429, RetryAfter: time.Hour}))
+	rec = httptest.NewRecorder()
+	rec.Header().Set("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT")
+	rec.WriteHeader(http.StatusServiceUnavailable)
+	require.Zero(t, readAPIError(rec.Result()).RetryAfter, "an HTTP-date is not read")
 }

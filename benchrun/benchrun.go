@@ -24,6 +24,7 @@ import (
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server/controlplane"
+	"github.com/rendermac/rendermac/server/ratelimit"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -280,7 +281,7 @@ func runStack(ctx context.Context, cfg Config, dbURL string, res *Result, phase 
 	ran := make(chan error, 1)
 	go func() {
 		ran <- controlplane.Run(cpCtx, controlplane.Config{DB: dbURL, Listen: "127.0.0.1:0", Artifacts: dir, SigningKey: key,
-			Log: slog.New(slog.DiscardHandler)}, func(_ context.Context, p *controlplane.Plane) error {
+			Log: slog.New(slog.DiscardHandler), Limits: benchLimits()}, func(_ context.Context, p *controlplane.Plane) error {
 			planes <- p
 			return nil
 		})
@@ -326,6 +327,13 @@ func runStack(ctx context.Context, cfg Config, dbURL string, res *Result, phase 
 		}
 	}
 	return err
+}
+
+// benchLimits are the production defaults but for ConnectsPerIP, which is
+// off: every agent and idle session of the bench dials from 127.0.0.1, where
+// a deployment's devices come from many addresses.
+func benchLimits() ratelimit.Limits {
+	return ratelimit.Limits{ConnectsPerIP: ratelimit.Off}
 }
 
 // artifactDir is on tmpfs when there is one, as server/bench_test.go's:

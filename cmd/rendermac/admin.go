@@ -174,12 +174,12 @@ func adminCreateAPIKey(ctx context.Context, args []string, stdout, stderr io.Wri
 
 func adminPairCode(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := adminFlagSet("pair-code", stderr, true)
-	ttl := f.Duration("ttl", 10*time.Minute, "how long the code stays valid")
+	ttl := f.Duration("ttl", 10*time.Minute, "how long the code stays valid (at most 24h)")
 	if err := parseFlags(f.FlagSet, args); err != nil {
 		return err
 	}
-	if *ttl <= 0 {
-		return usageError{"--ttl must be positive"}
+	if *ttl <= 0 || *ttl > api.MaxPairingCodeTTL {
+		return usageError{fmt.Sprintf("--ttl %v must be positive and at most %v", *ttl, api.MaxPairingCodeTTL)}
 	}
 	pool, err := f.openPool(ctx)
 	if err != nil {
@@ -190,7 +190,7 @@ func adminPairCode(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "pairing_code: %s\nexpires_at:   %s\nSingle use. On the Mac: rendermac agent --server URL --pair %s --services ... --work DIR\n",
+	fmt.Fprintf(stdout, "pairing_code: %s\nexpires_at:   %s\nSingle use; a few wrong guesses burn it. On the Mac: rendermac agent --server URL --pair %s --services ... --work DIR\n",
 		code, expires.Format(time.RFC3339), code)
 	return nil
 }

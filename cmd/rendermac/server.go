@@ -6,17 +6,23 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/grant"
+	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
 type serverFlags struct {
 	db, listen, artifacts, publicURL, keyFile, logLevel string
 	leaseTTL, heartbeat                                 time.Duration
+	metricsListen, metricsTokenFile                     string
+	limits                                              ratelimit.Limits
+	pairMaxGuesses                                      int
 }
 
 func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
@@ -32,6 +38,10 @@ func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	metricsTokenHash, err := loadMetricsToken(f.metricsTokenFile)
+	if err != nil {
+		return err
+	}
 	// Before anything runs: a fault armed late could miss its point, and a
 	// binary that cannot arm one must not start as if it had.
 	if err := faultpoint.EnableFromEnv(); err != nil {
@@ -40,7 +50,9 @@ func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if armed := faultpoint.Armed(); len(armed) > 0 {
 		log.Warn("FAULT POINTS ARMED: this server will misbehave on purpose", "points", armed)
 	}
-	return controlplane.Run(ctx, f.config(key, log), nil)
+	cfg := f.config(key, log)
+	cfg.MetricsTokenHash = metricsTokenHash
+	return controlplane.Run(ctx, cfg, nil)
 }
 
 func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
@@ -64,6 +76,24 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 	}
 	set.DurationVar(&f.leaseTTL, "lease-ttl", leaseTTL, "lease lifetime between renewals (env RENDERMAC_LEASE_TTL)")
 	set.DurationVar(&f.heartbeat, "heartbeat", heartbeat, "agent heartbeat interval announced in welcome (env RENDERMAC_HEARTBEAT)")
+	set.StringVar(&f.metricsListen, "metrics-listen", os.Getenv("RENDERMAC_METRICS_LISTEN"),
+		"serve /metrics on this address instead of --listen, to any peer there (env RENDERMAC_METRICS_LISTEN); without it /metrics on --listen answers loopback clients only, unless a token is set")
+	set.StringVar(&f.metricsTokenFile, "metrics-token-file", os.Getenv("RENDERMAC_METRICS_TOKEN_FILE"),
+		"file (mode 0600) holding the bearer token /metrics requires, from any peer (env RENDERMAC_METRICS_TOKEN_FILE)")
+	set.IntVar(&f.pairMaxGuesses, "pair-max-guesses", api.DefaultPairMaxGuesses, "wrong guesses at a pairing code's id that burn the code")
+	f.limits = ratelimit.Limits{}.WithDefaults()
+	for _, l := range []struct {
+		name, what string
+		rule       *ratelimit.Rule
+	}{
+		{"limit-pair-per-ip", "POST /v1/provider/pair requests per client IP", &f.limits.PairPerIP},
+		{"limit-auth-failures-per-ip", "unknown or revoked API keys per client IP (then every keyed request from it waits)", &f.limits.AuthFailuresPerIP},
+		{"limit-jobs-per-buyer", "POST /v1/jobs requests per buyer", &f.limits.JobsPerBuyer},
+		{"limit-connects-per-ip", "device WebSocket connection attempts per client IP", &f.limits.ConnectsPerIP},
+		{"limit-connects-per-device", "device WebSocket sessions (and so hellos) per device", &f.limits.ConnectsPerDevice},
+	} {
+		set.Var(l.rule, l.name, l.what+": N/DURATION (a burst of N, then N per DURATION) or off")
+	}
 	if err := parseFlags(set, args); err != nil {
 		return f, err
 	}
@@ -76,6 +106,8 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 		return f, usageError{"--signing-key-file (or RENDERMAC_SIGNING_KEY_FILE) is required; create one with 'rendermac admin gen-key FILE'"}
 	case f.leaseTTL <= 0 || f.heartbeat <= 0:
 		return f, usageError{"--lease-ttl and --heartbeat must be positive"}
+	case f.pairMaxGuesses <= 0:
+		return f, usageError{"--pair-max-guesses must be positive"}
 	case f.heartbeat >= f.leaseTTL:
 		return f, usageError{fmt.Sprintf("--heartbeat %v must be shorter than --lease-ttl %v, or leases expire between heartbeats", f.heartbeat, f.leaseTTL)}
 	}
@@ -134,5 +166,35 @@ func envDuration(name string, fallback time.Duration) (time.Duration, error) {
 // config turns the flags into a control plane configuration.
 func (f serverFlags) config(key []byte, log *slog.Logger) controlplane.Config {
 	return controlplane.Config{DB: f.db, Listen: f.listen, Artifacts: f.artifacts, PublicURL: f.publicURL,
-		SigningKey: key, LeaseTTL: f.leaseTTL, Heartbeat: f.heartbeat, Log: log}
+		SigningKey: key, LeaseTTL: f.leaseTTL, Heartbeat: f.heartbeat, Log: log,
+		Limits: f.limits, PairMaxGuesses: f.pairMaxGuesses, MetricsListen: f.metricsListen}
+}
+
+// minMetricsTokenBytes keeps a metrics token from being guessable.
+const minMetricsTokenBytes = 16
+
+// loadMetricsToken reads the /metrics bearer token ("" path: none) and
+// returns only its hash, which is all the server keeps. Like the signing
+// key, the file must not be readable by group or others.
+func loadMetricsToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("metrics token: %w", err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("metrics token %s has mode %04o, readable by group or others; run `chmod 600 %s`", path, perm, path)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("metrics token: %w", err)
+	}
+	token := strings.TrimSpace(string(raw))
+	if len(token) < minMetricsTokenBytes || strings.ContainsAny(token, " \t\r\n") {
+		return "", fmt.Errorf("metrics token %s: want one line of at least %d bytes without spaces (e.g. `openssl rand -hex 32`)",
+			path, minMetricsTokenBytes)
+	}
+	return api.HashSecret(token), nil
 }

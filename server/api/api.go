@@ -16,6 +16,7 @@ import (
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
+	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
 // Defaults of Config.
@@ -26,6 +27,8 @@ const (
 	DefaultMaxArtifactBytes = 4 << 30
 	// DefaultDownloadTTL is how long a succeeded job's download_url stays valid.
 	DefaultDownloadTTL = 15 * time.Minute
+	// DefaultPairMaxGuesses is how many wrong guesses burn a pairing code.
+	DefaultPairMaxGuesses = 5
 )
 
 // Config tunes an API. Zero fields take the defaults.
@@ -42,6 +45,19 @@ type Config struct {
 	// Now pins the instant of every decision (tests and the harness). Nil
 	// means the database clock, the single authority in production.
 	Now func() time.Time
+	// Limits are the abuse limits on pairing, API-key failures and job
+	// creation (zero rules: the defaults of package ratelimit).
+	Limits ratelimit.Limits
+	// PairMaxGuesses is how many wrong secrets a pairing code's id takes
+	// before the code is burned (default DefaultPairMaxGuesses).
+	PairMaxGuesses int
+	// MetricsTokenHash, when set, is HashSecret of the bearer token that
+	// GET /metrics requires; the plaintext is never held. Without it,
+	// /metrics on the API's own listener answers loopback clients only.
+	MetricsTokenHash string
+	// MetricsElsewhere takes /metrics off the API's handler (404 there):
+	// it is served by MetricsHandler on a listener of its own.
+	MetricsElsewhere bool
 }
 
 // API serves the HTTP routes of SPEC section 6. It holds no per-request
@@ -55,6 +71,12 @@ type API struct {
 	log     *slog.Logger
 	cfg     Config
 	mux     *http.ServeMux
+	limits  apiLimits
+}
+
+// apiLimits are the API's per-key rate limiters.
+type apiLimits struct {
+	pair, authFailures, jobs *ratelimit.Keyed
 }
 
 // New returns the API over the service layer svc and its pool (the schema
@@ -74,7 +96,13 @@ func New(svc *server.Service, pool *pgxpool.Pool, st artifact.Store, signer *gra
 	if len(cfg.Services) == 0 {
 		cfg.Services = protocol.Services
 	}
-	a := &API{svc: svc, pool: pool, store: st, signer: signer, metrics: m, log: log, cfg: cfg, mux: http.NewServeMux()}
+	if cfg.PairMaxGuesses <= 0 {
+		cfg.PairMaxGuesses = DefaultPairMaxGuesses
+	}
+	cfg.Limits = cfg.Limits.WithDefaults()
+	a := &API{svc: svc, pool: pool, store: st, signer: signer, metrics: m, log: log, cfg: cfg, mux: http.NewServeMux(),
+		limits: apiLimits{pair: cfg.Limits.Keyed(cfg.Limits.PairPerIP), authFailures: cfg.Limits.Keyed(cfg.Limits.AuthFailuresPerIP),
+			jobs: cfg.Limits.Keyed(cfg.Limits.JobsPerBuyer)}}
 	a.routes()
 	return a
 }
@@ -82,7 +110,9 @@ func New(svc *server.Service, pool *pgxpool.Pool, st artifact.Store, signer *gra
 func (a *API) routes() {
 	a.mux.HandleFunc("GET /healthz", a.healthz)
 	a.mux.HandleFunc("GET /readyz", a.readyz)
-	a.mux.Handle("GET /metrics", a.metrics.Handler())
+	if !a.cfg.MetricsElsewhere {
+		a.mux.Handle("GET /metrics", a.guardMetrics(a.cfg.MetricsTokenHash == ""))
+	}
 	a.mux.HandleFunc("POST /v1/jobs", a.buyer(a.createJob))
 	a.mux.HandleFunc("GET /v1/jobs", a.buyer(a.listJobs))
 	a.mux.HandleFunc("GET /v1/jobs/{id}", a.buyer(a.getJob))
@@ -163,6 +193,19 @@ func (a *API) now(ctx context.Context) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("read database clock: %w", err)
 	}
 	return t.UTC(), nil
+}
+
+// Limit names, the label of metrics.RateLimited.
+const (
+	limitPair         = "pair_per_ip"
+	limitAuthFailures = "auth_failures_per_ip"
+	limitJobs         = "jobs_per_buyer"
+)
+
+// refuse answers 429 rate_limited for limit and counts it.
+func (a *API) refuse(w http.ResponseWriter, limit, what string, wait time.Duration) {
+	a.metrics.RateLimited.WithLabelValues(limit).Inc()
+	ratelimit.Refuse(w, what, wait)
 }
 
 // internal answers 500 and logs the cause, which the client never sees.

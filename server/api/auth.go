@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
 // maxBearerLen bounds a presented bearer secret; real ones are far shorter,
@@ -53,7 +55,10 @@ func bearer(r *http.Request) string {
 }
 
 // buyer authenticates a buyer by API key and calls h with the buyer's id.
-// An unknown, revoked or missing key is 401, all alike.
+// An unknown, revoked or missing key is 401, all alike. Unknown and revoked
+// keys count against the client IP's AuthFailuresPerIP; once it is spent,
+// every keyed request from that IP is 429 until it refills, before the key
+// is looked up, so guessing is bounded and costs no query.
 func (a *API) buyer(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key := bearer(r)
@@ -61,10 +66,16 @@ func (a *API) buyer(h func(http.ResponseWriter, *http.Request, string)) http.Han
 			unauthorized(w, "missing bearer API key")
 			return
 		}
+		ip := ratelimit.IPKey(r.RemoteAddr)
+		if ok, wait := a.limits.authFailures.Check(ip); !ok {
+			a.refuse(w, limitAuthFailures, "failed API-key authentications from this address", wait)
+			return
+		}
 		var buyerID string
 		err := a.pool.QueryRow(r.Context(), sqlBuyerByKey, HashSecret(key)).Scan(&buyerID)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
+			a.limits.authFailures.Allow(ip)
 			unauthorized(w, "unknown or revoked API key")
 		case err != nil:
 			a.internal(w, r, fmt.Errorf("authenticate buyer: %w", err))

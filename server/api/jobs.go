@@ -39,8 +39,13 @@ var bodyField = map[string]string{
 
 // createJob is POST /v1/jobs: 201 with the job, 200 with the earlier job
 // for a repeated Idempotency-Key and body, 422 validation_error, 402
-// insufficient_funds, 409 idempotency_conflict.
+// insufficient_funds, 409 idempotency_conflict, 429 rate_limited past the
+// buyer's JobsPerBuyer (every request counts, replays included).
 func (a *API) createJob(w http.ResponseWriter, r *http.Request, buyerID string) {
+	if ok, wait := a.limits.jobs.Allow(buyerID); !ok {
+		a.refuse(w, limitJobs, "job creations by this buyer", wait)
+		return
+	}
 	req, input, rerr := a.readCreate(w, r, buyerID)
 	if rerr != nil {
 		rerr.write(w)

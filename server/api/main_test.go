@@ -53,6 +53,7 @@ var signingKey = bytes.Repeat([]byte{7}, grant.MinKeyBytes)
 // device with two slots.
 type bundle struct {
 	srv                    *httptest.Server
+	api                    *api.API
 	pool                   *pgxpool.Pool
 	svc                    *server.Service
 	store                  *artifact.FS
@@ -61,7 +62,8 @@ type bundle struct {
 	key, otherKey, poorKey string
 }
 
-func setup(t *testing.T) *bundle {
+// setup builds the bundle; opts adjust the API's Config (limits, metrics).
+func setup(t *testing.T, opts ...func(*api.Config)) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	url := pgprovider.MustDatabase(t, templateName, store.Migrate)
@@ -77,11 +79,15 @@ func setup(t *testing.T) *bundle {
 	b.signer, err = grant.NewSigner(signingKey, "http://rendermac.test")
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := api.New(b.svc, pool, fs, b.signer, metrics.New(), log, api.Config{
+	cfg := api.Config{
 		Now: b.clock, MaxArtifactBytes: 1 << 20, MaxInputBytes: 1 << 16,
 		Gateway: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }),
-	})
-	b.srv = httptest.NewServer(a.Handler())
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	b.api = api.New(b.svc, pool, fs, b.signer, metrics.New(), log, cfg)
+	b.srv = httptest.NewServer(b.api.Handler())
 	t.Cleanup(b.srv.Close)
 	b.key = b.buyer(t, buyerID, balance)
 	b.otherKey = b.buyer(t, otherBuyerID, balance)

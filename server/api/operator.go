@@ -20,16 +20,29 @@ import (
 // returned once and stored only as HashSecret of it.
 
 // SchemaVersion is the newest migration the API needs (00002: webhook_url
-// and pairing_codes); /readyz is not ready below it.
-const SchemaVersion = 2
+// and pairing_codes; 00003: pairing code ids and wrong-guess counts);
+// /readyz is not ready below it.
+const SchemaVersion = 3
 
 // pairingAlphabet has 32 symbols, so each draws exactly 5 random bits (no
 // modulo bias), and leaves out 0, 1, I and O, which people misread.
 const pairingAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
-// pairingCodeLen symbols give 80 bits: a code cannot be guessed within its
-// lifetime even without a rate limit.
-const pairingCodeLen = 16
+// A pairing code is pairingIDLen symbols of id (40 bits, stored in the
+// clear so that a wrong guess at it can be counted against the code) and
+// pairingSecretLen symbols of secret (80 bits): a secret cannot be guessed
+// within the code's lifetime even without the guess bound.
+const (
+	pairingIDLen     = 8
+	pairingSecretLen = 16
+	pairingCodeLen   = pairingIDLen + pairingSecretLen
+	// pairingIDTries bounds redraws of an id that is already taken.
+	pairingIDTries = 5
+)
+
+// MaxPairingCodeTTL bounds a pairing code's lifetime: codes are for
+// pairing a device now, not credentials to keep.
+const MaxPairingCodeTTL = 24 * time.Hour
 
 // API key format: a prefix plus 32 random bytes.
 const (
@@ -41,8 +54,8 @@ const (
 	sqlInsertAPIKey = `INSERT INTO api_keys (id, buyer_id, key_hash) VALUES ($1, $2, $3)`
 
 	sqlInsertPairingCode = `
-INSERT INTO pairing_codes (code_hash, created_at, expires_at)
-SELECT $1, t, t + $3::bigint * interval '1 microsecond' FROM (SELECT coalesce($2::timestamptz, now()) AS t) now
+INSERT INTO pairing_codes (code_hash, code_id, created_at, expires_at)
+SELECT $1, $4, t, t + $3::bigint * interval '1 microsecond' FROM (SELECT coalesce($2::timestamptz, now()) AS t) now
 RETURNING expires_at`
 
 	sqlSetWebhookURL = `UPDATE buyers SET webhook_url = nullif($2, '') WHERE id = $1`
@@ -87,16 +100,38 @@ func NormalizePairingCode(code string) string {
 	}, strings.ToUpper(strings.TrimSpace(code)))
 }
 
-// CreatePairingCode mints a single-use pairing code valid for ttl from now
-// (a zero now is the database clock) and returns it, formatted as
-// XXXX-XXXX-XXXX-XXXX, with its expiry.
+// CreatePairingCode mints a single-use pairing code valid for ttl (at most
+// MaxPairingCodeTTL) from now (a zero now is the database clock) and
+// returns it, formatted as XXXX-XXXX-SSSS-SSSS-SSSS-SSSS (the first two
+// groups are the code's id), with its expiry.
 func CreatePairingCode(ctx context.Context, pool *pgxpool.Pool, now time.Time, ttl time.Duration) (string, time.Time, error) {
-	if ttl <= 0 {
-		return "", time.Time{}, fmt.Errorf("create pairing code: ttl %v must be positive", ttl)
+	if ttl <= 0 || ttl > MaxPairingCodeTTL {
+		return "", time.Time{}, fmt.Errorf("create pairing code: ttl %v must be positive and at most %v", ttl, MaxPairingCodeTTL)
 	}
+	for try := 1; ; try++ {
+		code, err := drawPairingCode()
+		if err != nil {
+			return "", time.Time{}, fmt.Errorf("create pairing code: %w", err)
+		}
+		norm := NormalizePairingCode(code)
+		var expires time.Time
+		err = pool.QueryRow(ctx, sqlInsertPairingCode, HashSecret(norm), nullTime(now), ttl.Microseconds(), norm[:pairingIDLen]).Scan(&expires)
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23505" && try < pairingIDTries { // unique_violation: id taken
+			continue
+		}
+		if err != nil {
+			return "", time.Time{}, fmt.Errorf("create pairing code: %w", err)
+		}
+		return code, expires.UTC(), nil
+	}
+}
+
+// drawPairingCode draws pairingCodeLen symbols from crypto/rand, grouped
+// by four with dashes.
+func drawPairingCode() (string, error) {
 	raw := make([]byte, pairingCodeLen)
 	if _, err := rand.Read(raw); err != nil {
-		return "", time.Time{}, fmt.Errorf("create pairing code: %w", err)
+		return "", err
 	}
 	var b strings.Builder
 	for i, c := range raw {
@@ -105,13 +140,7 @@ func CreatePairingCode(ctx context.Context, pool *pgxpool.Pool, now time.Time, t
 		}
 		b.WriteByte(pairingAlphabet[c%32]) // 256 is a multiple of 32: uniform
 	}
-	code := b.String()
-	var expires time.Time
-	err := pool.QueryRow(ctx, sqlInsertPairingCode, HashSecret(NormalizePairingCode(code)), nullTime(now), ttl.Microseconds()).Scan(&expires)
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("create pairing code: %w", err)
-	}
-	return code, expires.UTC(), nil
+	return b.String(), nil
 }
 
 // SetWebhookURL sets (or, with "", clears) the buyer's webhook endpoint. It

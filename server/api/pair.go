@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
 // Pairing limits.
@@ -31,9 +33,18 @@ const (
 	sqlNow = `SELECT coalesce($1::timestamptz, now())`
 
 	// The code row is locked first, so two devices presenting one code
-	// serialise here and the second sees it used.
+	// serialise here and the second sees it used. A code with an id is
+	// found by its id (so that a wrong secret can be counted against it);
+	// one minted before ids existed only by its hash.
 	sqlLockPairingCode = `
-SELECT used_at IS NULL AND expires_at > $2 FROM pairing_codes WHERE code_hash = $1 FOR UPDATE`
+SELECT code_hash, used_at IS NULL AND burned_at IS NULL AND expires_at > $3
+FROM pairing_codes WHERE code_id = $1 OR (code_id IS NULL AND code_hash = $2) FOR UPDATE`
+
+	// A wrong secret at a live code's id counts; the max-th burns it.
+	sqlWrongPairingGuess = `
+UPDATE pairing_codes SET wrong_guesses = wrong_guesses + 1,
+       burned_at = CASE WHEN wrong_guesses + 1 >= $2 THEN $3::timestamptz END
+WHERE code_hash = $1 RETURNING code_id, burned_at IS NOT NULL`
 
 	// A paired device starts offline with one slot; its hello sets the
 	// real slot count and services for the session.
@@ -45,9 +56,9 @@ VALUES ($1, $2, $3, $4, 1, 'offline', $5)`
 UPDATE pairing_codes SET used_at = $2, device_id = $3 WHERE code_hash = $1 AND used_at IS NULL`
 )
 
-// errBadPairingCode covers unknown, used and expired codes alike, so the
-// answer does not tell a guesser which codes exist.
-var errBadPairingCode = errors.New("unknown, used or expired pairing code")
+// errBadPairingCode covers unknown, used, expired, burned and wrong codes
+// alike, so the answer does not tell a guesser which codes exist.
+var errBadPairingCode = errors.New("unknown, used, expired or burned pairing code")
 
 type pairBody struct {
 	Code     string   `json:"code"`
@@ -63,8 +74,13 @@ type pairReply struct {
 
 // pair is POST /v1/provider/pair: it redeems a single-use pairing code for
 // a new device and its bearer token (201), or refuses with 401
-// invalid_pairing_code, 422 validation_error.
+// invalid_pairing_code, 422 validation_error, or 429 rate_limited past the
+// client IP's PairPerIP (every request counts, before the body is read).
 func (a *API) pair(w http.ResponseWriter, r *http.Request) {
+	if ok, wait := a.limits.pair.Allow(ratelimit.IPKey(r.RemoteAddr)); !ok {
+		a.refuse(w, limitPair, "pairing attempts from this address", wait)
+		return
+	}
 	var body pairBody
 	if rerr := decodeJSON(w, r, pairBodyBytes, &body); rerr != nil {
 		rerr.write(w)
@@ -80,7 +96,7 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	deviceID := protocol.UUIDFrom(rand.Reader)
-	err = a.redeem(r.Context(), HashSecret(NormalizePairingCode(body.Code)), deviceID, body, tokenHash)
+	err = a.redeem(r.Context(), NormalizePairingCode(body.Code), deviceID, body, tokenHash)
 	switch {
 	case errors.Is(err, errBadPairingCode):
 		writeError(w, http.StatusUnauthorized, CodeInvalidPairingCode, err.Error())
@@ -117,19 +133,37 @@ func (a *API) checkPair(b *pairBody) *requestError {
 
 // redeem consumes the code and inserts the device in one transaction:
 // either both happen or neither, so a failed pairing leaves the code usable.
-func (a *API) redeem(ctx context.Context, codeHash, deviceID string, b pairBody, tokenHash string) error {
-	return pgx.BeginTxFunc(ctx, a.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+// A wrong secret at an existing code's id is the exception: it commits a
+// wrong guess against that code (burning it at PairMaxGuesses) and then
+// answers errBadPairingCode like every other refusal.
+func (a *API) redeem(ctx context.Context, code, deviceID string, b pairBody, tokenHash string) error {
+	codeHash := HashSecret(code)
+	codeID := ""
+	if len(code) == pairingCodeLen {
+		codeID = code[:pairingIDLen]
+	}
+	var wrong bool
+	err := pgx.BeginTxFunc(ctx, a.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var now time.Time
 		if err := tx.QueryRow(ctx, sqlNow, nullTime(a.pinned())).Scan(&now); err != nil {
 			return fmt.Errorf("read clock: %w", err)
 		}
+		var storedHash string
 		var usable bool
-		err := tx.QueryRow(ctx, sqlLockPairingCode, codeHash, now).Scan(&usable)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !usable) {
+		err := tx.QueryRow(ctx, sqlLockPairingCode, codeID, codeHash, now).Scan(&storedHash, &usable)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
 			return errBadPairingCode
-		}
-		if err != nil {
+		case err != nil:
 			return fmt.Errorf("lock pairing code: %w", err)
+		case subtle.ConstantTimeCompare([]byte(storedHash), []byte(codeHash)) != 1:
+			if !usable {
+				return errBadPairingCode // a dead code needs no more counting
+			}
+			wrong = true
+			return a.wrongGuess(ctx, tx, storedHash, now)
+		case !usable:
+			return errBadPairingCode
 		}
 		if _, err := tx.Exec(ctx, sqlInsertPairedDevice, deviceID, b.Name, tokenHash, b.Services, now); err != nil {
 			return fmt.Errorf("insert device: %w", err)
@@ -143,6 +177,25 @@ func (a *API) redeem(ctx context.Context, codeHash, deviceID string, b pairBody,
 		}
 		return nil
 	})
+	if err == nil && wrong {
+		return errBadPairingCode
+	}
+	return err
+}
+
+// wrongGuess counts a wrong secret against the locked code storedHash and
+// burns it at PairMaxGuesses. The code's id is logged (it is not the
+// secret), so an operator can tell why a code stopped working.
+func (a *API) wrongGuess(ctx context.Context, tx pgx.Tx, storedHash string, now time.Time) error {
+	var codeID string
+	var burned bool
+	if err := tx.QueryRow(ctx, sqlWrongPairingGuess, storedHash, a.cfg.PairMaxGuesses, now).Scan(&codeID, &burned); err != nil {
+		return fmt.Errorf("count wrong pairing guess: %w", err)
+	}
+	if burned {
+		a.log.WarnContext(ctx, "pairing code burned after wrong guesses", "code_id", codeID, "max_guesses", a.cfg.PairMaxGuesses)
+	}
+	return nil
 }
 
 // nullTime is t as a query argument, with the zero time as SQL NULL (the

@@ -17,7 +17,7 @@ func (b *bundle) pairingCode(t *testing.T, ttl time.Duration) string {
 	code, expires, err := api.CreatePairingCode(context.Background(), b.pool, b.clock(), ttl)
 	require.NoError(t, err)
 	require.Equal(t, b.clock().Add(ttl), expires)
-	require.Regexp(t, `^[A-Z2-9]{4}-[A-Z2-9]{4}-[A-Z2-9]{4}-[A-Z2-9]{4}$`, code)
+	require.Regexp(t, `^[A-HJ-NP-Z2-9]{4}(-[A-HJ-NP-Z2-9]{4}){5}$`, code)
 	return code
 }
 
@@ -115,4 +115,93 @@ func TestConcurrentPairingPairsOnce(t *testing.T) {
 	}
 	require.Equal(t, 1, won)
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM devices`))
+}
+
+// wrongSecret keeps code's id (its first two groups) and changes the first
+// group of its secret, a different way for each n.
+func wrongSecret(code string, n int) string {
+	group := strings.Repeat(string("ABCDEFGH"[n%8]), 3)
+	if code[10:13] == group {
+		group = "222"
+	}
+	return code[:10] + group + code[13:]
+}
+
+// A wrong secret at a code's id counts against that code; the
+// PairMaxGuesses-th burns it, after which even the right code is refused.
+func TestPairingCodeBurnedAfterWrongGuesses(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *api.Config) { c.PairMaxGuesses = 3 })
+	code := b.pairingCode(t, time.Hour)
+	other := b.pairingCode(t, time.Hour)
+	for i := range 3 {
+		guess := wrongSecret(code, i)
+		require.NotEqual(t, code, guess)
+		requireError(t, b.pair(t, guess), http.StatusUnauthorized, "invalid_pairing_code")
+	}
+	var guesses int
+	var burned bool
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT wrong_guesses, burned_at IS NOT NULL FROM pairing_codes WHERE code_hash = $1`,
+		api.HashSecret(api.NormalizePairingCode(code))).Scan(&guesses, &burned))
+	require.Equal(t, 3, guesses)
+	require.True(t, burned)
+	requireError(t, b.pair(t, code), http.StatusUnauthorized, "invalid_pairing_code")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM devices`), "a burned code pairs nothing")
+
+	// Guesses at one code do not touch another.
+	require.Equal(t, http.StatusCreated, b.pair(t, other).Status)
+}
+
+func TestPairingCodeSurvivesFewerWrongGuesses(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *api.Config) { c.PairMaxGuesses = 3 })
+	code := b.pairingCode(t, time.Hour)
+	for i := range 2 {
+		requireError(t, b.pair(t, wrongSecret(code, i)), http.StatusUnauthorized, "invalid_pairing_code")
+	}
+	// Guesses at an id no code has count nowhere.
+	requireError(t, b.pair(t, "ZZZZ-ZZZZ"+code[9:]), http.StatusUnauthorized, "invalid_pairing_code")
+	require.Equal(t, http.StatusCreated, b.pair(t, code).Status, "2 wrong guesses of 3 leave the code usable")
+	// Used: a wrong guess now counts nothing (the code is dead already).
+	requireError(t, b.pair(t, wrongSecret(code, 5)), http.StatusUnauthorized, "invalid_pairing_code")
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pairing_codes WHERE burned_at IS NOT NULL`))
+	require.Equal(t, 2, b.count(t, `SELECT wrong_guesses FROM pairing_codes`))
+}
+
+// The default bound is DefaultPairMaxGuesses.
+func TestPairingCodeDefaultGuessBound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	code := b.pairingCode(t, time.Hour)
+	for i := range api.DefaultPairMaxGuesses - 1 {
+		requireError(t, b.pair(t, wrongSecret(code, i)), http.StatusUnauthorized, "invalid_pairing_code")
+	}
+	require.Equal(t, 0, b.count(t, `SELECT count(*) FROM pairing_codes WHERE burned_at IS NOT NULL`))
+	requireError(t, b.pair(t, wrongSecret(code, 7)), http.StatusUnauthorized, "invalid_pairing_code")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM pairing_codes WHERE burned_at IS NOT NULL`))
+}
+
+// A code minted before migration 00003 has no id; it is redeemed by hash.
+func TestPairingLegacyCodeWithoutID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const legacy = "ABCD-EFGH-JKLM-NPQR"
+	_, err := b.pool.Exec(context.Background(),
+		`INSERT INTO pairing_codes (code_hash, created_at, expires_at) VALUES ($1, $2, $3)`,
+		api.HashSecret(api.NormalizePairingCode(legacy)), b.clock(), b.clock().Add(time.Minute))
+	require.NoError(t, err)
+	requireError(t, b.pair(t, "ABCD-EFGH-JKLM-NPQS"), http.StatusUnauthorized, "invalid_pairing_code")
+	require.Equal(t, http.StatusCreated, b.pair(t, legacy).Status)
+	requireError(t, b.pair(t, legacy), http.StatusUnauthorized, "invalid_pairing_code")
+}
+
+func TestPairingCodeTTLBounds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, ttl := range []time.Duration{0, -time.Second, api.MaxPairingCodeTTL + time.Second} {
+		_, _, err := api.CreatePairingCode(context.Background(), b.pool, b.clock(), ttl)
+		require.ErrorContains(t, err, "must be positive and at most 24h0m0s", "ttl %v", ttl)
+	}
+	b.pairingCode(t, api.MaxPairingCodeTTL)
 }

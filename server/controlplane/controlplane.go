@@ -25,6 +25,7 @@ import (
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
+	"github.com/rendermac/rendermac/server/ratelimit"
 	"github.com/rendermac/rendermac/server/store"
 	"github.com/rendermac/rendermac/server/webhook"
 )
@@ -51,6 +52,16 @@ type Config struct {
 	// Mutation runs a deliberately broken service layer (harness only).
 	Mutation server.Mutation
 	Log      *slog.Logger
+	// Limits are the abuse limits of the API and the gateway (zero rules:
+	// the defaults of package ratelimit).
+	Limits ratelimit.Limits
+	// PairMaxGuesses is how many wrong guesses burn a pairing code (0:
+	// api.DefaultPairMaxGuesses).
+	PairMaxGuesses int
+	// MetricsListen, when set, serves GET /metrics there instead of on
+	// Listen. MetricsTokenHash, when set, is api.HashSecret of the bearer
+	// token /metrics requires (see api.Config).
+	MetricsListen, MetricsTokenHash string
 }
 
 func (f *Config) defaults() error {
@@ -78,8 +89,9 @@ func (f *Config) defaults() error {
 type Plane struct {
 	Pool    *pgxpool.Pool
 	Service *server.Service
-	// BaseURL is the public URL grants point at; Addr is the listen address.
-	BaseURL, Addr string
+	// BaseURL is the public URL grants point at; Addr is the listen address;
+	// MetricsAddr is the metrics listener's address, or "" without one.
+	BaseURL, Addr, MetricsAddr string
 }
 
 // serve runs the control plane until ctx ends: migrations, then service,
@@ -102,6 +114,13 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
+	var metricsLn net.Listener
+	if f.MetricsListen != "" {
+		if metricsLn, err = net.Listen("tcp", f.MetricsListen); err != nil {
+			return fmt.Errorf("metrics listen: %w", err)
+		}
+		defer metricsLn.Close()
+	}
 	base := f.PublicURL
 	if base == "" {
 		base = "http://" + ln.Addr().String()
@@ -127,31 +146,57 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 	svc := server.NewService(pool, fs, ids, server.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Mutation: f.Mutation})
 	m := metrics.New()
 	gw := gateway.New(svc, pool, signer, m, log, gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat,
-		SweepInterval: f.SweepInterval, PollInterval: f.PollInterval})
+		SweepInterval: f.SweepInterval, PollInterval: f.PollInterval, Limits: f.Limits})
 	deliverer, err := webhook.New(pool, key, m, log, webhook.Config{})
 	if err != nil {
 		return err
 	}
-	a := api.New(svc, pool, fs, signer, m, log, api.Config{Gateway: gw.Handler()})
+	a := api.New(svc, pool, fs, signer, m, log, api.Config{Gateway: gw.Handler(), Limits: f.Limits, PairMaxGuesses: f.PairMaxGuesses,
+		MetricsTokenHash: f.MetricsTokenHash, MetricsElsewhere: metricsLn != nil})
 	srv := &http.Server{
 		Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// No WriteTimeout: artifact transfers and WebSocket sessions are long.
 	}
 	p := &running{log: log, srv: srv, ln: ln, gw: gw, deliverer: deliverer, plane: Plane{Pool: pool, Service: svc, BaseURL: base, Addr: ln.Addr().String()}}
+	metricsAt := p.serveMetrics(metricsLn, a, f.MetricsTokenHash != "")
+	lim := f.Limits.WithDefaults()
+	// The metrics token is logged only as whether there is one.
 	log.Info("rendermac server listening", "addr", ln.Addr().String(), "public_url", base,
-		"db", redactURL(f.DB), "artifacts", f.Artifacts, "lease_ttl", f.LeaseTTL, "heartbeat", f.Heartbeat)
+		"db", redactURL(f.DB), "artifacts", f.Artifacts, "lease_ttl", f.LeaseTTL, "heartbeat", f.Heartbeat,
+		"metrics", metricsAt, "limit_pair_per_ip", lim.PairPerIP, "limit_auth_failures_per_ip", lim.AuthFailuresPerIP,
+		"limit_jobs_per_buyer", lim.JobsPerBuyer, "limit_connects_per_ip", lim.ConnectsPerIP,
+		"limit_connects_per_device", lim.ConnectsPerDevice)
 	return p.run(ctx, ready)
+}
+
+// serveMetrics prepares the metrics server on ln (nil: /metrics stays on
+// the API listener) and says, for the log, where /metrics is answered.
+func (p *running) serveMetrics(ln net.Listener, a *api.API, token bool) string {
+	if ln == nil {
+		if token {
+			return "(on the API listener, bearer token)"
+		}
+		return "(on the API listener, loopback clients only)"
+	}
+	p.metricsLn = ln
+	p.metricsSrv = &http.Server{Handler: a.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute,
+		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelWarn)}
+	p.plane.MetricsAddr = ln.Addr().String()
+	return ln.Addr().String()
 }
 
 // plane is the assembled control plane of one process.
 type running struct {
-	log       *slog.Logger
-	srv       *http.Server
-	ln        net.Listener
-	gw        *gateway.Gateway
-	deliverer *webhook.Deliverer
-	plane     Plane
+	log *slog.Logger
+	srv *http.Server
+	ln  net.Listener
+	// metricsSrv serves /metrics on metricsLn; both nil without one.
+	metricsSrv *http.Server
+	metricsLn  net.Listener
+	gw         *gateway.Gateway
+	deliverer  *webhook.Deliverer
+	plane      Plane
 }
 
 func (p *running) run(ctx context.Context, ready func(context.Context, *Plane) error) error {
@@ -162,8 +207,11 @@ func (p *running) run(ctx context.Context, ready func(context.Context, *Plane) e
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = gw.Run(loops) })
 	wg.Go(func() { _ = p.deliverer.Run(loops) })
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(p.ln) }()
+	if p.metricsSrv != nil {
+		go func() { served <- fmt.Errorf("metrics listener: %w", p.metricsSrv.Serve(p.metricsLn)) }()
+	}
 
 	var err error
 	if ready != nil {
@@ -184,6 +232,9 @@ func (p *running) run(ctx context.Context, ready func(context.Context, *Plane) e
 	}
 	if serr := srv.Shutdown(sctx); serr != nil {
 		log.Warn("requests did not finish in time", "err", serr)
+	}
+	if p.metricsSrv != nil {
+		_ = p.metricsSrv.Shutdown(sctx)
 	}
 	stopLoops()
 	wg.Wait()

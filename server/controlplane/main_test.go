@@ -151,14 +151,15 @@ type proc struct {
 var listeningLine = regexp.MustCompile(`msg="rendermac server listening" addr=(\S+)`)
 
 // start runs `rendermac server` on listen (":0" picks a port) with faults
-// as RENDERMAC_FAULTPOINTS ("" arms nothing), waits until /readyz answers
-// 200, and kills the process when the test ends, logging its output if
-// the test failed.
-func (w *world) start(t *testing.T, name, listen, faults string) *proc {
+// as RENDERMAC_FAULTPOINTS ("" arms nothing) and any extra flags, waits
+// until /readyz answers 200, and kills the process when the test ends,
+// logging its output if the test failed.
+func (w *world) start(t *testing.T, name, listen, faults string, extra ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, logs: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(w.bin, "server", "--db", w.db, "--artifacts", w.artifacts, "--signing-key-file", w.keyFile,
-		"--listen", listen, "--lease-ttl", leaseTTL.String(), "--heartbeat", heartbeat.String())
+	args := append([]string{"server", "--db", w.db, "--artifacts", w.artifacts, "--signing-key-file", w.keyFile,
+		"--listen", listen, "--lease-ttl", leaseTTL.String(), "--heartbeat", heartbeat.String()}, extra...)
+	p.cmd = exec.Command(w.bin, args...)
 	p.cmd.Env = serverEnv(faults)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	require.NoError(t, p.cmd.Start())

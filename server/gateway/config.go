@@ -5,6 +5,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
 // Path is the device WebSocket endpoint of SPEC section 5.
@@ -65,6 +66,10 @@ type Config struct {
 	// Mutation selects a deliberately broken gateway (MutationNone in
 	// production; see Mutations).
 	Mutation Mutation
+	// Limits bound connection attempts per client IP (ConnectsPerIP) and
+	// authenticated sessions per device (ConnectsPerDevice); the other
+	// rules are the API's. Zero rules take the defaults.
+	Limits ratelimit.Limits
 }
 
 func (c Config) withDefaults() Config {
@@ -86,6 +91,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxBadMessages <= 0 {
 		c.MaxBadMessages = DefaultMaxBadMessages
 	}
+	c.Limits = c.Limits.WithDefaults()
 	return c
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
+	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
 // Gateway is the device WebSocket endpoint: it authenticates devices, runs
@@ -57,6 +58,8 @@ type Gateway struct {
 	ignoreJobs atomic.Bool
 	// wakeNext rotates where wakeForJob starts looking for a free slot.
 	wakeNext atomic.Uint64
+	// connectsPerIP and connectsPerDevice are Config.Limits' buckets.
+	connectsPerIP, connectsPerDevice *ratelimit.Keyed
 
 	mu       sync.Mutex
 	draining bool
@@ -80,6 +83,7 @@ func New(svc *server.Service, pool *pgxpool.Pool, signer *grant.Signer, m *metri
 	ctx, stop := context.WithCancel(context.Background())
 	return &Gateway{svc: svc, pool: pool, signer: signer, m: m, log: log.With("component", "gateway"), cfg: cfg, v: newVariant(cfg.Mutation),
 		timers: timers, ctx: ctx, stop: stop, listening: make(chan struct{}),
+		connectsPerIP: cfg.Limits.Keyed(cfg.Limits.ConnectsPerIP), connectsPerDevice: cfg.Limits.Keyed(cfg.Limits.ConnectsPerDevice),
 		all: map[*session]struct{}{}, byDevice: map[string]map[*session]struct{}{}}
 }
 
@@ -100,7 +104,9 @@ func (g *Gateway) Listening() <-chan struct{} { return g.listening }
 
 // Handler serves GET Path. It authenticates the device before upgrading:
 // a missing, unknown or revoked token is 401 with a JSON error and no
-// WebSocket; a draining gateway answers 503.
+// WebSocket; a draining gateway answers 503; past ConnectsPerIP (counted
+// before the token is looked up) or ConnectsPerDevice (after) it is 429
+// rate_limited with Retry-After, and no WebSocket.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Path, g.serveWS)
@@ -108,6 +114,11 @@ func (g *Gateway) Handler() http.Handler {
 }
 
 func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
+	if ok, wait := g.connectsPerIP.Allow(ratelimit.IPKey(r.RemoteAddr)); !ok {
+		g.m.RateLimited.WithLabelValues("connects_per_ip").Inc()
+		ratelimit.Refuse(w, "device connections from this address", wait)
+		return
+	}
 	deviceID, err := g.authenticate(r.Context(), r.Header.Get("Authorization"))
 	switch {
 	case errors.Is(err, errUnauthorized):
@@ -117,6 +128,12 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		g.log.Error("authenticate device", "err", err)
 		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "cannot check the device token now")
+		return
+	}
+	if ok, wait := g.connectsPerDevice.Allow(deviceID); !ok {
+		g.m.RateLimited.WithLabelValues("connects_per_device").Inc()
+		g.log.Warn("device connecting too often", "device_id", deviceID, "retry_after", wait)
+		ratelimit.Refuse(w, "connections of this device", wait)
 		return
 	}
 	if !g.admit() {

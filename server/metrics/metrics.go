@@ -35,6 +35,8 @@ type Metrics struct {
 	HTTPRequests *prometheus.CounterVec
 	// Webhooks counts webhook delivery attempts by result.
 	Webhooks *prometheus.CounterVec
+	// RateLimited counts requests refused with 429 rate_limited, by limit.
+	RateLimited *prometheus.CounterVec
 }
 
 // New creates and registers every collector, plus Go and process collectors.
@@ -54,9 +56,10 @@ func New() *Metrics {
 		VerifySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rendermac_verification_seconds", Help: "Output verification time.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 		HTTPRequests:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_http_requests_total", Help: "API requests by route and status."}, []string{"route", "status"}),
 		Webhooks:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_webhook_deliveries_total", Help: "Webhook delivery attempts by result."}, []string{"result"}),
+		RateLimited:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_rate_limited_total", Help: "Requests refused with 429 rate_limited, by limit."}, []string{"limit"}),
 	}
 	for _, c := range []prometheus.Collector{m.Leases, m.Commits, m.Fails, m.Conflicts, m.Sessions, m.BadMessages,
-		m.Sweeps, m.SweepChanges, m.VerifySeconds, m.HTTPRequests, m.Webhooks,
+		m.Sweeps, m.SweepChanges, m.VerifySeconds, m.HTTPRequests, m.Webhooks, m.RateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}

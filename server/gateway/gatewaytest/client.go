@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -43,7 +44,21 @@ func WSURL(baseURL, path string) string {
 // Dial opens a session at url with the device token (none when token is
 // ""). A refused handshake returns the HTTP response with its body unread.
 func Dial(ctx context.Context, url, token string) (*Client, *http.Response, error) {
-	opts := &websocket.DialOptions{}
+	return dial(ctx, url, token, nil)
+}
+
+// DialFrom is Dial from the local address ip (every 127.0.0.0/8 address
+// reaches a loopback server on Linux), so that per-IP limits see another
+// client.
+func DialFrom(ctx context.Context, url, token, ip string) (*Client, *http.Response, error) {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	defer tr.CloseIdleConnections() // a hijacked connection is not idle
+	return dial(ctx, url, token, &http.Client{Transport: tr})
+}
+
+func dial(ctx context.Context, url, token string, hc *http.Client) (*Client, *http.Response, error) {
+	opts := &websocket.DialOptions{HTTPClient: hc}
 	if token != "" {
 		opts.HTTPHeader = http.Header{"Authorization": {"Bearer " + token}}
 	}

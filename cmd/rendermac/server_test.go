@@ -1,0 +1,67 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/ratelimit"
+)
+
+var requiredServerFlags = []string{"--db", "postgres://x", "--artifacts", "/tmp/a", "--signing-key-file", "/tmp/k"}
+
+func TestServerLimitFlags(t *testing.T) {
+	f, err := parseServerFlags(requiredServerFlags, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, ratelimit.Limits{}.WithDefaults(), f.limits, "no flags: the defaults")
+	require.Equal(t, api.DefaultPairMaxGuesses, f.pairMaxGuesses)
+
+	f, err = parseServerFlags(append(requiredServerFlags, "--limit-jobs-per-buyer", "5/1s", "--limit-pair-per-ip", "off",
+		"--limit-connects-per-device", "3/1m", "--pair-max-guesses", "2", "--metrics-listen", "127.0.0.1:9100"), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, ratelimit.Rule{N: 5, Per: time.Second}, f.limits.JobsPerBuyer)
+	require.True(t, f.limits.PairPerIP.IsOff())
+	require.Equal(t, ratelimit.Rule{N: 3, Per: time.Minute}, f.limits.ConnectsPerDevice)
+	require.Equal(t, ratelimit.DefaultConnectsPerIP, f.limits.ConnectsPerIP)
+	cfg := f.config(nil, nil)
+	require.Equal(t, f.limits, cfg.Limits)
+	require.Equal(t, 2, cfg.PairMaxGuesses)
+	require.Equal(t, "127.0.0.1:9100", cfg.MetricsListen)
+
+	_, err = parseServerFlags(append(requiredServerFlags, "--limit-jobs-per-buyer", "5"), io.Discard)
+	require.ErrorContains(t, err, `limit-jobs-per-buyer: rate limit "5": want N/DURATION`)
+	_, err = parseServerFlags(append(requiredServerFlags, "--pair-max-guesses", "0"), io.Discard)
+	require.ErrorContains(t, err, "--pair-max-guesses must be positive")
+}
+
+func TestLoadMetricsToken(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), mode))
+		return p
+	}
+	hash, err := loadMetricsToken("")
+	require.NoError(t, err)
+	require.Empty(t, hash, "no file: no token")
+
+	const token = "0123456789abcdef0123"
+	hash, err = loadMetricsToken(write("ok", token+"\n", 0o600))
+	require.NoError(t, err)
+	require.Equal(t, api.HashSecret(token), hash, "only the hash is kept, trailing newline trimmed")
+
+	_, err = loadMetricsToken(write("open", token, 0o640))
+	require.ErrorContains(t, err, "readable by group or others")
+	_, err = loadMetricsToken(write("short", "abc", 0o600))
+	require.ErrorContains(t, err, "at least 16 bytes")
+	require.NotContains(t, err.Error(), "abc", "the file's content is not echoed")
+	_, err = loadMetricsToken(write("spaces", "two words and more words", 0o600))
+	require.ErrorContains(t, err, "without spaces")
+	_, err = loadMetricsToken(filepath.Join(dir, "missing"))
+	require.ErrorContains(t, err, "metrics token")
+}
