@@ -78,6 +78,8 @@ func (f *Config) defaults() error {
 type Plane struct {
 	Pool    *pgxpool.Pool
 	Service *server.Service
+	// Gateway is the device gateway (its Wakeups, for the bench).
+	Gateway *gateway.Gateway
 	// BaseURL is the public URL grants point at; Addr is the listen address.
 	BaseURL, Addr string
 }
@@ -138,7 +140,7 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// No WriteTimeout: artifact transfers and WebSocket sessions are long.
 	}
-	p := &running{log: log, srv: srv, ln: ln, gw: gw, deliverer: deliverer, plane: Plane{Pool: pool, Service: svc, BaseURL: base, Addr: ln.Addr().String()}}
+	p := &running{log: log, srv: srv, ln: ln, gw: gw, deliverer: deliverer, plane: Plane{Pool: pool, Service: svc, Gateway: gw, BaseURL: base, Addr: ln.Addr().String()}}
 	log.Info("rendermac server listening", "addr", ln.Addr().String(), "public_url", base,
 		"db", redactURL(f.DB), "artifacts", f.Artifacts, "lease_ttl", f.LeaseTTL, "heartbeat", f.Heartbeat)
 	return p.run(ctx, ready)

@@ -80,6 +80,7 @@ func (g *Gateway) pendingCancels(ctx context.Context, deviceIDs []string) ([]ser
 func (g *Gateway) sendCancel(n server.CancelNotice) {
 	for _, s := range g.sessionsOf(n.DeviceID) {
 		s.spawn(func() {
+			s.g.wakes.notices.Add(1)
 			if s.write(&protocol.Cancel{Type: protocol.TypeCancel, JobID: n.JobID, AttemptID: n.AttemptID}) {
 				s.log.Info("cancel sent", "job_id", n.JobID, "attempt_id", n.AttemptID)
 			}

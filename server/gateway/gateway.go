@@ -57,6 +57,8 @@ type Gateway struct {
 	ignoreJobs atomic.Bool
 	// wakeNext rotates where wakeForJob starts looking for a free slot.
 	wakeNext atomic.Uint64
+	// wakes counts what woke sessions (Wakeups).
+	wakes wakeCounters
 
 	mu       sync.Mutex
 	draining bool

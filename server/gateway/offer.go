@@ -22,6 +22,7 @@ func (s *session) offerLoop() {
 			return
 		case <-s.wake:
 		}
+		s.g.wakes.offers.Add(1)
 		// Every promise taken here was made after its job committed, so
 		// the Leases below see that job unless another device took it.
 		promised := s.takePromised()

@@ -100,6 +100,7 @@ func (s *session) readLoop() error {
 		if err != nil {
 			return err
 		}
+		s.g.wakes.frames.Add(1)
 		s.handleFrame(typ, data)
 	}
 }
@@ -272,6 +273,7 @@ func (s *session) pingLoop() {
 			return
 		case <-s.g.timers.After(s.g.cfg.Heartbeat):
 		}
+		s.g.wakes.pings.Add(1)
 		if !s.isWelcomed() {
 			continue
 		}
