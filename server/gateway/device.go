@@ -94,11 +94,10 @@ func (g *Gateway) wakeService(service string) {
 	sessions, _ := g.welcomed()
 	for _, s := range sessions {
 		s.mu.Lock()
-		offers := service == "" || slices.Contains(s.services, service)
-		s.mu.Unlock()
-		if offers {
-			signal(s.wake)
+		if service == "" || slices.Contains(s.services, service) {
+			s.wakeOfferLocked()
 		}
+		s.mu.Unlock()
 	}
 }
 
@@ -117,7 +116,7 @@ func (g *Gateway) wakeForJob(service string) {
 		start := int(g.wakeNext.Add(1) % uint64(n))
 		for i := range n {
 			if s := sessions[(start+i)%n]; s.promise(service) {
-				signal(s.wake)
+				s.wakeOffer()
 				return
 			}
 		}
