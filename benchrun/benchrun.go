@@ -1,8 +1,10 @@
 // Package benchrun is the load driver behind `rendermac bench`: it starts an
 // embedded Postgres and the real control plane (HTTP API, device gateway,
 // sweeper, webhooks) in this process, drives it as buyers over HTTP and as
-// simulated agents over real WebSockets (gatewaytest.Client), and measures
-// throughput, latency and memory next to a pgbench run of the equivalent
+// simulated agents over real WebSockets (gatewaytest.Client), holds idle
+// sessions from a second process (IdleClients) so that their server side is
+// measured alone, and measures throughput, latency, memory and idle wake-ups
+// next to a pgbench run of the equivalent
 // lease transaction on the same cluster, plus model and differential
 // campaign rates. Every phase is bounded in count and time; everything is
 // on loopback.
