@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -80,7 +79,6 @@ type driver struct {
 	stopAgents  context.CancelFunc
 	agentsWG    sync.WaitGroup
 	agents      []*agent
-	idle        []*gatewaytest.Client
 	firstErr    error
 	peak        atomic.Bool
 	progressing atomic.Bool
@@ -607,59 +605,10 @@ func (d *driver) progressPhase(ctx context.Context, res *Result) error {
 	return d.waitCommits(ctx, base+int64(n), phaseTimeout)
 }
 
-// memoryPhase opens IdleSessions more sessions (dial + hello, then
-// nothing) and takes the heap in use before and after, in this process.
-func (d *driver) memoryPhase(ctx context.Context, res *Result) error {
-	n := d.cfg.IdleSessions
-	fmt.Fprintf(d.cfg.Log, "bench: memory: opening %d idle sessions\n", n)
-	before, g0 := settledMem()
-	idle := make([]*gatewaytest.Client, n)
-	err := parallel(dialers, n, func(i int) error {
-		c, err := d.dial(ctx, d.devices[d.cfg.Agents+i])
-		idle[i] = c
-		return err
-	})
-	for _, c := range idle {
-		if c != nil {
-			d.idle = append(d.idle, c)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	// Let the server side finish the hello's lease attempt and park.
-	time.Sleep(time.Second)
-	after, g1 := settledMem()
-	m := &res.Memory
-	m.Sessions = n
-	m.HeapInuseDelta = int64(after.HeapInuse) - int64(before.HeapInuse)
-	m.StackInuseDelta = int64(after.StackInuse) - int64(before.StackInuse)
-	m.Goroutines = g1 - g0
-	m.HeapPerSession = float64(m.HeapInuseDelta) / float64(n)
-	m.HeapStackPerSession = float64(m.HeapInuseDelta+m.StackInuseDelta) / float64(n)
-	m.ClientAndServerSummed = true
-	m.Note = "client (gatewaytest.Client: coder/websocket conn, reader goroutine, 256-frame channel) and server " +
-		"(gateway session) of every session are in this one process; the figure is their sum and is not halved, " +
-		"because the two sides are not symmetric; it is an upper bound on the server's share"
-	runtime.KeepAlive(idle)
-	return nil
-}
-
-func settledMem() (runtime.MemStats, int) {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m, runtime.NumGoroutine()
-}
-
 // closeAll ends every session the driver opened and stops the agent loops.
 func (d *driver) closeAll() {
 	var wg sync.WaitGroup
 	closeC := func(c *gatewaytest.Client) { wg.Go(c.Close) }
-	for _, c := range d.idle {
-		closeC(c)
-	}
 	for _, a := range d.agents {
 		closeC(a.c)
 	}

@@ -67,18 +67,25 @@ func (r *Result) Figures() []Figure {
 	mem := r.Memory
 	goalB := float64(GoalIdleSessionBytes)
 	met = "yes"
-	if mem.HeapPerSession >= goalB {
-		met = fmt.Sprintf("NO: %.1f KiB over", (mem.HeapPerSession-goalB)/1024)
-	}
-	add(fmt.Sprintf("heap in use per idle session (%d held; client+server summed)", mem.Sessions),
-		fmt.Sprintf("%.1f KiB", mem.HeapPerSession/1024), "< 50 KiB", met)
-	met = "yes"
-	if mem.HeapStackPerSession >= goalB {
+	switch {
+	case mem.HeapStackPerSession > goalB:
 		met = fmt.Sprintf("NO: %.1f KiB over", (mem.HeapStackPerSession-goalB)/1024)
+	case mem.Sessions < GoalIdleSessions:
+		met = fmt.Sprintf("n/a: goal is at %d sessions (ran %d)", GoalIdleSessions, mem.Sessions)
 	}
-	add("heap + goroutine stacks per idle session (client+server)",
-		fmt.Sprintf("%.1f KiB (%.1f goroutines/session)", mem.HeapStackPerSession/1024, float64(mem.Goroutines)/float64(max(mem.Sessions, 1))),
-		"< 50 KiB", met)
+	add(fmt.Sprintf("server heap + goroutine stacks per idle session (%d held, clients in another process)", mem.Sessions),
+		fmt.Sprintf("%.1f KiB (heap %.1f + stacks %.1f; %.2f goroutines/session)", mem.HeapStackPerSession/1024,
+			mem.HeapPerSession/1024, (mem.HeapStackPerSession-mem.HeapPerSession)/1024, mem.GoroutinesPerSession),
+		fmt.Sprintf("<= %d KiB at %d sessions", GoalIdleSessionBytes>>10, GoalIdleSessions), met)
+	met = "yes"
+	if mem.IdleWakeups > 0 {
+		met = fmt.Sprintf("NO: %d wake-ups (%.3f per session)", mem.IdleWakeups, mem.IdleWakeupsPerSession)
+	}
+	add(fmt.Sprintf("idle session wake-ups in %.1f s, heartbeats aside", mem.WindowS),
+		fmt.Sprintf("%d (frames %d, offer passes %d, notices %d; heartbeat pings %d; process: %d goroutines created, %.0f ms CPU)",
+			mem.IdleWakeups, mem.Wakeups.Frames, mem.Wakeups.Offers, mem.Wakeups.Notices, mem.Wakeups.Pings,
+			mem.GoroutinesCreated, mem.CPUms),
+		"0 per session", met)
 	met = "yes"
 	if r.Model.Error != "" {
 		met = "error: " + r.Model.Error

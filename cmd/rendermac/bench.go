@@ -26,8 +26,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	script := set.String("pgbench-script", "", "lease transaction script (default: server/testdata/lease.pgbench found from the working directory)")
 	jsonOut := set.String("json", "", "also write the result as JSON to this file")
 	cpuprofile := set.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	idleClients := set.Bool("idle-clients", false, "internal: be the memory phase's client process (plan on stdin)")
 	if err := parseFlags(set, args); err != nil {
 		return err
+	}
+	if *idleClients {
+		return benchrun.IdleClients(ctx, os.Stdin, stdout, stderr)
 	}
 	switch {
 	case *agents < 1 || *agents > 10000:
@@ -36,8 +40,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{"--jobs must be 1..1000000"}
 	case *duration <= 0 || *duration > 5*time.Minute:
 		return usageError{"--duration must be positive and at most 5m"}
-	case *idle < 1 || *idle > 20000:
-		return usageError{"--idle-sessions must be 1..20000"}
+	case *idle < 1 || *idle > 50000:
+		return usageError{"--idle-sessions must be 1..50000"}
 	case *pgClients < 1 || *pgClients > 64 || *pgSeconds < 1 || *pgSeconds > 60:
 		return usageError{"--pgbench-clients must be 1..64 and --pgbench-seconds 1..60"}
 	}
@@ -52,9 +56,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer pprof.StopCPUProfile()
 	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this binary to run the idle clients' process: %w", err)
+	}
 	cfg := benchrun.Config{Agents: *agents, Jobs: *jobs, Duration: *duration, IdleSessions: *idle,
 		PgbenchClients: *pgClients, PgbenchSeconds: *pgSeconds, PgbenchScript: *script,
 		ModelSeconds: d.ModelSeconds, DiffSeconds: d.DiffSeconds, Log: stderr}
+	// The idle sessions' clients run in a second copy of this binary.
+	cfg.IdleClientCommand = []string{self, "bench", "--idle-clients"}
 	res, err := benchrun.Run(ctx, cfg)
 	if err != nil {
 		return err

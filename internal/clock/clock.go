@@ -14,6 +14,17 @@ type Clock interface {
 	Now() time.Time
 	// After returns a channel that receives once d has passed.
 	After(d time.Duration) <-chan time.Time
+	// AfterFunc calls f in its own goroutine once d has passed, unless the
+	// returned Timer is stopped first. Unlike a goroutine waiting on After,
+	// nothing runs until then.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending AfterFunc call.
+type Timer interface {
+	// Stop prevents the call if it has not started; it reports whether it
+	// did so.
+	Stop() bool
 }
 
 // Real is the wall clock.
@@ -25,17 +36,21 @@ func (Real) Now() time.Time { return time.Now() }
 // After wraps time.After.
 func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
+// AfterFunc wraps time.AfterFunc.
+func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
 // Stub is a manual clock for tests: time moves only when Advance is called,
 // and timers fire when the stub's time reaches their deadline.
 type Stub struct {
 	mu      sync.Mutex
 	now     time.Time
-	waiters []waiter
+	waiters []*waiter
 }
 
 type waiter struct {
 	at time.Time
-	ch chan time.Time
+	ch chan time.Time // After's, or nil
+	f  func()         // AfterFunc's, or nil
 }
 
 // NewStub returns a stub clock set to t.
@@ -57,8 +72,44 @@ func (s *Stub) After(d time.Duration) <-chan time.Time {
 		ch <- s.now
 		return ch
 	}
-	s.waiters = append(s.waiters, waiter{at: s.now.Add(d), ch: ch})
+	s.waiters = append(s.waiters, &waiter{at: s.now.Add(d), ch: ch})
 	return ch
+}
+
+// AfterFunc calls f in its own goroutine once the stub has been advanced
+// by d (at once when d <= 0).
+func (s *Stub) AfterFunc(d time.Duration, f func()) Timer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := &waiter{at: s.now.Add(d), f: f}
+	if d <= 0 {
+		go f()
+		return stubTimer{}
+	}
+	s.waiters = append(s.waiters, w)
+	return stubTimer{s: s, w: w}
+}
+
+// stubTimer is one pending AfterFunc call of a Stub (none when s is nil).
+type stubTimer struct {
+	s *Stub
+	w *waiter
+}
+
+// Stop removes the call from the stub's timers if it is still there.
+func (t stubTimer) Stop() bool {
+	if t.s == nil {
+		return false
+	}
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	for i, w := range t.s.waiters {
+		if w == t.w {
+			t.s.waiters = append(t.s.waiters[:i], t.s.waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // Advance moves the stub forward and fires every timer now due.
@@ -69,11 +120,16 @@ func (s *Stub) Advance(d time.Duration) {
 	kept := s.waiters[:0]
 	for _, w := range s.waiters {
 		if !w.at.After(s.now) {
-			w.ch <- s.now
+			if w.f != nil {
+				go w.f()
+			} else {
+				w.ch <- s.now
+			}
 			continue
 		}
 		kept = append(kept, w)
 	}
+	clear(s.waiters[len(kept):])
 	s.waiters = kept
 }
 

@@ -89,6 +89,8 @@ func (f *Config) defaults() error {
 type Plane struct {
 	Pool    *pgxpool.Pool
 	Service *server.Service
+	// Gateway is the device gateway (its Wakeups, for the bench).
+	Gateway *gateway.Gateway
 	// BaseURL is the public URL grants point at; Addr is the listen address;
 	// MetricsAddr is the metrics listener's address, or "" without one.
 	BaseURL, Addr, MetricsAddr string
@@ -158,7 +160,7 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// No WriteTimeout: artifact transfers and WebSocket sessions are long.
 	}
-	p := &running{log: log, srv: srv, ln: ln, gw: gw, deliverer: deliverer, plane: Plane{Pool: pool, Service: svc, BaseURL: base, Addr: ln.Addr().String()}}
+	p := &running{log: log, srv: srv, ln: ln, gw: gw, deliverer: deliverer, plane: Plane{Pool: pool, Service: svc, Gateway: gw, BaseURL: base, Addr: ln.Addr().String()}}
 	metricsAt := p.serveMetrics(metricsLn, a, f.MetricsTokenHash != "")
 	lim := f.Limits.WithDefaults()
 	// The metrics token is logged only as whether there is one.

@@ -80,6 +80,7 @@ func (g *Gateway) pendingCancels(ctx context.Context, deviceIDs []string) ([]ser
 func (g *Gateway) sendCancel(n server.CancelNotice) {
 	for _, s := range g.sessionsOf(n.DeviceID) {
 		s.spawn(func() {
+			s.g.wakes.notices.Add(1)
 			if s.write(&protocol.Cancel{Type: protocol.TypeCancel, JobID: n.JobID, AttemptID: n.AttemptID}) {
 				s.log.Info("cancel sent", "job_id", n.JobID, "attempt_id", n.AttemptID)
 			}
@@ -93,11 +94,10 @@ func (g *Gateway) wakeService(service string) {
 	sessions, _ := g.welcomed()
 	for _, s := range sessions {
 		s.mu.Lock()
-		offers := service == "" || slices.Contains(s.services, service)
-		s.mu.Unlock()
-		if offers {
-			signal(s.wake)
+		if service == "" || slices.Contains(s.services, service) {
+			s.wakeOfferLocked()
 		}
+		s.mu.Unlock()
 	}
 }
 
@@ -116,7 +116,7 @@ func (g *Gateway) wakeForJob(service string) {
 		start := int(g.wakeNext.Add(1) % uint64(n))
 		for i := range n {
 			if s := sessions[(start+i)%n]; s.promise(service) {
-				signal(s.wake)
+				s.wakeOffer()
 				return
 			}
 		}

@@ -53,6 +53,19 @@
 // every SweepInterval in whichever gateway wins a transaction-scoped
 // advisory lock for that pass.
 //
+// # Resources
+//
+// A session's one long-lived goroutine is its reader, started when the
+// upgrade succeeds (the HTTP handler returns at once, so net/http's request
+// state is not held for the session's life); coder/websocket v1.8 starts no
+// goroutine of its own per connection (its read and write deadlines are
+// context.AfterFunc callbacks). Offer passes, commit and fail workers and
+// notice writes run in goroutines that end with their work, and the
+// heartbeat is a timer (Config.Clock's AfterFunc) that pings from the
+// timer's goroutine and re-arms. So an idle, welcomed session is a parked
+// reader and one pending timer: it wakes for its heartbeat and for nothing
+// else (Wakeups counts what woke sessions; `rendermac bench` shows it).
+//
 // # Time
 //
 // With a nil Config.Clock every decision uses the database clock (a zero

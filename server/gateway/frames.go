@@ -52,7 +52,7 @@ func (s *session) onHello(m *protocol.Hello) {
 	for _, n := range notices {
 		s.write(&protocol.Cancel{Type: protocol.TypeCancel, JobID: n.JobID, AttemptID: n.AttemptID})
 	}
-	signal(s.wake)
+	s.wakeOffer()
 }
 
 // onSlots takes the agent's report of free slots, less the offers it
@@ -62,7 +62,7 @@ func (s *session) onSlots(m *protocol.Slots) {
 	s.mu.Lock()
 	s.slotsFree = max(0, min(m.SlotsFree, s.slotsTotal)-s.offering)
 	s.mu.Unlock()
-	signal(s.wake)
+	s.wakeOffer()
 }
 
 // onProgress renews a lease through the service layer. An infrastructure
@@ -213,7 +213,7 @@ func (s *session) freeSlot() {
 		s.slotsFree++
 	}
 	s.mu.Unlock()
-	signal(s.wake)
+	s.wakeOffer()
 }
 
 // retry re-runs a commit or fail after an infrastructure error; both are

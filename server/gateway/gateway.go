@@ -60,6 +60,8 @@ type Gateway struct {
 	wakeNext atomic.Uint64
 	// connectsPerIP and connectsPerDevice are Config.Limits' buckets.
 	connectsPerIP, connectsPerDevice *ratelimit.Keyed
+	// wakes counts what woke sessions (Wakeups).
+	wakes wakeCounters
 
 	mu       sync.Mutex
 	draining bool
@@ -140,19 +142,27 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "gateway is shutting down")
 		return
 	}
-	defer g.handlers.Done()
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {
+		g.handlers.Done()
 		g.log.Info("websocket upgrade failed", "device_id", deviceID, "err", err)
 		return
 	}
 	s := newSession(g, conn, deviceID)
 	if !g.track(s) {
+		g.handlers.Done()
 		_ = conn.Close(websocket.StatusGoingAway, "gateway shutting down")
 		return
 	}
-	defer g.untrack(s)
-	s.serve()
+	// The session runs in a goroutine of its own and this handler returns:
+	// the connection is hijacked, and net/http's goroutine would keep the
+	// request, its response buffers and a stack grown by the handshake for
+	// as long as the session lasts.
+	go func() {
+		defer g.handlers.Done()
+		defer g.untrack(s)
+		s.serve()
+	}()
 }
 
 var errUnauthorized = errors.New("unauthorized")

@@ -126,6 +126,7 @@ func (g *Gateway) onLostNotice(payload string) {
 	}
 	for _, s := range g.sessionsOf(n.DeviceID) {
 		s.spawn(func() {
+			s.g.wakes.notices.Add(1)
 			if s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: n.JobID, AttemptID: n.AttemptID,
 				Reason: protocol.ReasonAttemptLost}) {
 				s.log.Info("lost attempt announced", "job_id", n.JobID, "attempt_id", n.AttemptID)

@@ -9,35 +9,62 @@ import (
 	"github.com/rendermac/rendermac/server/grant"
 )
 
-// offerLoop leases into the session's free slots whenever it is woken: by
-// welcome, a slots report, a result that freed a slot, a jobs notification
-// or the poll.
-func (s *session) offerLoop() {
+// wakeOffer asks for an offer pass, leasing into the session's free
+// slots: on welcome, a slots report, a result that freed a slot, a jobs
+// notification or the poll. The pass runs in a goroutine of its own that
+// ends when nothing is left to do, so an idle session has no offerer
+// waiting. A wake while a pass runs makes it go round once more, as a
+// level-triggered flag would. A session with no slot to lease into now
+// and no promise to pass on is not woken at all: a pass could do nothing.
+// An ended session passes its promises on in serve.
+func (s *session) wakeOffer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wakeOfferLocked()
+}
+
+func (s *session) wakeOfferLocked() {
+	switch {
+	case s.offerRunning:
+		s.offerAgain = true
+	case s.promised == 0 && !s.claimableLocked():
+	case s.spawnLocked(s.offerPasses):
+		s.offerRunning = true
+	}
+}
+
+// offerPasses runs offer passes until no wake came during the last one.
+func (s *session) offerPasses() {
 	for {
-		select {
-		case <-s.ctx.Done():
-			if s.takePromised() > 0 {
-				s.g.wakeService("") // pass the promised jobs on
-			}
+		s.g.wakes.offers.Add(1)
+		s.offerPass()
+		s.mu.Lock()
+		again := s.offerAgain
+		s.offerAgain, s.offerRunning = false, again
+		s.mu.Unlock()
+		if !again {
 			return
-		case <-s.wake:
 		}
-		// Every promise taken here was made after its job committed, so
-		// the Leases below see that job unless another device took it.
-		promised := s.takePromised()
-		offers := 0
-		for {
-			res := s.offerOne()
-			if res == offerSent {
-				offers++
-				continue
-			}
-			if res == offerStuck && offers < promised {
-				// Jobs this session was woken for alone may still be queued.
-				s.g.wakeService("")
-			}
-			break
+	}
+}
+
+// offerPass leases into free slots until one lease makes no offer.
+func (s *session) offerPass() {
+	// Every promise taken here was made after its job committed, so the
+	// Leases below see that job unless another device took it.
+	promised := s.takePromised()
+	offers := 0
+	for {
+		res := s.offerOne()
+		if res == offerSent {
+			offers++
+			continue
 		}
+		if res == offerStuck && offers < promised {
+			// Jobs this session was woken for alone may still be queued.
+			s.g.wakeService("")
+		}
+		return
 	}
 }
 
@@ -118,13 +145,18 @@ func (s *session) takePromised() int {
 func (s *session) claim() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.welcomed || s.draining || s.revoked || s.slotsFree <= 0 || s.ctx.Err() != nil {
+	if !s.claimableLocked() {
 		return false
 	}
 	s.slotsFree--
 	s.offering++
 	s.inflight.Add(1)
 	return true
+}
+
+// claimableLocked reports whether claim would take a slot now.
+func (s *session) claimableLocked() bool {
+	return s.welcomed && !s.draining && !s.revoked && s.slotsFree > 0 && s.ctx.Err() == nil
 }
 
 // unclaim ends a claim; free is how many slots it gives back (0 or 1).

@@ -8,17 +8,23 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/protocol"
 )
 
-// session is one device connection. The reader goroutine decodes frames and
-// handles hello, slots and progress itself (short transactions); commit and
-// fail run in workers so that a long verification does not hold up the
-// heartbeats of the device's other attempts, and frames about one attempt
-// are handled in arrival order (runOrdered). The offerer goroutine leases
-// into free slots. Every write goes straight to the connection
-// (coder/websocket serialises concurrent writers), so a worker's result is
-// on the wire before it frees the slot the offerer fills next.
+// session is one device connection. Its one long-lived goroutine is the
+// reader, which decodes frames and handles hello, slots and progress itself
+// (short transactions); commit and fail run in workers so that a long
+// verification does not hold up the heartbeats of the device's other
+// attempts, and frames about one attempt are handled in arrival order
+// (runOrdered). An offer pass leases into free slots in a goroutine started
+// when the session is woken with something to lease into, which ends when
+// there is nothing left (wakeOffer). The heartbeat is a timer, not a
+// goroutine: it pings from the timer's own goroutine and re-arms. So an
+// idle session is its reader parked on the socket and one pending timer.
+// Every write goes straight to the connection (coder/websocket serialises
+// concurrent writers), so a worker's result is on the wire before it frees
+// the slot the next offer pass fills.
 type session struct {
 	g        *Gateway
 	conn     *websocket.Conn
@@ -27,7 +33,6 @@ type session struct {
 	// ctx bounds reads and writes; cancelling it closes the connection.
 	ctx    context.Context
 	cancel context.CancelFunc
-	wake   chan struct{}
 	// workers is the semaphore of frame workers.
 	workers chan struct{}
 	bad     int // bad_message frames so far; reader only
@@ -53,53 +58,71 @@ type session struct {
 	draining bool
 	ended    bool
 	revoked  bool // Lease said not_found: no more offers on this session
+	// offerRunning is set while an offer pass goroutine runs; offerAgain
+	// asks it for one more pass (a wake that came meanwhile).
+	offerRunning, offerAgain bool
+	// pingTimer is the pending heartbeat; nil before serve arms it.
+	pingTimer clock.Timer
 	// inflight counts frames being handled and offers being made: what
 	// drain waits for before it closes.
 	inflight sync.WaitGroup
-	// bg counts every goroutine of the session except the reader.
+	// bg counts every goroutine of the session except the reader: workers,
+	// offer passes, heartbeats and notice writers.
 	bg sync.WaitGroup
 }
 
 func newSession(g *Gateway, conn *websocket.Conn, deviceID string) *session {
 	ctx, cancel := context.WithCancel(g.ctx)
 	return &session{g: g, conn: conn, deviceID: deviceID, log: g.log.With("device_id", deviceID),
-		ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), workers: make(chan struct{}, maxWorkersPerSession),
+		ctx: ctx, cancel: cancel, workers: make(chan struct{}, maxWorkersPerSession),
 		tails: map[string]chan struct{}{}}
 }
 
 // serve runs the session until the connection ends, then waits for every
-// goroutine it started, so nothing of it outlives the handler.
+// goroutine it started, so nothing of it outlives it. It is the reader.
 func (s *session) serve() {
 	s.conn.SetReadLimit(protocol.ReadLimitBytes)
-	s.spawn(s.offerLoop)
-	s.spawn(s.pingLoop)
+	s.armPing()
 	err := s.readLoop()
 	s.log.Info("session ended", "close_status", int(websocket.CloseStatus(err)), "err", err)
 	s.mu.Lock()
 	s.ended = true
+	if s.pingTimer != nil {
+		s.pingTimer.Stop()
+	}
 	s.mu.Unlock()
 	s.g.mu.Lock()
 	s.g.unregisterLocked(s)
 	s.g.mu.Unlock()
 	s.cancel()
 	s.bg.Wait()
+	if s.takePromised() > 0 {
+		s.g.wakeService("") // pass the jobs this session was woken for on
+	}
 	_ = s.conn.CloseNow()
 }
 
 // readLoop reads until the connection ends. Until welcome, reads share one
-// deadline, so a client cannot hold a connection without saying hello.
+// deadline, so a client cannot hold a connection without saying hello; its
+// timer is stopped once welcomed, so it does not fire in an idle session.
 func (s *session) readLoop() error {
-	helloCtx, cancel := context.WithTimeout(s.ctx, helloTimeout)
-	defer cancel()
+	helloCtx, cancelHello := context.WithTimeout(s.ctx, helloTimeout)
+	defer cancelHello()
 	for {
 		ctx := s.ctx
-		if !s.isWelcomed() {
-			ctx = helloCtx
+		if helloCtx != nil {
+			if s.isWelcomed() {
+				cancelHello()
+				helloCtx = nil
+			} else {
+				ctx = helloCtx
+			}
 		}
 		typ, data, err := s.conn.Read(ctx)
 		if err != nil {
 			return err
 		}
+		s.g.wakes.frames.Add(1)
 		s.handleFrame(typ, data)
 	}
 }
@@ -220,10 +243,28 @@ func (s *session) begin() bool {
 func (s *session) spawn(fn func()) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.spawnLocked(fn)
+}
+
+func (s *session) spawnLocked(fn func()) bool {
+	if !s.enterLocked() {
+		return false
+	}
+	go func() {
+		defer s.bg.Done()
+		fn()
+	}()
+	return true
+}
+
+// enterLocked counts a goroutine of the session in bg unless the session
+// has ended; serve's Wait then waits for it. Taken under mu, which serve
+// sets ended under before it waits, so no Add races the Wait.
+func (s *session) enterLocked() bool {
 	if s.ended {
 		return false
 	}
-	s.bg.Go(fn)
+	s.bg.Add(1)
 	return true
 }
 
@@ -262,19 +303,30 @@ func (s *session) touch() {
 	}
 }
 
-// pingLoop pings the agent every Heartbeat. A pong heartbeats an idle
-// device (one without attempts sends no frames); a missing pong means a
-// dead peer, whose connection is cut so its session and slots go away.
-func (s *session) pingLoop() {
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-s.g.timers.After(s.g.cfg.Heartbeat):
-		}
-		if !s.isWelcomed() {
-			continue
-		}
+// armPing sets the timer of the next heartbeat, Heartbeat from now,
+// unless the session has ended.
+func (s *session) armPing() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		s.pingTimer = s.g.timers.AfterFunc(s.g.cfg.Heartbeat, s.heartbeat)
+	}
+}
+
+// heartbeat pings the agent, every Heartbeat, from the timer's goroutine.
+// A pong heartbeats an idle device (one without attempts sends no frames);
+// a missing pong means a dead peer, whose connection is cut so its session
+// and slots go away. Before welcome it only re-arms.
+func (s *session) heartbeat() {
+	s.mu.Lock()
+	entered := s.ctx.Err() == nil && s.enterLocked()
+	s.mu.Unlock()
+	if !entered {
+		return
+	}
+	defer s.bg.Done()
+	s.g.wakes.pings.Add(1)
+	if s.isWelcomed() {
 		ctx, cancel := context.WithTimeout(s.ctx, s.g.cfg.Heartbeat)
 		err := s.conn.Ping(ctx)
 		cancel()
@@ -287,14 +339,7 @@ func (s *session) pingLoop() {
 		}
 		s.touch()
 	}
-}
-
-// signal sets a level-triggered wake flag without blocking.
-func signal(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
+	s.armPing()
 }
 
 // frameType names a frame for logs; never the frame itself, which may

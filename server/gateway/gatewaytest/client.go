@@ -139,6 +139,16 @@ func (c *Client) Wait(ctx context.Context) (websocket.StatusCode, error) {
 	}
 }
 
+// Closed reports, without waiting, whether the session has ended, and why.
+func (c *Client) Closed() (bool, error) {
+	select {
+	case <-c.done:
+		return true, c.err
+	default:
+		return false, nil
+	}
+}
+
 // Close ends the session with a normal closure and waits for the reader.
 func (c *Client) Close() {
 	c.closeOnce.Do(func() {
