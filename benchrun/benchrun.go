@@ -26,8 +26,8 @@ import (
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server/controlplane"
-	"github.com/rendermac/rendermac/server/ratelimit"
 	"github.com/rendermac/rendermac/server/gateway"
+	"github.com/rendermac/rendermac/server/ratelimit"
 	"github.com/rendermac/rendermac/server/store"
 )
 
