@@ -121,8 +121,8 @@ var Catalogue = []Mutant{
 		What: "a failed webhook POST is recorded delivered and never retried"},
 	// Gateway.
 	{ID: "gateway-release-before-decision", Kind: "slot", File: "server/gateway/frames.go",
-		Old:  "s.touch()\n\tr, err := s.retry(func(ctx context.Context) (protocol.Reply, error) {\n\t\treturn s.g.svc.Commit(",
-		New:  "s.touch()\n\ts.release()\n\tr, err := s.retry(func(ctx context.Context) (protocol.Reply, error) {\n\t\treturn s.g.svc.Commit(",
+		Old:  "onCommit(m *protocol.Commit) {\n\tr, err := s.retry(func(ctx context.Context) (protocol.Reply, error) {\n\t\treturn s.g.svc.Commit(",
+		New:  "onCommit(m *protocol.Commit) {\n\ts.release()\n\tr, err := s.retry(func(ctx context.Context) (protocol.Reply, error) {\n\t\treturn s.g.svc.Commit(",
 		What: "the gateway frees the slot (and offers) before the commit's deciding transaction"},
 	{ID: "gateway-offer-any-service", Kind: "slot", File: "server/gateway/offer.go",
 		Old: "s.slotsFree-s.promised <= 0 ||\n\t\t!slices.Contains(s.services, service)", New: "s.slotsFree-s.promised <= 0 ||\n\t\t(!slices.Contains(s.services, service) && false)",
