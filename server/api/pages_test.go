@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
 	"net/url"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/protocol"
 )
 
 // page is one decoded page of GET /v1/jobs or /events.
@@ -229,4 +232,57 @@ func TestEventsPagesWalkTheJournalAndPoll(t *testing.T) {
 	after := b.eventsPage(t, b.key, id, "cursor="+cursor)
 	require.Len(t, after.seqs, 1, "polling the last cursor returns the new event only")
 	require.Greater(t, after.seqs[0], walked[len(walked)-1])
+}
+
+// Polling a job's events with next_cursor while another goroutine keeps
+// appending to its journal (ten lease and retryable-fail rounds, then a
+// final fail) sees every event exactly once, in seq order.
+func TestEventsPollingSeesEveryEventOnceUnderConcurrentAppends(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.createJob(t, b.key, `{"service":"synthetic.mp4","params":{"seed":"busy"},"max_attempts":10}`)
+	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r.Body)
+	id := r.json(t)["id"].(string)
+
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(done)
+		ctx := context.Background()
+		for range 10 {
+			o, err := b.svc.Lease(ctx, b.clock(), deviceID)
+			if err != nil || o.Code != protocol.CodeLeaseOffer {
+				t.Errorf("lease: %+v %v", o, err)
+				return
+			}
+			f, err := b.svc.Fail(ctx, b.clock(), deviceID, protocol.Fail{JobID: o.JobID, AttemptID: o.AttemptID,
+				LeaseEpoch: o.LeaseEpoch, CommitToken: o.CommitToken, FailureCode: protocol.FailDownloadFailed})
+			if err != nil || f.Code != protocol.CodeFailOK {
+				t.Errorf("fail: %+v %v", f, err)
+				return
+			}
+		}
+	})
+
+	var polled []int64
+	cursor, finished := "", false
+	for polls := 0; ; polls++ {
+		require.Less(t, polls, 2000, "polling never caught up")
+		p := b.eventsPage(t, b.key, id, "limit=3&cursor="+cursor)
+		polled = append(polled, p.seqs...)
+		cursor = p.nextCursor
+		if finished && !p.hasMore && len(p.seqs) == 0 {
+			break
+		}
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+	}
+	wg.Wait()
+	all := b.eventsPage(t, b.key, id, "limit=500")
+	require.False(t, all.hasMore)
+	require.Len(t, all.seqs, 1+10*4, "create, then per round: attempt leased, job active, attempt failed, job queued or failed")
+	require.Equal(t, all.seqs, polled, "polling missed, repeated or reordered an event")
 }
