@@ -47,6 +47,9 @@ type Scenario struct {
 	File  string
 	steps []scStep
 	pg    string // "shared", "dedicated" or "proxy"
+	// noPings turns the gateways' WebSocket pings off (header `pings: off`),
+	// so that only frames heartbeat the devices.
+	noPings bool
 }
 
 // What a scenario may need.

@@ -20,6 +20,8 @@ import (
 //	proposed:  the server mutation that would break it, when no variant does
 //	postgres:  shared (default), dedicated (own cluster, may be stopped) or
 //	           proxy (the service's pool goes through the harness's TCP proxy)
+//	pings:     on (default) or off: the gateways send no WebSocket pings, so
+//	           no pong heartbeats a device and only its frames do
 //
 // A step is a command and its words; `key=value` words are options, words
 // after `->` are the expected outcome of the command itself, and "quoted
@@ -49,7 +51,7 @@ func (st scStep) opt(key, def string) string {
 	return def
 }
 
-var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "postgres"}
+var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "postgres", "pings"}
 
 func parseScenario(file, text string) (Scenario, error) {
 	s := Scenario{File: file, pg: "shared"}
@@ -133,6 +135,11 @@ func (s *Scenario) setHeader(key, val string) error {
 			return fmt.Errorf("postgres: want shared, dedicated or proxy, got %q", val)
 		}
 		s.pg = val
+	case "pings":
+		if val != "on" && val != "off" {
+			return fmt.Errorf("pings: want on or off, got %q", val)
+		}
+		s.noPings = val == "off"
 	}
 	return nil
 }

@@ -3,8 +3,10 @@ package scenarios
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/store"
@@ -230,4 +232,43 @@ WHERE job_id = $1 AND kind = $2 AND coalesce(from_status, '') = $3 AND to_status
   AND ($5 = '' OR code = $5) AND ($6 = '' OR actor = $6)`,
 		id, arg(st, 2), from, to, st.opt("code", ""), st.opt("actor", "")).Scan(&n)
 	return n > 0, err
+}
+
+// cmdDevice checks an agent's device row: its status (online, offline,
+// revoked) and, with seen=, when it was last heard from, as an offset from
+// the scenario's start (the pinned clock's t0).
+// Example: device a1 offline seen=0s
+func cmdDevice(r *scRun, st scStep) error {
+	a := r.agents[arg(st, 0)]
+	if a == nil {
+		return fmt.Errorf("no agent %q", arg(st, 0))
+	}
+	want := protocol.DeviceStatus(arg(st, 1))
+	if !slices.Contains([]protocol.DeviceStatus{protocol.DeviceOnline, protocol.DeviceOffline, protocol.DeviceRevoked}, want) {
+		return fmt.Errorf("want: device AGENT online|offline|revoked [seen=DURATION], got status %q", want)
+	}
+	var status protocol.DeviceStatus
+	var seen *time.Time
+	if err := r.observer.QueryRow(r.ctx, `SELECT status, last_seen_at FROM devices WHERE id = $1`, a.deviceID).
+		Scan(&status, &seen); err != nil {
+		return fmt.Errorf("read device %s: %w", a.name, err)
+	}
+	rendered := fmt.Sprintf("device %s %s seen=never", a.name, status)
+	if seen != nil {
+		rendered = fmt.Sprintf("device %s %s seen=%s", a.name, status, seen.Sub(scT0))
+	}
+	r.tl.add(laneDatabase, "row check: "+rendered)
+	if status != want {
+		return fmt.Errorf("want device %s %s, got %s", a.name, want, rendered)
+	}
+	if s, ok := st.kv["seen"]; ok {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("seen=%s: %w", s, err)
+		}
+		if seen == nil || !seen.Equal(scT0.Add(d)) {
+			return fmt.Errorf("want device %s seen=%s, got %s", a.name, d, rendered)
+		}
+	}
+	return nil
 }

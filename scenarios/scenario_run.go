@@ -53,7 +53,8 @@ func init() {
 		// scenario_probe.go
 		"intruder": cmdIntruder, "grants": cmdGrants, "constraint": cmdConstraint, "webhooks": cmdWebhooks,
 		// scenario_check.go
-		"job": cmdJob, "final": cmdFinal, "buyer": cmdBuyer, "tokens": cmdTokens, "reached": cmdReached,
+		"job": cmdJob, "final": cmdFinal, "buyer": cmdBuyer, "tokens": cmdTokens, "device": cmdDevice,
+		"reached": cmdReached,
 	} {
 		scCommands[name] = h
 	}

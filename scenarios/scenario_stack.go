@@ -80,8 +80,12 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	}
 	m := metrics.New()
 	log := slog.New(&scLogHandler{r: r, gateway: name})
-	st.gw = gateway.New(st.svc, pool, signer, m, log, gateway.Config{LeaseTTL: scLeaseTTL,
-		PollInterval: -1, SweepInterval: -1, Clock: r.clock, Mutation: gatewayMutation(r.env.opts.Variant)})
+	gcfg := gateway.Config{LeaseTTL: scLeaseTTL, PollInterval: -1, SweepInterval: -1, Clock: r.clock,
+		Mutation: gatewayMutation(r.env.opts.Variant)}
+	if r.s.noPings {
+		gcfg.Heartbeat = stackHeartbeat // no ping fires within a scenario's logical time
+	}
+	st.gw = gateway.New(st.svc, pool, signer, m, log, gcfg)
 	a := api.New(st.svc, pool, r.store, signer, m, log, api.Config{Gateway: st.gw.Handler(), Now: r.clock.Now})
 	st.srv.Config.Handler = a.Handler()
 	st.srv.Start()

@@ -63,10 +63,12 @@ import (
 //     gives it (badEpoch).
 //  2. attempt_not_committable's attempt status is read from
 //     commit_rejected's message: the wire has no field for it.
-//  3. The gateway heartbeats a device on every frame (docs/semantics.md);
-//     the model heartbeats only on lease and accepted progress. After a
-//     frame whose decision does not heartbeat, the device's status and
-//     last_seen_at are put back as they were before the frame.
+//  3. A Lease is a slots frame here, and the gateway heartbeats a device
+//     on every slots report; the model's Lease heartbeats only past its
+//     no_slot check. After a Lease answered no_slot or not_found, the
+//     device's status and last_seen_at are put back as they were before
+//     the frame. Progress, commit and fail frames are not normalized:
+//     gateway and model heartbeat exactly the accepted ones.
 //  4. The job input the API takes is real bytes (4 bytes whose SHA-256 is
 //     the generator's), not the generator's declared size; inputs are not
 //     projected, and equal requests still fingerprint equal.
@@ -183,27 +185,20 @@ func (t *StackTarget) Progress(ctx context.Context, now time.Time, dev string, p
 		return protocol.Reply{}, err
 	}
 	t.marks.Progress.Add(1)
-	before, err := t.liveness(ctx, dev)
-	if err != nil {
-		return protocol.Reply{}, err
-	}
 	msg, err := t.roundTrip(ctx, dev, &p, p.JobID, p.AttemptID)
 	if err != nil {
 		return protocol.Reply{}, err
 	}
-	var r protocol.Reply
 	switch m := msg.(type) {
 	case *protocol.ProgressOK:
 		return protocol.Reply{Code: protocol.CodeProgressOK, JobID: m.JobID, AttemptID: m.AttemptID,
 			LeaseExpiresAt: m.LeaseExpiresAt}, nil
 	case *protocol.LeaseConflict:
-		r = protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: m.Reason}
+		return protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: m.Reason}, nil
 	case *protocol.ErrorMessage:
-		r = t.badEpoch(m, p.LeaseEpoch, protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: protocol.ReasonIdentityMismatch})
-	default:
-		return protocol.Reply{}, fmt.Errorf("progress: unexpected answer %T %+v", msg, msg)
+		return t.badEpoch(m, p.LeaseEpoch, protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: protocol.ReasonIdentityMismatch}), nil
 	}
-	return r, t.undoHeartbeat(ctx, before)
+	return protocol.Reply{}, fmt.Errorf("progress: unexpected answer %T %+v", msg, msg)
 }
 
 // CommitBegin implements faults.Target: it uploads the attempt's synthetic
@@ -234,15 +229,8 @@ func (t *StackTarget) CommitBegin(ctx context.Context, now time.Time, dev string
 
 func (t *StackTarget) wireCommit(ctx context.Context, dev string, c protocol.Commit) (protocol.Reply, error) {
 	t.marks.WireCommits.Add(1)
-	before, err := t.liveness(ctx, dev)
-	if err != nil {
-		return protocol.Reply{}, err
-	}
 	msg, err := t.roundTrip(ctx, dev, &c, c.JobID, c.AttemptID)
 	if err != nil {
-		return protocol.Reply{}, err
-	}
-	if err := t.undoHeartbeat(ctx, before); err != nil {
 		return protocol.Reply{}, err
 	}
 	var final protocol.Reply
@@ -322,15 +310,8 @@ func (t *StackTarget) Fail(ctx context.Context, now time.Time, dev string, f pro
 		return protocol.Reply{}, err
 	}
 	t.marks.Fails.Add(1)
-	before, err := t.liveness(ctx, dev)
-	if err != nil {
-		return protocol.Reply{}, err
-	}
 	msg, err := t.roundTrip(ctx, dev, &f, f.JobID, f.AttemptID)
 	if err != nil {
-		return protocol.Reply{}, err
-	}
-	if err := t.undoHeartbeat(ctx, before); err != nil {
 		return protocol.Reply{}, err
 	}
 	switch m := msg.(type) {

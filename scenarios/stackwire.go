@@ -57,9 +57,9 @@ func (t *StackTarget) restore(ctx context.Context, before map[string]deviceLiven
 	return n, nil
 }
 
-// undoHeartbeat is normalization 3: after a frame whose decision does not
-// heartbeat the device in the contract, the gateway's per-frame heartbeat is
-// undone.
+// undoHeartbeat is normalization 3: after a Lease the model answers
+// without a heartbeat (no_slot, not_found), the slots report's heartbeat
+// is undone.
 func (t *StackTarget) undoHeartbeat(ctx context.Context, before map[string]deviceLiveness) error {
 	n, err := t.restore(ctx, before)
 	t.marks.HeartbeatsUndone.Add(n)

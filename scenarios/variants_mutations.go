@@ -14,4 +14,5 @@ func init() {
 	harnessVariants[string(gateway.MutationAckProgressOnError)] = "the gateway answers progress_ok when the service call failed"
 	harnessVariants[string(gateway.MutationReleaseBeforeReply)] = "the gateway frees the slot (and offers) before writing the commit decision"
 	harnessVariants[string(gateway.MutationSessionFenced)] = "the gateway fences progress by the session an attempt was offered on"
+	harnessVariants[string(gateway.MutationHeartbeatRejected)] = "the gateway heartbeats a device on a rejected frame"
 }

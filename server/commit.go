@@ -65,6 +65,12 @@ func (s *Service) commitBegin(ctx context.Context, st *step, deviceID string, c 
 		return protocol.Reply{Code: protocol.CodeAttemptNotCommittable, Status: a.Status}, nil
 	case a.Status == protocol.AttemptUploading && !st.now.Before(a.LeaseExpiresAt):
 		return protocol.Reply{Code: protocol.CodeLeaseExpired}, nil
+	}
+	// Past the refusals the commit is accepted: a heartbeat of the device.
+	if err := st.heartbeat(ctx, deviceID); err != nil {
+		return protocol.Reply{}, err
+	}
+	switch {
 	case j.Status == protocol.JobCancelling && !s.v.commitTx1IgnoresCancelling():
 		return protocol.Reply{Code: protocol.CodeJobCancelled}, st.cancelBoth(ctx, &j, &a, f)
 	case a.Status == protocol.AttemptCommitting:

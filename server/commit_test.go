@@ -67,6 +67,12 @@ func TestCommitRepeatedIsPending(t *testing.T) {
 	r, err = b.svc.CommitBegin(ctx, t0.Add(ttl/2), deviceID, c)
 	require.NoError(t, err)
 	require.Equal(t, protocol.Reply{Code: protocol.CodeCommitPending}, r)
+	// Nothing changes but the heartbeat: the frame passed the fence.
+	for i := range before.Devices {
+		if before.Devices[i].ID == deviceID {
+			before.Devices[i].LastSeenAt = t0.Add(ttl / 2)
+		}
+	}
 	require.Equal(t, before, b.snapshot(t))
 }
 

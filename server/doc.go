@@ -38,7 +38,8 @@
 // one job row, and locks it first (SELECT ... FOR UPDATE by the id the
 // caller presented), then that job's attempt row (by attempt id and job id
 // together, so it never locks an attempt of a job it does not hold), then
-// any buyer row (hold settlement) or device row (Progress's heartbeat).
+// any buyer row (hold settlement) or device row (the heartbeat of an
+// accepted progress, commit or fail).
 //
 // Lease is the one transaction that starts elsewhere: it locks the device
 // row first (so that counting the device's live attempts against

@@ -43,6 +43,9 @@ func (s *Service) fail(ctx context.Context, st *step, deviceID string, f protoco
 	if !ok || !a.Status.LeasePhase() {
 		return protocol.Reply{Code: protocol.CodeFailConflict}, nil
 	}
+	if err := st.heartbeat(ctx, deviceID); err != nil { // accepted; a refusal heartbeats nothing
+		return protocol.Reply{}, err
+	}
 	if err := st.endAttempt(ctx, &a, fc, protocol.AttemptFailed, f.FailureCode); err != nil {
 		return protocol.Reply{}, err
 	}

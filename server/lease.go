@@ -84,8 +84,8 @@ func (s *Service) lease(ctx context.Context, st *step, deviceID string, d *draws
 	if live >= slots {
 		return protocol.Reply{Code: protocol.CodeNoSlot}, nil
 	}
-	if _, err := st.tx.Exec(ctx, sqlTouchDevice, deviceID, st.now); err != nil {
-		return protocol.Reply{}, fmt.Errorf("touch device %s: %w", deviceID, err)
+	if err := st.heartbeat(ctx, deviceID); err != nil {
+		return protocol.Reply{}, err
 	}
 	var jobID string
 	var count int

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,8 +70,8 @@ func (s *Service) progress(ctx context.Context, st *step, deviceID string, p pro
 			return protocol.Reply{}, err
 		}
 	}
-	if _, err := st.tx.Exec(ctx, sqlTouchDevice, deviceID, st.now); err != nil {
-		return protocol.Reply{}, fmt.Errorf("touch device %s: %w", deviceID, err)
+	if err := st.heartbeat(ctx, deviceID); err != nil {
+		return protocol.Reply{}, err
 	}
 	return protocol.Reply{Code: protocol.CodeProgressOK, JobID: a.JobID, AttemptID: a.ID, LeaseExpiresAt: expires}, nil
 }

@@ -69,6 +69,18 @@ func (st *step) journal(ctx context.Context, jobID, attemptID, from, to string, 
 	return nil
 }
 
+// heartbeat records that the device was heard from at st.now: every
+// accepted device operation (lease past no_slot, progress_ok, a commit past
+// transaction 1's refusals, fail_ok) calls it inside its deciding
+// transaction, and no refusal does, since a refusal mutates nothing. The
+// device row is the last lock such a transaction takes (see doc.go).
+func (st *step) heartbeat(ctx context.Context, deviceID string) error {
+	if _, err := st.tx.Exec(ctx, sqlTouchDevice, deviceID, st.now); err != nil {
+		return fmt.Errorf("heartbeat device %s: %w", deviceID, err)
+	}
+	return nil
+}
+
 // endAttempt moves a locked attempt to a terminal status under fence f.
 func (st *step) endAttempt(ctx context.Context, a *attemptRow, f fence, to protocol.AttemptStatus, code protocol.FailureCode) error {
 	if err := protocol.AssertAttemptTransition(a.Status, to); err != nil {

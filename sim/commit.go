@@ -30,7 +30,8 @@ func (m *ExecutionModel) authority(deviceID, jobID, attemptID string, epoch int,
 // Otherwise the attempt goes uploading -> committing with the claimed output
 // and outputOK as its verification outcome, the lease becomes the
 // verification deadline and the job goes active -> verifying. Both accepting
-// paths answer commit_pending.
+// paths answer commit_pending. Every path past the three refusals (which
+// mutate nothing) heartbeats the device.
 func (m *ExecutionModel) CommitBegin(now time.Time, deviceID string, c protocol.Commit, outputOK bool) protocol.Reply {
 	now = normalize(now)
 	a, ok, epochOK := m.authority(deviceID, c.JobID, c.AttemptID, c.LeaseEpoch, c.CommitToken)
@@ -43,6 +44,9 @@ func (m *ExecutionModel) CommitBegin(now time.Time, deviceID string, c protocol.
 	if a.row.Status == protocol.AttemptUploading && !a.row.LeaseExpiresAt.After(now) {
 		return protocol.Reply{Code: protocol.CodeLeaseExpired}
 	}
+	// Past the fence the frame is accepted, and an accepted frame is a
+	// heartbeat; the rejections above heartbeat nothing.
+	a.device.seen(now)
 	if a.job.row.Status == protocol.JobCancelling {
 		m.finalizeCancel(a, protocol.ActorDevice, now)
 		return protocol.Reply{Code: protocol.CodeJobCancelled}

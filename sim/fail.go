@@ -8,7 +8,8 @@ import (
 
 // Fail gives an attempt up. An unknown code answers bad_failure_code before
 // any lookup; an identity or token mismatch, or an attempt no longer in a
-// lease phase, answers fail_conflict; neither mutates anything. An expired
+// lease phase, answers fail_conflict; neither mutates anything, not even the
+// device's liveness. An accepted fail heartbeats the device. An expired
 // but unswept lease may still fail. Then the attempt fails with the code and
 // the job is cancelled (if cancelling), requeued (retryable code, budget
 // left, deadline ahead; Requeued true) or failed with the code.
@@ -21,6 +22,7 @@ func (m *ExecutionModel) Fail(now time.Time, deviceID string, f protocol.Fail) p
 	if !ok || !epochOK || !a.row.Status.LeasePhase() {
 		return protocol.Reply{Code: protocol.CodeFailConflict}
 	}
+	a.device.seen(now) // accepted, so a heartbeat; the refusals above are not
 	j := a.job
 	m.setAttempt(a, protocol.AttemptFailed, f.FailureCode, protocol.ActorDevice, now)
 	switch {

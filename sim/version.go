@@ -9,7 +9,10 @@ import (
 // RulesVersion is bumped by hand whenever a rule of the model changes
 // meaning (a reply code, a check order, an invariant). ModelVersion adds a
 // hash of the package's sources, so an edit nobody bumped for still shows.
-const RulesVersion = 1
+//
+// 2: an accepted commit (transaction 1 past its refusals) or fail
+// heartbeats the device; no refused frame does.
+const RulesVersion = 2
 
 //go:embed *.go
 var sources embed.FS

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -60,7 +61,8 @@ func (s *stack) check(ctx context.Context, rep *Report) error {
 	}{
 		{&Check{Name: "every accepted job reached a terminal state"}, s.checkAccepted},
 		{&Check{Name: "exactly one terminal transition per job (journal)", Examined: fmt.Sprintf("%d jobs", jobs)}, s.checkOneTerminal},
-		{&Check{Name: "every hold settled exactly once, balances add up"}, s.checkHolds},
+		{&Check{Name: "every hold settled exactly once, balances add up"}, s.checkHolds(rep)},
+		{&Check{Name: "succeeded outputs re-read and hashed (store.CheckOutputs, invariant 8)"}, s.checkOutputs(rep)},
 		{&Check{Name: "no webhook lost (delivered to the receiver or pending retry)"}, s.checkWebhooks(rep)},
 		{&Check{Name: "the run exercised the stack (jobs succeeded, faults injected)"}, s.checkExercised(rep)},
 	} {
@@ -94,9 +96,15 @@ func (s *stack) checkOneTerminal(ctx context.Context, c *Check) error {
 	return eachRow(rows, func(id, what string) { c.add("job %s is %s", id, what) })
 }
 
-func (s *stack) checkHolds(ctx context.Context, c *Check) error {
+func (s *stack) checkHolds(rep *Report) func(context.Context, *Check) error {
+	return func(ctx context.Context, c *Check) error { return s.holds(ctx, c, rep) }
+}
+
+func (s *stack) holds(ctx context.Context, c *Check, rep *Report) error {
 	var holds int
-	if err := s.obs.QueryRow(ctx, `SELECT count(*) FROM holds`).Scan(&holds); err != nil {
+	if err := s.obs.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'captured'),
+	    count(*) FILTER (WHERE status = 'released'), count(*) FILTER (WHERE status = 'held') FROM holds`).
+		Scan(&holds, &rep.HoldsCaptured, &rep.HoldsReleased, &rep.HoldsHeld); err != nil {
 		return err
 	}
 	c.Examined = fmt.Sprintf("%d holds, %d buyers", holds, buyers)
@@ -190,6 +198,30 @@ func (s *stack) checkWebhooks(rep *Report) func(context.Context, *Check) error {
 			}
 		}
 		c.Examined = fmt.Sprintf("%d outbox rows, %d acknowledged deliveries", n, len(got))
+		return nil
+	}
+}
+
+// checkOutputs re-reads every succeeded job's stored output through the
+// artifact store the control plane writes (a second handle on its
+// directory) and hashes every byte: invariant 8 over the bytes served, not
+// only the rows (store.CheckOutputs). A store that cannot be read is an
+// error of the run, not a violation.
+func (s *stack) checkOutputs(rep *Report) func(context.Context, *Check) error {
+	return func(ctx context.Context, c *Check) error {
+		fs, err := artifact.NewFS(s.dir)
+		if err != nil {
+			return err
+		}
+		defer fs.Close()
+		vs, err := store.CheckOutputs(ctx, s.obs, fs)
+		if err != nil {
+			return err
+		}
+		for _, v := range vs {
+			c.add("%s", v)
+		}
+		c.Examined = fmt.Sprintf("%d succeeded outputs", rep.Succeeded)
 		return nil
 	}
 }

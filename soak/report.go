@@ -27,7 +27,9 @@ type Report struct {
 	// not lost), re-deliveries of acknowledged ones (at least once), and
 	// 503s of the outage fault.
 	WebhookDelivered, WebhookPending, WebhookDuplicates, WebhookRefused int
-	Checks                                                              []Check
+	// Holds by status at the end (held: not settled).
+	HoldsCaptured, HoldsReleased, HoldsHeld int
+	Checks                                  []Check
 }
 
 // Violations counts what every check found.
@@ -64,6 +66,7 @@ func (r *Report) PrintTable(w io.Writer) error {
 		{"submissions refused or cut", r.Stats.Refused}, {"cancels accepted", r.Stats.Cancels},
 		{"agent commit_ok", r.Stats.Commits}, {"agent fails (retryable)", r.Stats.Fails},
 		{"jobs succeeded / cancelled / failed", fmt.Sprintf("%d / %d / %d", r.Succeeded, r.Cancelled, r.Failed)},
+		{"holds captured / released / still held", fmt.Sprintf("%d / %d / %d", r.HoldsCaptured, r.HoldsReleased, r.HoldsHeld)},
 		{"webhooks delivered / pending retry", fmt.Sprintf("%d / %d", r.WebhookDelivered, r.WebhookPending)},
 		{"webhook re-deliveries / 503s", fmt.Sprintf("%d / %d", r.WebhookDuplicates, r.WebhookRefused)},
 		{"drained (no live job, no pending webhook)", r.Drained},

@@ -14,7 +14,7 @@ import (
 	"github.com/rendermac/rendermac/server/grant"
 )
 
-// Listing limits of GET /v1/jobs.
+// Page sizes of GET /v1/jobs and GET /v1/jobs/{id}/events (limit=).
 const (
 	defaultListLimit = 100
 	maxListLimit     = 500
@@ -92,8 +92,11 @@ coalesce(j.failure_code, ''), j.created_at, j.admission_deadline, j.updated_at`
 	sqlJob = `SELECT ` + jobColumns + `, coalesce(j.output_key, ''), coalesce(j.output_bytes, 0),
 coalesce(j.output_sha256, '') FROM jobs j WHERE j.id = $1 AND j.buyer_id = $2`
 
+	// A keyset page: the jobs strictly after the cursor's (created_at, id)
+	// in newest-first order ($4 NULL: from the newest).
 	sqlListJobs = `SELECT ` + jobColumns + ` FROM jobs j
 WHERE j.buyer_id = $1 AND ($2 = '' OR j.status = $2)
+  AND ($4::timestamptz IS NULL OR (j.created_at, j.id) < ($4::timestamptz, $5::uuid))
 ORDER BY j.created_at DESC, j.id DESC LIMIT $3`
 
 	sqlAttempts = `
@@ -103,9 +106,10 @@ FROM job_attempts WHERE job_id = $1 ORDER BY attempt_number`
 
 	sqlOwnsJob = `SELECT true FROM jobs WHERE id = $1 AND buyer_id = $2`
 
+	// A keyset page of the journal: rows after seq $2, in append order.
 	sqlEvents = `
 SELECT id, kind, coalesce(attempt_id::text, ''), coalesce(from_status, ''), to_status, code, actor, at
-FROM job_events WHERE job_id = $1 ORDER BY id`
+FROM job_events WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3`
 )
 
 // errNoJob means the job is missing or another buyer's.
@@ -199,7 +203,31 @@ func (a *API) getJob(w http.ResponseWriter, r *http.Request, buyerID string) {
 	a.writeJob(w, r, http.StatusOK, buyerID, r.PathValue("id"))
 }
 
-// listJobs is GET /v1/jobs?status=&limit=: the buyer's jobs, newest first.
+// pageLimit reads limit= (default defaultListLimit, 1..maxListLimit).
+func pageLimit(r *http.Request) (int, *requestError) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return defaultListLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxListLimit {
+		return 0, invalid("limit", "limit must be 1..%d", maxListLimit)
+	}
+	return n, nil
+}
+
+// jobsPage is the body of GET /v1/jobs.
+type jobsPage struct {
+	Jobs []Job `json:"jobs"`
+	// NextCursor pages on; absent on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// listJobs is GET /v1/jobs?status=&limit=&cursor=: the buyer's jobs,
+// newest first, one keyset page at a time (see cursor.go). Every job that
+// exists when the first page is read appears exactly once across the
+// pages, whatever is inserted meanwhile; with a status filter, a job whose
+// status changes between pages may leave or enter the listing.
 func (a *API) listJobs(w http.ResponseWriter, r *http.Request, buyerID string) {
 	q := r.URL.Query()
 	status := q.Get("status")
@@ -207,18 +235,23 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request, buyerID string) {
 		invalid("status", "status %q is not a job status", status).write(w)
 		return
 	}
-	limit := defaultListLimit
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxListLimit {
-			invalid("limit", "limit must be 1..%d", maxListLimit).write(w)
+	limit, rerr := pageLimit(r)
+	if rerr != nil {
+		rerr.write(w)
+		return
+	}
+	var after, afterID any // NULL: the first page
+	if c := q.Get("cursor"); c != "" {
+		p, err := a.parseJobsCursor(buyerID, status, c)
+		if err != nil {
+			badCursor().write(w)
 			return
 		}
-		limit = n
+		after, afterID = p.createdAt, p.id
 	}
 	var jobs []Job
 	err := a.readTx(r.Context(), func(tx pgx.Tx) error {
-		rows, err := tx.Query(r.Context(), sqlListJobs, buyerID, status, limit)
+		rows, err := tx.Query(r.Context(), sqlListJobs, buyerID, status, limit+1, after, afterID)
 		if err != nil {
 			return err
 		}
@@ -229,18 +262,52 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request, buyerID string) {
 		a.internal(w, r, fmt.Errorf("list jobs: %w", err))
 		return
 	}
-	if jobs == nil {
-		jobs = []Job{}
+	page := jobsPage{Jobs: jobs}
+	if len(jobs) > limit {
+		page.Jobs = jobs[:limit]
+		last := page.Jobs[limit-1]
+		page.NextCursor = a.jobsCursor(buyerID, status, jobsPosition{createdAt: last.CreatedAt, id: last.ID})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
+	if page.Jobs == nil {
+		page.Jobs = []Job{}
+	}
+	writeJSON(w, http.StatusOK, page)
 }
 
-// jobEvents is GET /v1/jobs/{id}/events: the job's journal in append order.
+// eventsPage is the body of GET /v1/jobs/{id}/events.
+type eventsPage struct {
+	Events []Event `json:"events"`
+	// NextCursor is always given: the position after the last event
+	// returned (or the request's own, when none was), so that a client can
+	// poll it for events appended later.
+	NextCursor string `json:"next_cursor"`
+	// HasMore says the journal held more events than this page.
+	HasMore bool `json:"has_more"`
+}
+
+// jobEvents is GET /v1/jobs/{id}/events?limit=&cursor=: the job's journal
+// in append order, one keyset page at a time. A job's journal rows are
+// appended only by transactions holding the job's row lock, so their seqs
+// grow in commit order: following next_cursor sees every event once.
 func (a *API) jobEvents(w http.ResponseWriter, r *http.Request, buyerID string) {
 	id := r.PathValue("id")
 	if !protocol.ValidID(id) {
 		jobNotFound(w)
 		return
+	}
+	limit, rerr := pageLimit(r)
+	if rerr != nil {
+		rerr.write(w)
+		return
+	}
+	var after int64
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		seq, err := a.parseEventsCursor(buyerID, id, c)
+		if err != nil {
+			badCursor().write(w)
+			return
+		}
+		after = seq
 	}
 	var events []Event
 	err := a.readTx(r.Context(), func(tx pgx.Tx) error {
@@ -252,7 +319,7 @@ func (a *API) jobEvents(w http.ResponseWriter, r *http.Request, buyerID string) 
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(r.Context(), sqlEvents, id)
+		rows, err := tx.Query(r.Context(), sqlEvents, id, after, limit+1)
 		if err != nil {
 			return err
 		}
@@ -265,10 +332,18 @@ func (a *API) jobEvents(w http.ResponseWriter, r *http.Request, buyerID string) 
 	case err != nil:
 		a.internal(w, r, fmt.Errorf("read events of %s: %w", id, err))
 	default:
-		if events == nil {
-			events = []Event{}
+		page := eventsPage{Events: events, HasMore: len(events) > limit}
+		if page.HasMore {
+			page.Events = events[:limit]
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"events": events})
+		if n := len(page.Events); n > 0 {
+			after = page.Events[n-1].Seq
+		}
+		if page.Events == nil {
+			page.Events = []Event{}
+		}
+		page.NextCursor = a.eventsCursor(buyerID, id, after)
+		writeJSON(w, http.StatusOK, page)
 	}
 }
 

@@ -12,8 +12,11 @@
 // strictly (protocol.DecodeAgentFrame); one that does not decode is answered
 // with bad_message and changes nothing, and after Config.MaxBadMessages of
 // them the session is closed with 1008. A frame over 64 KiB closes it with
-// 1009. Every well-formed frame, and every pong to the gateway's pings,
-// heartbeats the device.
+// 1009. A frame heartbeats the device only when it is accepted: hello,
+// slots and pongs to the gateway's pings here, progress, commit and fail in
+// the service layer's deciding transaction; a frame answered with a
+// rejection (bad_message, lease_conflict, a refused commit or fail)
+// heartbeats nothing (docs/semantics.md, "Liveness").
 //
 // # Authority
 //

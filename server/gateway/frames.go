@@ -65,8 +65,10 @@ func (s *session) onSlots(m *protocol.Slots) {
 	s.wakeOffer()
 }
 
-// onProgress renews a lease through the service layer. An infrastructure
-// error gets no reply: the agent's next heartbeat asks again.
+// onProgress renews a lease through the service layer, which heartbeats
+// the device in the same transaction when it accepts; a lease_conflict is a
+// rejection and heartbeats nothing (see touch). An infrastructure error gets
+// no reply: the agent's next heartbeat asks again.
 func (s *session) onProgress(m *protocol.Progress) {
 	if s.g.v.sessionFenced() { // broken on purpose: the connection is not the fence
 		if on, _ := s.g.offeredOn.Load(m.AttemptID); on != s {
@@ -88,9 +90,7 @@ func (s *session) onProgress(m *protocol.Progress) {
 		s.write(&protocol.ProgressOK{Type: protocol.TypeProgressOK, JobID: r.JobID, AttemptID: r.AttemptID,
 			LeaseExpiresAt: r.LeaseExpiresAt})
 	case protocol.CodeLeaseConflict:
-		// Accepted progress heartbeats in its own transaction; a refused
-		// one still proves the device alive.
-		s.touch()
+		s.touchIfRejectedMutation()
 		s.g.m.Conflicts.WithLabelValues(string(r.Reason)).Inc()
 		s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: m.JobID, AttemptID: m.AttemptID,
 			Reason: r.Reason})
@@ -104,7 +104,6 @@ func (s *session) onProgress(m *protocol.Progress) {
 // reaches the wire. The slot is released only after the result is written,
 // and only when this commit ended a live attempt.
 func (s *session) onCommit(m *protocol.Commit) {
-	s.touch()
 	r, err := s.retry(func(ctx context.Context) (protocol.Reply, error) {
 		return s.g.svc.Commit(ctx, s.g.now(), s.deviceID, *m)
 	})
@@ -124,6 +123,9 @@ func (s *session) onCommit(m *protocol.Commit) {
 		s.finalFailed("commit", m.JobID, m.AttemptID, errors.New("unexpected reply "+string(r.Code)))
 		return
 	}
+	if !endsAttempt(r.Code) {
+		s.touchIfRejectedMutation()
+	}
 	s.g.m.Commits.WithLabelValues(string(r.Code)).Inc()
 	s.log.Info("commit", "job_id", m.JobID, "attempt_id", m.AttemptID, "code", r.Code)
 	if s.g.v.releaseBeforeReply() && endsAttempt(r.Code) { // broken on purpose
@@ -139,7 +141,6 @@ func (s *session) onCommit(m *protocol.Commit) {
 // onFail gives an attempt up through the service layer, which decides
 // requeue. A requeue is announced so idle devices anywhere hear of it.
 func (s *session) onFail(m *protocol.Fail) {
-	s.touch()
 	r, err := s.retry(func(ctx context.Context) (protocol.Reply, error) {
 		return s.g.svc.Fail(ctx, s.g.now(), s.deviceID, *m)
 	})
@@ -156,6 +157,9 @@ func (s *session) onFail(m *protocol.Fail) {
 	default:
 		s.finalFailed("fail", m.JobID, m.AttemptID, errors.New("unexpected reply "+string(r.Code)))
 		return
+	}
+	if r.Code != protocol.CodeFailOK {
+		s.touchIfRejectedMutation()
 	}
 	s.g.m.Fails.WithLabelValues(string(r.Code)).Inc()
 	s.log.Info("fail", "job_id", m.JobID, "attempt_id", m.AttemptID, "failure_code", m.FailureCode, "code", r.Code,

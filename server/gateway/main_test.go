@@ -309,8 +309,9 @@ func metricValue(m prometheus.Metric) float64 {
 }
 
 // requireUnchanged compares two snapshots except for the devices'
-// last_seen_at: every well-formed frame heartbeats its device, whatever its
-// outcome, and that is the one write a refused frame is allowed.
+// last_seen_at, which a pong (to a ping fired when a test advances the stub
+// clock) may move at any moment. That a refused frame heartbeats nothing is
+// TestRejectedFramesDoNotHeartbeat's, with pings off.
 func requireUnchanged(t *testing.T, before, after protocol.Snapshot) {
 	t.Helper()
 	strip := func(s protocol.Snapshot) protocol.Snapshot {

@@ -35,3 +35,4 @@ func CheckMutation(m Mutation) error {
 func (variant) ackProgressOnError() bool { return false }
 func (variant) releaseBeforeReply() bool { return false }
 func (variant) sessionFenced() bool      { return false }
+func (variant) heartbeatRejected() bool  { return false }

@@ -20,11 +20,16 @@ const (
 	// offered on, as if the WebSocket connection were the lease: an agent
 	// that reconnects can no longer go on with the attempt it holds.
 	MutationSessionFenced Mutation = "session_fenced"
+	// MutationHeartbeatRejected heartbeats the device on a rejected frame
+	// (lease_conflict, a refused commit or fail), as if a refusal proved
+	// the device alive.
+	MutationHeartbeatRejected Mutation = "heartbeat_rejected"
 )
 
 // Mutations lists the broken gateways.
 func Mutations() []Mutation {
-	return []Mutation{MutationAckProgressOnError, MutationReleaseBeforeReply, MutationSessionFenced}
+	return []Mutation{MutationAckProgressOnError, MutationReleaseBeforeReply, MutationSessionFenced,
+		MutationHeartbeatRejected}
 }
 
 // CheckMutation reports whether m is MutationNone or one of Mutations.
@@ -48,3 +53,4 @@ func newVariant(m Mutation) variant {
 func (v variant) ackProgressOnError() bool { return v.m == MutationAckProgressOnError }
 func (v variant) releaseBeforeReply() bool { return v.m == MutationReleaseBeforeReply }
 func (v variant) sessionFenced() bool      { return v.m == MutationSessionFenced }
+func (v variant) heartbeatRejected() bool  { return v.m == MutationHeartbeatRejected }

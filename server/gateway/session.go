@@ -295,11 +295,24 @@ func (s *session) write(msg any) bool {
 	return true
 }
 
-// touch is the per-frame heartbeat: the device is alive, whatever the
-// frame's outcome. A failure only delays the device's online status.
+// touch heartbeats the device for what the session itself accepts: a
+// slots report and a pong (hello's heartbeat is describeDevice). Progress,
+// commit and fail are heartbeated by the service layer inside their
+// deciding transaction exactly when it accepts them; a frame answered with
+// a rejection (bad_message, lease_conflict, commit_rejected before
+// transaction 1 accepted, fail_rejected) mutates nothing, liveness included
+// (docs/semantics.md). A failure here only delays the online status.
 func (s *session) touch() {
 	if _, err := s.g.pool.Exec(s.g.ctx, sqlTouchDevice, s.deviceID, s.g.nowArg()); err != nil {
 		s.log.Warn("heartbeat device", "err", err)
+	}
+}
+
+// touchIfRejectedMutation is the broken gateway that heartbeats a device
+// on a rejected frame; the constant no-op outside a -tags mutations build.
+func (s *session) touchIfRejectedMutation() {
+	if s.g.v.heartbeatRejected() {
+		s.touch()
 	}
 }
 

@@ -90,3 +90,14 @@ func (s *Signer) Check(op Op, key string, q url.Values, now time.Time) error {
 	}
 	return nil
 }
+
+// DeriveKey returns a 32-byte key for another use of the signing secret
+// (purpose names it, e.g. "api-cursor"): HMAC-SHA256 of the purpose under
+// the signing key. Keys of different purposes are independent, and none
+// can sign or check a grant, so one secret serves several MACs without
+// one's tags being valid for another.
+func (s *Signer) DeriveKey(purpose string) []byte {
+	m := hmac.New(sha256.New, s.key)
+	fmt.Fprintf(m, "rendermac derived key\n%s", purpose)
+	return m.Sum(nil)
+}

@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"bytes"
 	"net/url"
 	"strings"
 	"testing"
@@ -41,4 +42,18 @@ func TestNewSignerRejectsWeakKeysAndBadURLs(t *testing.T) {
 	require.ErrorContains(t, err, "at least 32")
 	_, err = NewSigner([]byte(strings.Repeat("k", 32)), "cp.example")
 	require.ErrorContains(t, err, "absolute http(s) URL")
+}
+
+// Derived keys are stable per purpose, differ across purposes and secrets,
+// and are not the signing key.
+func TestDeriveKeyIsPerPurpose(t *testing.T) {
+	a, err := NewSigner(bytes.Repeat([]byte{1}, MinKeyBytes), "http://x.test")
+	require.NoError(t, err)
+	b, err := NewSigner(bytes.Repeat([]byte{2}, MinKeyBytes), "http://x.test")
+	require.NoError(t, err)
+	require.Len(t, a.DeriveKey("api-cursor"), 32)
+	require.Equal(t, a.DeriveKey("api-cursor"), a.DeriveKey("api-cursor"))
+	require.NotEqual(t, a.DeriveKey("api-cursor"), a.DeriveKey("other"))
+	require.NotEqual(t, a.DeriveKey("api-cursor"), b.DeriveKey("api-cursor"))
+	require.NotEqual(t, bytes.Repeat([]byte{1}, MinKeyBytes), a.DeriveKey("api-cursor"))
 }
