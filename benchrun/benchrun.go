@@ -91,6 +91,10 @@ const (
 	GoalP99              = 50 * time.Millisecond
 	GoalIdleSessionBytes = 50 << 10
 	GoalModelStepsPerSec = 200_000
+	// GoalTxPerJob and GoalOutsidePerJob bound a job's happy-path database
+	// work: transactions, and statements outside any transaction.
+	GoalTxPerJob      = 3
+	GoalOutsidePerJob = 1
 )
 
 // Result is everything a run measured; it is also the JSON written by
@@ -109,6 +113,7 @@ type Result struct {
 	Latency  LatencyResult  `json:"latency"`
 	Progress ProgressResult `json:"progress"`
 	Memory   MemoryResult   `json:"memory"`
+	DB       DBResult       `json:"db_peak"`
 	Pgbench  PgbenchResult  `json:"pgbench"`
 	Model    CampaignRate   `json:"model"`
 	Diff     CampaignRate   `json:"differential"`

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
@@ -489,6 +490,7 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	res.Peak.Jobs = m
 	res.Peak.SubmitPerSec = float64(m) / time.Since(t0).Seconds()
 	fmt.Fprintf(d.cfg.Log, "bench: peak: connecting %d agents\n", d.cfg.Agents)
+	db0, dbErr := scrapeDB(ctx, d.httpc, d.plane.BaseURL)
 	d.peak.Store(true)
 	if err := d.connect(ctx, d.cfg.Agents); err != nil {
 		return err
@@ -497,6 +499,7 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 		return err
 	}
 	d.peak.Store(false)
+	d.peakDB(ctx, res, db0, dbErr)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	leaseWin := d.lastOffer.Sub(d.firstOffer).Seconds()
@@ -507,6 +510,23 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	res.Peak.WindowS = commitWin
 	res.Peak.Rejected = int(d.rejected.Load())
 	return nil
+}
+
+// peakDB records the server's database work since before (scraped before
+// the agents connected) into res.DB.
+func (d *driver) peakDB(ctx context.Context, res *Result, before map[string]dbstat.Counts, err error) {
+	var after map[string]dbstat.Counts
+	if err == nil {
+		after, err = scrapeDB(ctx, d.httpc, d.plane.BaseURL)
+	}
+	d.mu.Lock()
+	res.DB = DBResult{Jobs: int(d.commits.Load()), Offers: d.offers}
+	d.mu.Unlock()
+	if err != nil {
+		res.DB.Error = err.Error()
+		return
+	}
+	res.DB.ByOp = diffCounts(before, after)
 }
 
 // latencyPhase submits open-loop at half the peak commit rate (the

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/olekukonko/tablewriter"
+
+	"github.com/rendermac/rendermac/internal/dbstat"
 )
 
 // Figure is one row of the report.
@@ -96,6 +98,7 @@ func (r *Result) Figures() []Figure {
 	}
 	add(fmt.Sprintf("differential sequences/s (model vs Postgres, %d workers)", r.Diff.Workers),
 		fmt.Sprintf("%.2f (%d x %d steps in %.1f s = %.0f steps/s)", r.Diff.SeqsPerS, r.Diff.Seeds, r.Diff.StepsPerSq, r.Diff.Seconds, r.Diff.StepsPerS), "", met)
+	add(r.dbFigure())
 	add("SPEC section 4 invariant violations after the load", fmt.Sprint(r.InvariantViolations), "0", map[bool]string{true: "yes", false: "NO"}[r.InvariantViolations == 0])
 	add("slowest transaction", fmt.Sprintf("%s: p99 %.1f ms", r.Slowest.Name, r.Slowest.P99ms), "", "")
 	return out
@@ -123,6 +126,9 @@ func (r *Result) PrintTable(w io.Writer) error {
 	if err := ops.Render(); err != nil {
 		return err
 	}
+	if err := r.printDB(w); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "slowest transaction: %s (%s)\n", r.Slowest.Name, r.Slowest.Method)
 	fmt.Fprintf(w, "leases: agents have one slot each, so at peak a device's next lease waits for its commit_ok; leases/s is the closed-loop rate, bounded by the commit cycle\n")
 	fmt.Fprintf(w, "latency: %s\n", r.Latency.Definition)
@@ -141,4 +147,68 @@ func (r *Result) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// dbFigure is the per-job database work of the happy path.
+func (r *Result) dbFigure() (name, value, goal, met string) {
+	name = "database work per job, happy path (lease, progress, commit), measured"
+	goal = fmt.Sprintf("<= %d tx + %d statement outside", GoalTxPerJob, GoalOutsidePerJob)
+	db := r.DB
+	if db.Error != "" || db.Jobs == 0 {
+		return name, "not measured", goal, "n/a: " + db.Error
+	}
+	c := db.HappyPath()
+	n := float64(db.Jobs)
+	tx, out := float64(c.Transactions)/n, float64(c.Outside)/n
+	value = fmt.Sprintf("%.2f tx (%.2f statements in them) + %.2f outside; %.2f round trips", tx,
+		float64(c.InTx)/n, out, float64(c.RoundTrips)/n)
+	met = "yes"
+	if tx > GoalTxPerJob+0.005 || out > GoalOutsidePerJob+0.005 {
+		met = fmt.Sprintf("NO: %.2f tx, %.2f outside over", max(0, tx-GoalTxPerJob), max(0, out-GoalOutsidePerJob))
+	}
+	return name, value, goal, met
+}
+
+// printDB writes the peak phase's database work by operation.
+func (r *Result) printDB(w io.Writer) error {
+	db := r.DB
+	if db.Error != "" || db.Jobs == 0 {
+		fmt.Fprintf(w, "database work: not measured (%s)\n", db.Error)
+		return nil
+	}
+	t := tablewriter.NewWriter(w)
+	t.Header("db work in the peak phase, by operation", "tx", "stmts in tx", "outside", "round trips",
+		"tx/job", "stmts/job", "outside/job", "rt/job")
+	n := float64(db.Jobs)
+	happy := map[string]bool{}
+	for _, op := range HappyPathOps {
+		happy[op] = true
+	}
+	row := func(name string, c dbstat.Counts) error {
+		return t.Append(name, c.Transactions, c.InTx, c.Outside, c.RoundTrips,
+			fmt.Sprintf("%.2f", float64(c.Transactions)/n), fmt.Sprintf("%.2f", float64(c.InTx)/n),
+			fmt.Sprintf("%.2f", float64(c.Outside)/n), fmt.Sprintf("%.2f", float64(c.RoundTrips)/n))
+	}
+	for _, op := range HappyPathOps {
+		if err := row(op, db.ByOp[op]); err != nil {
+			return err
+		}
+	}
+	if err := row("= happy path", db.HappyPath()); err != nil {
+		return err
+	}
+	for _, op := range dbstat.Ops(db.ByOp) {
+		if !happy[op] {
+			if err := row("(not per job) "+op, db.ByOp[op]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "database work: %d jobs committed, %d lease offers; lease transactions beyond the offers answered no_job "+
+		"(each agent's lease after the queue ran dry); counted by the server's pool tracer (rendermac_db_* on /metrics)\n",
+		db.Jobs, db.Offers)
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/faultpoint"
@@ -116,7 +117,7 @@ func (s *Service) Verify(ctx context.Context, jobID, attemptID string) (ok bool,
 	var status protocol.AttemptStatus
 	var claimed protocol.Output
 	var service string
-	err = s.pool.QueryRow(ctx, sqlClaimedOutput, attemptID, jobID).Scan(&status, &claimed.Key, &claimed.Bytes,
+	err = s.pool.QueryRow(dbstat.WithOp(ctx, OpVerifyRead), sqlClaimedOutput, attemptID, jobID).Scan(&status, &claimed.Key, &claimed.Bytes,
 		&claimed.SHA256, &service)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil

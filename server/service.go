@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
 )
@@ -93,6 +94,9 @@ const (
 	OpFail         = "fail"
 	OpCancel       = "cancel"
 	OpSweep        = "sweep"
+	// OpVerifyRead is the read of a committing attempt's claim that
+	// Verify makes outside any transaction.
+	OpVerifyRead = "verify_read"
 )
 
 // NewService returns a Service over pool (the contract's schema, see
@@ -166,6 +170,7 @@ func (s *Service) service(name string) (protocol.Service, bool) {
 // MaxTxRetries times, each re-run counted. fn must therefore derive all its
 // results afresh on every run.
 func (s *Service) inTx(ctx context.Context, op string, fn func(pgx.Tx) error) error {
+	ctx = dbstat.WithOp(ctx, op)
 	for try := 0; ; try++ {
 		err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
 		if err == nil {

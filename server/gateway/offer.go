@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/grant"
 )
@@ -186,7 +187,7 @@ func (g *Gateway) buildOffer(ctx context.Context, r protocol.Reply) (*protocol.L
 	o := &protocol.LeaseOffer{Type: protocol.TypeLeaseOffer, JobID: r.JobID, AttemptID: r.AttemptID,
 		AttemptNumber: r.AttemptNumber, LeaseEpoch: r.LeaseEpoch, CommitToken: r.CommitToken,
 		LeaseExpiresAt: r.LeaseExpiresAt}
-	err := g.pool.QueryRow(ctx, sqlOfferJob, r.JobID).Scan(&o.Service, &o.Params, &o.Input.Bytes, &o.Input.SHA256)
+	err := g.pool.QueryRow(dbstat.WithOp(ctx, OpOfferRead), sqlOfferJob, r.JobID).Scan(&o.Service, &o.Params, &o.Input.Bytes, &o.Input.SHA256)
 	if err != nil {
 		return nil, fmt.Errorf("read job %s for its offer: %w", r.JobID, err)
 	}

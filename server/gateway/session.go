@@ -8,6 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 )
 
@@ -257,7 +258,7 @@ func (s *session) write(msg any) bool {
 // touch is the per-frame heartbeat: the device is alive, whatever the
 // frame's outcome. A failure only delays the device's online status.
 func (s *session) touch() {
-	if _, err := s.g.pool.Exec(s.g.ctx, sqlTouchDevice, s.deviceID, s.g.nowArg()); err != nil {
+	if _, err := s.g.pool.Exec(dbstat.WithOp(s.g.ctx, OpTouch), sqlTouchDevice, s.deviceID, s.g.nowArg()); err != nil {
 		s.log.Warn("heartbeat device", "err", err)
 	}
 }

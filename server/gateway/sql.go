@@ -55,5 +55,13 @@ SELECT DISTINCT service FROM jobs WHERE status = 'queued' AND admission_deadline
 	sqlTrySweepLock = `SELECT pg_try_advisory_xact_lock($1)`
 )
 
+// The dbstat operation names of the gateway's own database work.
+const (
+	OpHello          = "hello"
+	OpTouch          = "touch"
+	OpOfferRead      = "offer_read"
+	OpPendingCancels = "pending_cancels"
+)
+
 // sweepLockKey is the advisory lock key of the sweeper ("rendmcsw" in ASCII).
 const sweepLockKey int64 = 0x72656e646d637377
