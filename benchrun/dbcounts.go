@@ -21,6 +21,11 @@ import (
 var HappyPathOps = []string{server.OpLease, gateway.OpOfferRead, server.OpProgress, gateway.OpTouch,
 	server.OpCommitBegin, server.OpVerifyRead, server.OpCommitFinish}
 
+// alsoPerJob are operations that also run once per job but are not the
+// device's lease -> progress -> commit path the goal counts: the output
+// upload's seal check (an HTTP PUT) and the buyer's webhook.
+var alsoPerJob = map[string]bool{server.OpUpload: true, "webhook": true}
+
 // DBResult is the server's database work during the peak phase, read from
 // its /metrics before and after (rendermac_db_* counters, dbstat).
 type DBResult struct {

@@ -199,7 +199,11 @@ func (r *Result) printDB(w io.Writer) error {
 	}
 	for _, op := range dbstat.Ops(db.ByOp) {
 		if !happy[op] {
-			if err := row("(not per job) "+op, db.ByOp[op]); err != nil {
+			label := "(not per job) " + op
+			if alsoPerJob[op] {
+				label = "(per job, not the goal's path) " + op
+			}
+			if err := row(label, db.ByOp[op]); err != nil {
 				return err
 			}
 		}

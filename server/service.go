@@ -97,6 +97,8 @@ const (
 	// OpVerifyRead is the read of a committing attempt's claim that
 	// Verify makes outside any transaction.
 	OpVerifyRead = "verify_read"
+	// OpUpload is an output upload's check of its attempt (PutOutput).
+	OpUpload = "upload"
 )
 
 // NewService returns a Service over pool (the contract's schema, see

@@ -61,6 +61,9 @@ const (
 	OpTouch          = "touch"
 	OpOfferRead      = "offer_read"
 	OpPendingCancels = "pending_cancels"
+	OpAuth           = "auth"
+	OpPoll           = "poll"
+	OpLostLookup     = "lost_lookup"
 )
 
 // sweepLockKey is the advisory lock key of the sweeper ("rendmcsw" in ASCII).
