@@ -16,9 +16,9 @@ import (
 )
 
 // HappyPathOps are the dbstat operations of one job's happy path on the
-// device side: lease (and the offer it needs), progress, commit (both
+// device side: lease, progress, commit (both
 // transactions and verification's read) and the gateway's liveness touch.
-var HappyPathOps = []string{server.OpLease, gateway.OpOfferRead, server.OpProgress, gateway.OpTouch,
+var HappyPathOps = []string{server.OpLease, server.OpProgress, gateway.OpTouch,
 	server.OpCommitBegin, server.OpVerifyRead, server.OpCommitFinish}
 
 // alsoPerJob are operations that also run once per job but are not the

@@ -163,21 +163,39 @@ func (c *Counter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.
 // TraceQueryEnd implements pgx.QueryTracer.
 func (c *Counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// TraceBatchStart counts one batch: one round trip, each of its
-// statements inside or outside a transaction as the connection is when the
-// batch is sent (a batch sent outside one runs as one implicit
-// transaction; it counts as statements outside).
+// TraceBatchStart counts one batch: one round trip, and each statement in
+// it: a BEGIN queued first (pgx.Batch.BeginTx) opens a transaction the
+// statements after it are inside of; statements sent with no transaction
+// open run as one implicit transaction and count as outside.
 func (c *Counter) TraceBatchStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
 	open := inTx(conn)
-	n := int64(data.Batch.Len())
-	c.add(ctx, conn, "", func(v *Counts) {
-		v.RoundTrips++
-		if open {
-			v.InTx += n
-		} else {
-			v.Outside += n
-		}
-	})
+	first := true
+	for _, q := range data.Batch.QueuedQueries {
+		kind := control(q.SQL)
+		c.add(ctx, conn, kind, func(v *Counts) {
+			if first {
+				v.RoundTrips++
+				first = false
+			}
+			switch kind {
+			case "begin":
+				v.Transactions++
+				open = true
+			case "commit":
+				v.Commits++
+				open = false
+			case "rollback":
+				v.Rollbacks++
+				open = false
+			default:
+				if open {
+					v.InTx++
+				} else {
+					v.Outside++
+				}
+			}
+		})
+	}
 	return ctx
 }
 

@@ -18,6 +18,7 @@ import (
 // work. welcomed is set only after welcome is written, so no offer can
 // overtake it.
 func (s *session) onHello(m *protocol.Hello) {
+	at := s.g.localNow()
 	ok, err := s.g.describeDevice(s.g.ctx, s.deviceID, m)
 	if err != nil {
 		s.log.Error("describe device from hello", "err", err)
@@ -28,6 +29,7 @@ func (s *session) onHello(m *protocol.Hello) {
 		_ = s.conn.Close(websocket.StatusPolicyViolation, "device revoked")
 		return
 	}
+	s.touched(at) // describeDevice heartbeat the device
 	s.mu.Lock()
 	s.services = uniq(m.Services)
 	s.slotsTotal = m.SlotsTotal
@@ -75,6 +77,7 @@ func (s *session) onProgress(m *protocol.Progress) {
 			return
 		}
 	}
+	at := s.g.localNow()
 	r, err := s.g.svc.Progress(s.g.ctx, s.g.now(), s.deviceID, *m)
 	if err != nil {
 		s.log.Warn("progress", "job_id", m.JobID, "attempt_id", m.AttemptID, "err", err)
@@ -85,11 +88,11 @@ func (s *session) onProgress(m *protocol.Progress) {
 	}
 	switch r.Code {
 	case protocol.CodeProgressOK:
+		s.touched(at) // accepted progress heartbeats in its transaction
 		s.write(&protocol.ProgressOK{Type: protocol.TypeProgressOK, JobID: r.JobID, AttemptID: r.AttemptID,
 			LeaseExpiresAt: r.LeaseExpiresAt})
 	case protocol.CodeLeaseConflict:
-		// Accepted progress heartbeats in its own transaction; a refused
-		// one still proves the device alive.
+		// A refused progress still proves the device alive.
 		s.touch()
 		s.g.m.Conflicts.WithLabelValues(string(r.Reason)).Inc()
 		s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: m.JobID, AttemptID: m.AttemptID,

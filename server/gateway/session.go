@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
-	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 )
 
@@ -54,6 +54,8 @@ type session struct {
 	draining bool
 	ended    bool
 	revoked  bool // Lease said not_found: no more offers on this session
+	// lastTouch is when this session last heartbeat the device (touch.go).
+	lastTouch time.Time
 	// inflight counts frames being handled and offers being made: what
 	// drain waits for before it closes.
 	inflight sync.WaitGroup
@@ -253,14 +255,6 @@ func (s *session) write(msg any) bool {
 		return false
 	}
 	return true
-}
-
-// touch is the per-frame heartbeat: the device is alive, whatever the
-// frame's outcome. A failure only delays the device's online status.
-func (s *session) touch() {
-	if _, err := s.g.pool.Exec(dbstat.WithOp(s.g.ctx, OpTouch), sqlTouchDevice, s.deviceID, s.g.nowArg()); err != nil {
-		s.log.Warn("heartbeat device", "err", err)
-	}
 }
 
 // pingLoop pings the agent every Heartbeat. A pong heartbeats an idle

@@ -2,7 +2,7 @@ package gateway
 
 // The gateway's own SQL. Every decision about jobs and attempts belongs to
 // the service layer; these statements only authenticate, describe and
-// heartbeat devices, read what an offer needs, and find cancel targets.
+// heartbeat devices and find cancel targets.
 const (
 	// A revoked device is refused exactly like an unknown token.
 	sqlAuthDevice = `SELECT id::text FROM devices WHERE token_hash = $1 AND status <> 'revoked'`
@@ -28,8 +28,6 @@ WHERE id = $1 AND status <> 'revoked'`
 	sqlTouchDevice = `
 UPDATE devices SET last_seen_at = coalesce($2::timestamptz, now()), status = 'online'
 WHERE id = $1 AND status <> 'revoked'`
-
-	sqlOfferJob = `SELECT service, params, input_bytes, input_sha256 FROM jobs WHERE id = $1`
 
 	// Live attempts of cancelling jobs on the given devices: the cancel
 	// notices a session or the listener may have missed.
@@ -59,7 +57,6 @@ SELECT DISTINCT service FROM jobs WHERE status = 'queued' AND admission_deadline
 const (
 	OpHello          = "hello"
 	OpTouch          = "touch"
-	OpOfferRead      = "offer_read"
 	OpPendingCancels = "pending_cancels"
 	OpAuth           = "auth"
 	OpPoll           = "poll"

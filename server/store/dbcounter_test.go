@@ -44,7 +44,19 @@ func TestDBCounter(t *testing.T) {
 	b.Queue(`SELECT 8`)
 	require.NoError(t, pool.SendBatch(dbstat.WithOp(bg, "op_batch"), b).Close())
 
+	b = &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	b.Queue(`SELECT 9`)
+	br := pool.SendBatch(dbstat.WithOp(bg, "op_begin_batch"), b)
+	tx := br.Tx()
+	require.NoError(t, br.Close())
+	_, err = tx.Exec(bg, `SELECT 10`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(bg))
+
 	got := diff(before, c.Snapshot())
+	require.Equal(t, dbstat.Counts{Transactions: 1, Commits: 1, InTx: 2, RoundTrips: 3}, got["op_begin_batch"],
+		"BEGIN pipelined with a statement, one more statement, COMMIT")
 	require.Equal(t, dbstat.Counts{Transactions: 1, Commits: 1, InTx: 4, RoundTrips: 5}, got["op_tx"],
 		"BEGIN, two statements, one batch of two, COMMIT")
 	require.Equal(t, dbstat.Counts{Outside: 1, RoundTrips: 1}, got["op_alone"])
