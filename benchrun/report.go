@@ -47,27 +47,16 @@ func (r *Result) Figures() []Figure {
 	} else {
 		add("pgbench lease.pgbench tps", "not run", "reference", r.Pgbench.Error)
 	}
-	g, m := ratioGoal(r.Peak.LeasesPerSec)
-	add(fmt.Sprintf("leases/s at peak (%d jobs up front, %d agents)", r.Peak.Jobs, r.Agents),
-		fmt.Sprintf("%.0f%s", r.Peak.LeasesPerSec, ratio(r.Peak.LeasesPerSec)), g, m)
-	g, m = ratioGoal(r.Peak.CommitsPerSec)
-	add("commits/s at peak", fmt.Sprintf("%.0f%s", r.Peak.CommitsPerSec, ratio(r.Peak.CommitsPerSec)), g, m)
-	add("job submits/s (POST /v1/jobs, 16 clients)", fmt.Sprintf("%.0f%s", r.Peak.SubmitPerSec, ratio(r.Peak.SubmitPerSec)), "", "")
-	lat := r.Latency
-	add(fmt.Sprintf("e2e latency p50 at %.0f/s (half peak), %d agents", lat.TargetPerSec, r.Agents),
-		fmt.Sprintf("%.1f ms (p90 %.1f, max %.1f; %d jobs)", lat.P50ms, lat.P90ms, lat.Maxms, lat.Completed), "", "")
-	goalMS := float64(GoalP99.Milliseconds())
-	met := "yes"
-	if r.Agents != 100 {
-		met = fmt.Sprintf("n/a: goal is for 100 agents (ran %d)", r.Agents)
+	r.stackFigures(add, "", r.Peak, r.Latency, r.Progress, r.DB, ratio, ratioGoal)
+	if sp := r.Split; sp != nil {
+		r.stackFigures(add, "two-process: ", sp.Peak, sp.Latency, sp.Progress, sp.DB, ratio, ratioGoal)
+		add("two-process: SPEC section 4 invariant violations", fmt.Sprint(sp.InvariantViolations), "0",
+			map[bool]string{true: "yes", false: "NO"}[sp.InvariantViolations == 0])
 	}
-	if lat.P99ms >= goalMS {
-		met = fmt.Sprintf("NO: %.1f ms over (%.1fx the goal)", lat.P99ms-goalMS, lat.P99ms/goalMS)
-	}
-	add("e2e latency p99 (submit -> commit_ok)", fmt.Sprintf("%.1f ms", lat.P99ms), fmt.Sprintf("< %.0f ms", goalMS), met)
-	add("progress frames/s (heartbeat as fast as progress_ok)", fmt.Sprintf("%.0f%s", r.Progress.FramesPerSec, ratio(r.Progress.FramesPerSec)), "", "")
+	var met string
 	mem := r.Memory
 	goalB := float64(GoalIdleSessionBytes)
+	memRows := len(out)
 	met = "yes"
 	if mem.HeapPerSession >= goalB {
 		met = fmt.Sprintf("NO: %.1f KiB over", (mem.HeapPerSession-goalB)/1024)
@@ -81,6 +70,11 @@ func (r *Result) Figures() []Figure {
 	add("heap + goroutine stacks per idle session (client+server)",
 		fmt.Sprintf("%.1f KiB (%.1f goroutines/session)", mem.HeapStackPerSession/1024, float64(mem.Goroutines)/float64(max(mem.Sessions, 1))),
 		"< 50 KiB", met)
+	if mem.Sessions == 0 { // --client-only: the server's memory is another process's
+		for i := memRows; i < len(out); i++ {
+			out[i].Value, out[i].Met = "not run", "n/a: no idle-session phase in this mode"
+		}
+	}
 	met = "yes"
 	if r.Model.Error != "" {
 		met = "error: " + r.Model.Error
@@ -98,7 +92,6 @@ func (r *Result) Figures() []Figure {
 	}
 	add(fmt.Sprintf("differential sequences/s (model vs Postgres, %d workers)", r.Diff.Workers),
 		fmt.Sprintf("%.2f (%d x %d steps in %.1f s = %.0f steps/s)", r.Diff.SeqsPerS, r.Diff.Seeds, r.Diff.StepsPerSq, r.Diff.Seconds, r.Diff.StepsPerS), "", met)
-	add(r.dbFigure())
 	add("SPEC section 4 invariant violations after the load", fmt.Sprint(r.InvariantViolations), "0", map[bool]string{true: "yes", false: "NO"}[r.InvariantViolations == 0])
 	add("slowest transaction", fmt.Sprintf("%s: p99 %.1f ms", r.Slowest.Name, r.Slowest.P99ms), "", "")
 	return out
@@ -126,11 +119,17 @@ func (r *Result) PrintTable(w io.Writer) error {
 	if err := ops.Render(); err != nil {
 		return err
 	}
-	if err := r.printDB(w); err != nil {
+	if err := printDB(w, "", r.DB); err != nil {
 		return err
 	}
+	if sp := r.Split; sp != nil {
+		if err := printDB(w, "two-process: ", sp.DB); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "two-process: %s\n", sp.How)
+	}
 	fmt.Fprintf(w, "slowest transaction: %s (%s)\n", r.Slowest.Name, r.Slowest.Method)
-	fmt.Fprintf(w, "leases: agents have one slot each, so at peak a device's next lease waits for its commit_ok; leases/s is the closed-loop rate, bounded by the commit cycle\n")
+	fmt.Fprintf(w, "leases: agents have %d slot(s) each; a slot's next lease waits for its commit_ok, so leases/s is the closed-loop rate, bounded by the commit cycle\n", max(r.Slots, 1))
 	fmt.Fprintf(w, "latency: %s\n", r.Latency.Definition)
 	fmt.Fprintf(w, "memory: %s\n", r.Memory.Note)
 	fmt.Fprintf(w, "phases (s): %v; wall %.1f s; %s, %d CPUs, PostgreSQL %s\n", r.PhaseS, r.WallS, r.GoVersion, r.CPUs, r.Postgres)
@@ -149,11 +148,34 @@ func (r *Result) WriteJSON(path string) error {
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
+// stackFigures adds the rows of one run of the stack phases.
+func (r *Result) stackFigures(add func(name, value, goal, met string), prefix string, peak PeakResult,
+	lat LatencyResult, prog ProgressResult, db DBResult, ratio func(float64) string, ratioGoal func(float64) (string, string)) {
+	g, m := ratioGoal(peak.LeasesPerSec)
+	add(fmt.Sprintf("%sleases/s at peak (%d jobs up front, %d agents x %d slots)", prefix, peak.Jobs, r.Agents, max(r.Slots, 1)),
+		fmt.Sprintf("%.0f%s", peak.LeasesPerSec, ratio(peak.LeasesPerSec)), g, m)
+	g, m = ratioGoal(peak.CommitsPerSec)
+	add(prefix+"commits/s at peak", fmt.Sprintf("%.0f%s", peak.CommitsPerSec, ratio(peak.CommitsPerSec)), g, m)
+	add(prefix+"job submits/s (POST /v1/jobs, 16 clients)", fmt.Sprintf("%.0f%s", peak.SubmitPerSec, ratio(peak.SubmitPerSec)), "", "")
+	add(fmt.Sprintf("%se2e latency p50 at %.0f/s (half peak), %d agents", prefix, lat.TargetPerSec, r.Agents),
+		fmt.Sprintf("%.1f ms (p90 %.1f, max %.1f; %d jobs)", lat.P50ms, lat.P90ms, lat.Maxms, lat.Completed), "", "")
+	goalMS := float64(GoalP99.Milliseconds())
+	met := "yes"
+	if r.Agents != 100 {
+		met = fmt.Sprintf("n/a: goal is for 100 agents (ran %d)", r.Agents)
+	}
+	if lat.P99ms >= goalMS {
+		met = fmt.Sprintf("NO: %.1f ms over (%.1fx the goal)", lat.P99ms-goalMS, lat.P99ms/goalMS)
+	}
+	add(prefix+"e2e latency p99 (submit -> commit_ok)", fmt.Sprintf("%.1f ms", lat.P99ms), fmt.Sprintf("< %.0f ms", goalMS), met)
+	add(prefix+"progress frames/s (heartbeat as fast as progress_ok)", fmt.Sprintf("%.0f%s", prog.FramesPerSec, ratio(prog.FramesPerSec)), "", "")
+	add(dbFigure(prefix, db))
+}
+
 // dbFigure is the per-job database work of the happy path.
-func (r *Result) dbFigure() (name, value, goal, met string) {
-	name = "database work per job, happy path (lease, progress, commit), measured"
+func dbFigure(prefix string, db DBResult) (name, value, goal, met string) {
+	name = prefix + "database work per job, happy path (lease, progress, commit), measured"
 	goal = fmt.Sprintf("<= %d tx + %d statement outside", GoalTxPerJob, GoalOutsidePerJob)
-	db := r.DB
 	if db.Error != "" || db.Jobs == 0 {
 		return name, "not measured", goal, "n/a: " + db.Error
 	}
@@ -170,14 +192,13 @@ func (r *Result) dbFigure() (name, value, goal, met string) {
 }
 
 // printDB writes the peak phase's database work by operation.
-func (r *Result) printDB(w io.Writer) error {
-	db := r.DB
+func printDB(w io.Writer, prefix string, db DBResult) error {
 	if db.Error != "" || db.Jobs == 0 {
 		fmt.Fprintf(w, "database work: not measured (%s)\n", db.Error)
 		return nil
 	}
 	t := tablewriter.NewWriter(w)
-	t.Header("db work in the peak phase, by operation", "tx", "stmts in tx", "outside", "round trips",
+	t.Header(prefix+"db work in the peak phase, by operation", "tx", "stmts in tx", "outside", "round trips",
 		"tx/job", "stmts/job", "outside/job", "rt/job")
 	n := float64(db.Jobs)
 	happy := map[string]bool{}
