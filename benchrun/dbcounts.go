@@ -23,8 +23,9 @@ var HappyPathOps = []string{server.OpLease, server.OpProgress, gateway.OpTouch,
 
 // alsoPerJob are operations that also run once per job but are not the
 // device's lease -> progress -> commit path the goal counts: the output
-// upload's seal check (an HTTP PUT) and the buyer's webhook.
-var alsoPerJob = map[string]bool{server.OpUpload: true, "webhook": true}
+// upload's seal check and the API's read of the database clock for its
+// grant (an HTTP PUT), and the buyer's webhook.
+var alsoPerJob = map[string]bool{server.OpUpload: true, "api_clock": true, "webhook": true}
 
 // DBResult is the server's database work during the peak phase, read from
 // its /metrics before and after (rendermac_db_* counters, dbstat).
