@@ -109,20 +109,26 @@ func (a *agent) done(attemptID string) {
 // route hands a frame to the worker of the attempt it is about.
 func (a *agent) route(msg any) {
 	var id string
+	final := false // the attempt's last frame: its slot is free from here on
 	switch m := msg.(type) {
 	case *protocol.ProgressOK:
 		id = m.AttemptID
 	case *protocol.LeaseConflict:
 		id = m.AttemptID
 	case *protocol.CommitOK:
-		id = m.AttemptID
+		id, final = m.AttemptID, true
 	case *protocol.CommitRejected:
-		id = m.AttemptID
+		id, final = m.AttemptID, true
 	default:
 		return // nothing else is expected
 	}
 	a.mu.Lock()
 	ch := a.waiting[id]
+	if final {
+		// Freed here, in the reader, not when the worker gets to it: the
+		// gateway may offer the slot again right behind this frame.
+		delete(a.waiting, id)
+	}
 	a.mu.Unlock()
 	if ch != nil {
 		select {
