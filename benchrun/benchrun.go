@@ -33,9 +33,9 @@ import (
 
 // Config sizes a run. Zero fields take the defaults of Defaults.
 type Config struct {
-	// Agents is the number of simulated agents (one slot each) of the
-	// peak, latency and progress phases.
-	Agents int
+	// Agents is the number of simulated agents of the peak, latency and
+	// progress phases; Slots is each one's slot count.
+	Agents, Slots int
 	// Jobs is the number of jobs of the peak phase, all submitted up front.
 	Jobs int
 	// Duration bounds the latency phase (submission window); the progress
@@ -55,18 +55,31 @@ type Config struct {
 	PgbenchScript string
 	// ModelSeconds and DiffSeconds bound the two campaigns.
 	ModelSeconds, DiffSeconds float64
+	// TwoProcess also runs the stack phases with the control plane in a
+	// `rendermac server` subprocess (Exe), so the load generator's cost is
+	// not the server's; see Result.Split.
+	TwoProcess bool
+	// Exe is the rendermac binary TwoProcess starts ("" : this executable).
+	Exe string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
+
+	// skipMemory leaves the idle-session phase out (a separate server's
+	// memory is not this process's).
+	skipMemory bool
 }
 
 // Defaults is what `rendermac bench` runs without flags.
-var Defaults = Config{Agents: 100, Jobs: 2000, Duration: 10 * time.Second, IdleSessions: 10000,
+var Defaults = Config{Agents: 100, Slots: 1, Jobs: 2000, Duration: 10 * time.Second, IdleSessions: 10000,
 	PgbenchClients: 8, PgbenchSeconds: 5, ModelSeconds: 2, DiffSeconds: 5}
 
 func (c *Config) defaults() {
 	d := Defaults
 	if c.Agents <= 0 {
 		c.Agents = d.Agents
+	}
+	if c.Slots <= 0 {
+		c.Slots = d.Slots
 	}
 	if c.Jobs <= 0 {
 		c.Jobs = d.Jobs
@@ -103,6 +116,10 @@ const (
 	GoalIdleSessionBytes = 32 << 10
 	GoalIdleSessions     = 10000
 	GoalModelStepsPerSec = 200_000
+	// GoalTxPerJob and GoalOutsidePerJob bound a job's happy-path database
+	// work: transactions, and statements outside any transaction.
+	GoalTxPerJob      = 3
+	GoalOutsidePerJob = 1
 )
 
 // Result is everything a run measured; it is also the JSON written by
@@ -114,6 +131,7 @@ type Result struct {
 	CPUs       int       `json:"cpus"`
 	Postgres   string    `json:"postgres"`
 	Agents     int       `json:"agents"`
+	Slots      int       `json:"slots"`
 	Jobs       int       `json:"jobs"`
 	ArtifactFS string    `json:"artifact_dir"`
 
@@ -121,6 +139,7 @@ type Result struct {
 	Latency  LatencyResult  `json:"latency"`
 	Progress ProgressResult `json:"progress"`
 	Memory   MemoryResult   `json:"memory"`
+	DB       DBResult       `json:"db_peak"`
 	Pgbench  PgbenchResult  `json:"pgbench"`
 	Model    CampaignRate   `json:"model"`
 	Diff     CampaignRate   `json:"differential"`
@@ -137,6 +156,21 @@ type Result struct {
 	// InvariantViolations is SPEC section 4 checked over the stack's rows
 	// after the load.
 	InvariantViolations int `json:"invariant_violations"`
+	// Split is the same stack phases with the server in its own process
+	// (Config.TwoProcess, or the whole result of a --client-only run).
+	Split *SplitResult `json:"two_process,omitempty"`
+}
+
+// SplitResult is the stack phases against a server in another process.
+type SplitResult struct {
+	Peak                PeakResult     `json:"peak"`
+	Latency             LatencyResult  `json:"latency"`
+	Progress            ProgressResult `json:"progress"`
+	DB                  DBResult       `json:"db_peak"`
+	Ops                 []OpStats      `json:"ops"`
+	InvariantViolations int            `json:"invariant_violations"`
+	// How is how the server ran.
+	How string `json:"how"`
 }
 
 // PeakResult is the all-submitted-up-front phase.
@@ -241,7 +275,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	log := cfg.Log
 	began := time.Now()
 	res := &Result{Started: began.UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Agents: cfg.Agents,
-		Jobs: cfg.Jobs, PhaseS: map[string]float64{}}
+		Slots: cfg.Slots, Jobs: cfg.Jobs, PhaseS: map[string]float64{}}
 	phase := func(name string, t0 time.Time) {
 		res.PhaseS[name] = time.Since(t0).Seconds()
 		fmt.Fprintf(log, "bench: %s done in %s\n", name, time.Since(t0).Round(time.Millisecond))
@@ -265,6 +299,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	if err := runStack(ctx, cfg, dbURL, res, phase); err != nil {
 		return res, err
+	}
+	if cfg.TwoProcess {
+		t0 = time.Now()
+		dbURL2, err := pg.NewDatabase(ctx, scenarios.TemplateName)
+		if err != nil {
+			return res, err
+		}
+		if res.Split, err = runSplit(ctx, cfg, dbURL2); err != nil {
+			return res, fmt.Errorf("two-process stack: %w", err)
+		}
+		phase("two-process", t0)
 	}
 
 	t0 = time.Now()
@@ -316,23 +361,9 @@ func runStack(ctx context.Context, cfg Config, dbURL string, res *Result, phase 
 	case <-time.After(60 * time.Second):
 		return errors.New("control plane did not start within 60s")
 	}
-	d := newDriver(cfg, plane)
-	defer d.httpc.CloseIdleConnections()
-	err = d.run(ctx, res, phase, t0)
-	d.closeAll()
-	if err == nil {
-		// SPEC section 4 over the rows the load left.
-		v, verr := store.CheckInvariants(ctx, plane.Pool)
-		switch {
-		case verr != nil:
-			err = fmt.Errorf("invariant check: %w", verr)
-		default:
-			res.InvariantViolations = len(v)
-			if len(v) > 0 {
-				err = fmt.Errorf("%d invariant violations after the load, first: %v", len(v), v[0])
-			}
-		}
-	}
+	d := newDriver(cfg, plane.BaseURL, plane.Pool, plane.Service)
+	d.gw = plane.Gateway
+	err = d.load(ctx, res, phase, t0)
 	res.Retries = map[string]int64{}
 	for k, v := range plane.Service.Stats().Retries {
 		res.Retries[fmt.Sprint(k)] = v
@@ -356,6 +387,26 @@ func runStack(ctx context.Context, cfg Config, dbURL string, res *Result, phase 
 // a deployment's devices come from many addresses.
 func benchLimits() ratelimit.Limits {
 	return ratelimit.Limits{ConnectsPerIP: ratelimit.Off}
+}
+
+// load runs the phases, closes every session and checks SPEC section 4
+// over the rows the load left.
+func (d *driver) load(ctx context.Context, res *Result, phase func(string, time.Time), t0 time.Time) error {
+	defer d.httpc.CloseIdleConnections()
+	err := d.run(ctx, res, phase, t0)
+	d.closeAll()
+	if err != nil {
+		return err
+	}
+	v, err := store.CheckInvariants(ctx, d.pool)
+	if err != nil {
+		return fmt.Errorf("invariant check: %w", err)
+	}
+	res.InvariantViolations = len(v)
+	if len(v) > 0 {
+		return fmt.Errorf("%d invariant violations after the load, first: %v", len(v), v[0])
+	}
+	return nil
 }
 
 // artifactDir is on tmpfs when there is one, as server/bench_test.go's:

@@ -18,10 +18,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
-	"github.com/rendermac/rendermac/server/controlplane"
+	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
@@ -57,16 +61,94 @@ type buyer struct{ id, key string }
 
 type device struct{ id, token string }
 
+// agent is one simulated device with Slots slots: its reader routes every
+// frame about an attempt to that attempt's worker, and each lease_offer
+// starts a worker that takes the attempt through progress, upload and
+// commit.
 type agent struct {
 	device
-	c        *gatewaytest.Client
-	lastFree time.Time
+	c *gatewaytest.Client
+
+	mu sync.Mutex
+	// free holds the instants slots freed (hello, or a commit_ok), oldest
+	// first: an offer fills the slot that has waited longest.
+	free    []time.Time
+	waiting map[string]chan any
+	workers sync.WaitGroup
+}
+
+// slotFreed records that a slot freed at t.
+func (a *agent) slotFreed(t time.Time) {
+	a.mu.Lock()
+	a.free = append(a.free, t)
+	a.mu.Unlock()
+}
+
+// take registers o's attempt and returns the instant its slot freed.
+func (a *agent) take(o *protocol.LeaseOffer, slots int) (time.Time, chan any, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.waiting) >= slots {
+		return time.Time{}, nil, fmt.Errorf("lease_offer %s on a session whose %d slots are all busy", o.JobID, slots)
+	}
+	var freed time.Time
+	if len(a.free) > 0 {
+		freed, a.free = a.free[0], a.free[1:]
+	}
+	ch := make(chan any, 16)
+	a.waiting[o.AttemptID] = ch
+	return freed, ch, nil
+}
+
+func (a *agent) done(attemptID string) {
+	a.mu.Lock()
+	delete(a.waiting, attemptID)
+	a.mu.Unlock()
+}
+
+// route hands a frame to the worker of the attempt it is about.
+func (a *agent) route(msg any) {
+	var id string
+	final := false // the attempt's last frame: its slot is free from here on
+	switch m := msg.(type) {
+	case *protocol.ProgressOK:
+		id = m.AttemptID
+	case *protocol.LeaseConflict:
+		id = m.AttemptID
+	case *protocol.CommitOK:
+		id, final = m.AttemptID, true
+	case *protocol.CommitRejected:
+		id, final = m.AttemptID, true
+	default:
+		return // nothing else is expected
+	}
+	a.mu.Lock()
+	ch := a.waiting[id]
+	if final {
+		// Freed here, in the reader, not when the worker gets to it: the
+		// gateway may offer the slot again right behind this frame.
+		delete(a.waiting, id)
+	}
+	a.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- msg:
+		default: // a worker never has more than one frame outstanding
+		}
+	}
 }
 
 // driver is the buyers and agents of one stack run.
 type driver struct {
-	cfg   Config
-	plane *controlplane.Plane
+	cfg Config
+	// baseURL is the server's; pool and svc reach its database, for the
+	// setup (buyers, devices) and the checks after the load only.
+	baseURL string
+	pool    *pgxpool.Pool
+	svc     *server.Service
+	// gw is the in-process gateway (its wake-up counters for the idle
+	// phase); nil with --client-only, which runs no idle phase.
+	gw    *gateway.Gateway
 	httpc *http.Client
 	rec   recorder
 	input string // base64 of the tiny input every job carries
@@ -97,9 +179,9 @@ type driver struct {
 	commitAt   map[string]time.Time
 }
 
-func newDriver(cfg Config, p *controlplane.Plane) *driver {
+func newDriver(cfg Config, baseURL string, pool *pgxpool.Pool, svc *server.Service) *driver {
 	in := []byte("rendermac bench input")
-	return &driver{cfg: cfg, plane: p, httpc: newHTTPClient(), commitAt: map[string]time.Time{},
+	return &driver{cfg: cfg, baseURL: baseURL, pool: pool, svc: svc, httpc: newHTTPClient(), commitAt: map[string]time.Time{},
 		input: base64.StdEncoding.EncodeToString(in)}
 }
 
@@ -142,11 +224,13 @@ func (d *driver) run(ctx context.Context, res *Result, phase func(string, time.T
 	}
 	phase("progress", t0)
 
-	t0 = time.Now()
-	if err := d.memoryPhase(ctx, res); err != nil {
-		return fmt.Errorf("memory phase: %w", err)
+	if !d.cfg.skipMemory {
+		t0 = time.Now()
+		if err := d.memoryPhase(ctx, res); err != nil {
+			return fmt.Errorf("memory phase: %w", err)
+		}
+		phase("memory", t0)
 	}
-	phase("memory", t0)
 
 	res.Ops = d.opStats()
 	res.Slowest = d.slowest(ctx, res.Ops)
@@ -156,7 +240,7 @@ func (d *driver) run(ctx context.Context, res *Result, phase func(string, time.T
 // setup creates the buyers (with API keys) and every device identity with a
 // known token, directly through the service and SQL helpers.
 func (d *driver) setup(ctx context.Context) error {
-	svc, pool := d.plane.Service, d.plane.Pool
+	svc, pool := d.svc, d.pool
 	for i := range benchBuyers {
 		id := protocol.UUIDFrom(rand.Reader)
 		if err := svc.CreateBuyer(ctx, id, fmt.Sprintf("bench buyer %d", i), buyerCents); err != nil {
@@ -177,7 +261,7 @@ func (d *driver) setup(ctx context.Context) error {
 		}
 		dev := device{id: protocol.UUIDFrom(rand.Reader), token: "rmbench_" + hex.EncodeToString(tok)}
 		d.devices[i] = dev
-		return svc.CreateDevice(ctx, dev.id, "bench-"+strconv.Itoa(i), []string{benchService}, 1,
+		return svc.CreateDevice(ctx, dev.id, "bench-"+strconv.Itoa(i), []string{benchService}, d.cfg.Slots,
 			protocol.HashCommitToken(dev.token))
 	})
 }
@@ -211,7 +295,7 @@ func parallel(workers, n int, fn func(i int) error) error {
 func (d *driver) submit(ctx context.Context, tag string) (string, time.Time, error) {
 	b := d.buyers[d.next.Add(1)%uint64(len(d.buyers))]
 	body := fmt.Sprintf(`{"service":%q,"params":{"bench":%q},"input_base64":%q}`, benchService, tag, d.input)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.plane.BaseURL+"/v1/jobs", bytes.NewBufferString(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.baseURL+"/v1/jobs", bytes.NewBufferString(body))
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -247,7 +331,10 @@ func (d *driver) connect(ctx context.Context, n int) error {
 		if err != nil {
 			return err
 		}
-		agents[i] = &agent{device: d.devices[i], c: c, lastFree: time.Now()}
+		agents[i] = &agent{device: d.devices[i], c: c, waiting: map[string]chan any{}}
+		for range d.cfg.Slots {
+			agents[i].slotFreed(time.Now())
+		}
 		return nil
 	})
 	for _, a := range agents {
@@ -263,24 +350,26 @@ func (d *driver) connect(ctx context.Context, n int) error {
 func (d *driver) dial(ctx context.Context, dev device) (*gatewaytest.Client, error) {
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c, resp, err := gatewaytest.Dial(dctx, gatewaytest.WSURL(d.plane.BaseURL, "/v1/provider/ws"), dev.token)
+	c, resp, err := gatewaytest.Dial(dctx, gatewaytest.WSURL(d.baseURL, "/v1/provider/ws"), dev.token)
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("dial %s: HTTP %d: %w", dev.id, resp.StatusCode, err)
 		}
 		return nil, fmt.Errorf("dial %s: %w", dev.id, err)
 	}
-	if _, err := c.Hello(dctx, []string{benchService}, 1, 1); err != nil {
+	if _, err := c.Hello(dctx, []string{benchService}, d.cfg.Slots, d.cfg.Slots); err != nil {
 		c.Drop()
 		return nil, fmt.Errorf("hello %s: %w", dev.id, err)
 	}
 	return c, nil
 }
 
-// agentLoop serves one session until it ends: every lease_offer is worked
-// through to its commit_ok before the next frame is read (one slot).
+// agentLoop serves one session until it ends: its reader starts a worker
+// for each lease_offer (at most Slots at once) and routes the other frames
+// to the worker of their attempt.
 func (d *driver) agentLoop(a *agent) {
 	ctx := d.agentCtx
+	defer a.workers.Wait()
 	for {
 		msg, err := a.c.Next(ctx)
 		if err != nil {
@@ -291,18 +380,24 @@ func (d *driver) agentLoop(a *agent) {
 		}
 		o, ok := msg.(*protocol.LeaseOffer)
 		if !ok {
-			continue // nothing else is expected between attempts
+			a.route(msg)
+			continue
 		}
-		if err := d.work(ctx, a, o); err != nil {
-			if ctx.Err() == nil {
-				d.fail(fmt.Errorf("agent %s job %s: %w", a.id, o.JobID, err))
-			}
+		freed, ch, err := a.take(o, d.cfg.Slots)
+		if err != nil {
+			d.fail(fmt.Errorf("agent %s: %w", a.id, err))
 			return
 		}
+		a.workers.Go(func() {
+			defer a.done(o.AttemptID)
+			if err := d.work(ctx, a, o, freed, ch); err != nil && ctx.Err() == nil {
+				d.fail(fmt.Errorf("agent %s job %s: %w", a.id, o.JobID, err))
+			}
+		})
 	}
 }
 
-func (d *driver) work(ctx context.Context, a *agent, o *protocol.LeaseOffer) error {
+func (d *driver) work(ctx context.Context, a *agent, o *protocol.LeaseOffer, freed time.Time, ch chan any) error {
 	now := time.Now()
 	d.mu.Lock()
 	d.offers++
@@ -312,12 +407,12 @@ func (d *driver) work(ctx context.Context, a *agent, o *protocol.LeaseOffer) err
 	d.lastOffer = now
 	d.mu.Unlock()
 	if d.peak.Load() {
-		d.rec.add(opLease, now.Sub(a.lastFree))
+		d.rec.add(opLease, now.Sub(freed))
 	}
 	if d.progressing.Load() {
 		d.holding.Add(1)
 		for d.progressing.Load() {
-			ok, err := d.progress(ctx, a, o)
+			ok, err := d.progress(ctx, a, o, ch)
 			if err != nil {
 				return err
 			}
@@ -330,7 +425,7 @@ func (d *driver) work(ctx context.Context, a *agent, o *protocol.LeaseOffer) err
 		}
 		d.holding.Add(-1)
 	}
-	if ok, err := d.progress(ctx, a, o); err != nil {
+	if ok, err := d.progress(ctx, a, o, ch); err != nil {
 		return err
 	} else if !ok {
 		return errors.New("lease_conflict on uploading")
@@ -343,7 +438,7 @@ func (d *driver) work(ctx context.Context, a *agent, o *protocol.LeaseOffer) err
 	if err := a.c.Send(ctx, gatewaytest.Commit(o, out)); err != nil {
 		return err
 	}
-	msg, err := d.nextFor(ctx, a, o)
+	msg, err := nextFor(ctx, ch)
 	if err != nil {
 		return err
 	}
@@ -362,52 +457,32 @@ func (d *driver) work(ctx context.Context, a *agent, o *protocol.LeaseOffer) err
 	default:
 		return fmt.Errorf("after commit: unexpected %T %+v", msg, msg)
 	}
-	a.lastFree = done
+	a.slotFreed(done)
 	return nil
 }
 
-// nextFor returns the next frame about o's attempt, skipping anything
-// about another (there is none with one slot, but a stray frame must not
-// be taken for the reply).
-func (d *driver) nextFor(ctx context.Context, a *agent, o *protocol.LeaseOffer) (any, error) {
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	for {
-		msg, err := a.c.Next(wctx)
-		if err != nil {
-			return nil, err
-		}
-		switch m := msg.(type) {
-		case *protocol.ProgressOK:
-			if m.AttemptID == o.AttemptID {
-				return m, nil
-			}
-		case *protocol.LeaseConflict:
-			if m.AttemptID == o.AttemptID {
-				return m, nil
-			}
-		case *protocol.CommitOK:
-			if m.AttemptID == o.AttemptID {
-				return m, nil
-			}
-		case *protocol.CommitRejected:
-			if m.AttemptID == o.AttemptID {
-				return m, nil
-			}
-		case *protocol.LeaseOffer:
-			return nil, fmt.Errorf("a second lease_offer on a one-slot session: %s", m.JobID)
-		}
+// nextFor returns the next frame about the attempt whose frames ch gets.
+func nextFor(ctx context.Context, ch chan any) (any, error) {
+	t := time.NewTimer(60 * time.Second)
+	defer t.Stop()
+	select {
+	case msg := <-ch:
+		return msg, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, errors.New("no reply within 60s")
 	}
 }
 
 // progress reports uploading and waits for the answer; false on
 // lease_conflict.
-func (d *driver) progress(ctx context.Context, a *agent, o *protocol.LeaseOffer) (bool, error) {
+func (d *driver) progress(ctx context.Context, a *agent, o *protocol.LeaseOffer, ch chan any) (bool, error) {
 	start := time.Now()
 	if err := a.c.Send(ctx, gatewaytest.Progress(o, protocol.AttemptUploading)); err != nil {
 		return false, err
 	}
-	msg, err := d.nextFor(ctx, a, o)
+	msg, err := nextFor(ctx, ch)
 	if err != nil {
 		return false, err
 	}
@@ -487,6 +562,7 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	res.Peak.Jobs = m
 	res.Peak.SubmitPerSec = float64(m) / time.Since(t0).Seconds()
 	fmt.Fprintf(d.cfg.Log, "bench: peak: connecting %d agents\n", d.cfg.Agents)
+	db0, dbErr := scrapeDB(ctx, d.httpc, d.baseURL)
 	d.peak.Store(true)
 	if err := d.connect(ctx, d.cfg.Agents); err != nil {
 		return err
@@ -495,6 +571,7 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 		return err
 	}
 	d.peak.Store(false)
+	d.peakDB(ctx, res, db0, dbErr)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	leaseWin := d.lastOffer.Sub(d.firstOffer).Seconds()
@@ -505,6 +582,23 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	res.Peak.WindowS = commitWin
 	res.Peak.Rejected = int(d.rejected.Load())
 	return nil
+}
+
+// peakDB records the server's database work since before (scraped before
+// the agents connected) into res.DB.
+func (d *driver) peakDB(ctx context.Context, res *Result, before map[string]dbstat.Counts, err error) {
+	var after map[string]dbstat.Counts
+	if err == nil {
+		after, err = scrapeDB(ctx, d.httpc, d.baseURL)
+	}
+	d.mu.Lock()
+	res.DB = DBResult{Jobs: int(d.commits.Load()), Offers: d.offers}
+	d.mu.Unlock()
+	if err != nil {
+		res.DB.Error = err.Error()
+		return
+	}
+	res.DB.ByOp = diffCounts(before, after)
 }
 
 // latencyPhase submits open-loop at half the peak commit rate (the
@@ -573,12 +667,13 @@ func (d *driver) latencyPhase(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// progressPhase gives every agent one job and has it heartbeat as fast as
+// progressPhase gives every agent one job per slot and has it heartbeat as fast as
 // progress_ok comes back, for half of Duration; then the jobs are committed.
 func (d *driver) progressPhase(ctx context.Context, res *Result) error {
-	n := len(d.agents)
+	n := len(d.agents) * d.cfg.Slots
 	window := d.cfg.Duration / 2
-	fmt.Fprintf(d.cfg.Log, "bench: progress: %d agents heartbeating for %s\n", n, window)
+	fmt.Fprintf(d.cfg.Log, "bench: progress: %d attempts (%d agents x %d slots) heartbeating for %s\n", n, len(d.agents),
+		d.cfg.Slots, window)
 	base := d.commits.Load()
 	d.progressing.Store(true)
 	if err := parallel(submitters, n, func(i int) error {
@@ -646,7 +741,7 @@ func (d *driver) slowest(ctx context.Context, ops []OpStats) Slowest {
 	}
 	var query string
 	var mean float64
-	err := d.plane.Pool.QueryRow(ctx, `SELECT query, mean_exec_time FROM pg_stat_statements
+	err := d.pool.QueryRow(ctx, `SELECT query, mean_exec_time FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 		ORDER BY mean_exec_time DESC LIMIT 1`).Scan(&query, &mean)
 	if err != nil {

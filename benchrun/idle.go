@@ -54,12 +54,15 @@ func (d *driver) memoryPhase(ctx context.Context, res *Result) error {
 	if len(d.cfg.IdleClientCommand) == 0 {
 		return errors.New("no command for the idle clients' process (Config.IdleClientCommand)")
 	}
+	if d.gw == nil {
+		return errors.New("the memory phase needs the gateway in this process (not with --client-only)")
+	}
 	limit, err := RaiseOpenFiles(uint64(n + fdMargin))
 	if err != nil {
 		return fmt.Errorf("this process cannot hold %d sessions: %w", n, err)
 	}
 	m.OpenFilesLimit = limit
-	plan := idlePlan{URL: gatewaytest.WSURL(d.plane.BaseURL, "/v1/provider/ws"), Service: benchService, Dialers: dialers}
+	plan := idlePlan{URL: gatewaytest.WSURL(d.baseURL, "/v1/provider/ws"), Service: benchService, Dialers: dialers}
 	for _, dev := range d.devices[d.cfg.Agents : d.cfg.Agents+n] {
 		plan.Tokens = append(plan.Tokens, dev.token)
 	}
@@ -114,9 +117,9 @@ func (d *driver) memoryPhase(ctx context.Context, res *Result) error {
 	m.GoroutinesPerSession = float64(m.Goroutines) / float64(n)
 	m.ServerOnly = true
 
-	w0, p0 := d.plane.Gateway.Wakeups(), readProcess()
+	w0, p0 := d.gw.Wakeups(), readProcess()
 	time.Sleep(idleWindow)
-	w1, p1 := d.plane.Gateway.Wakeups(), readProcess()
+	w1, p1 := d.gw.Wakeups(), readProcess()
 	m.WindowS = p1.at.Sub(p0.at).Seconds()
 	m.Wakeups = w1.Sub(w0)
 	m.IdleWakeups = m.Wakeups.Idle()

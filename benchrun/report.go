@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/olekukonko/tablewriter"
+
+	"github.com/rendermac/rendermac/internal/dbstat"
 )
 
 // Figure is one row of the report.
@@ -45,27 +47,16 @@ func (r *Result) Figures() []Figure {
 	} else {
 		add("pgbench lease.pgbench tps", "not run", "reference", r.Pgbench.Error)
 	}
-	g, m := ratioGoal(r.Peak.LeasesPerSec)
-	add(fmt.Sprintf("leases/s at peak (%d jobs up front, %d agents)", r.Peak.Jobs, r.Agents),
-		fmt.Sprintf("%.0f%s", r.Peak.LeasesPerSec, ratio(r.Peak.LeasesPerSec)), g, m)
-	g, m = ratioGoal(r.Peak.CommitsPerSec)
-	add("commits/s at peak", fmt.Sprintf("%.0f%s", r.Peak.CommitsPerSec, ratio(r.Peak.CommitsPerSec)), g, m)
-	add("job submits/s (POST /v1/jobs, 16 clients)", fmt.Sprintf("%.0f%s", r.Peak.SubmitPerSec, ratio(r.Peak.SubmitPerSec)), "", "")
-	lat := r.Latency
-	add(fmt.Sprintf("e2e latency p50 at %.0f/s (half peak), %d agents", lat.TargetPerSec, r.Agents),
-		fmt.Sprintf("%.1f ms (p90 %.1f, max %.1f; %d jobs)", lat.P50ms, lat.P90ms, lat.Maxms, lat.Completed), "", "")
-	goalMS := float64(GoalP99.Milliseconds())
-	met := "yes"
-	if r.Agents != 100 {
-		met = fmt.Sprintf("n/a: goal is for 100 agents (ran %d)", r.Agents)
+	r.stackFigures(add, "", r.Peak, r.Latency, r.Progress, r.DB, ratio, ratioGoal)
+	if sp := r.Split; sp != nil {
+		r.stackFigures(add, "two-process: ", sp.Peak, sp.Latency, sp.Progress, sp.DB, ratio, ratioGoal)
+		add("two-process: SPEC section 4 invariant violations", fmt.Sprint(sp.InvariantViolations), "0",
+			map[bool]string{true: "yes", false: "NO"}[sp.InvariantViolations == 0])
 	}
-	if lat.P99ms >= goalMS {
-		met = fmt.Sprintf("NO: %.1f ms over (%.1fx the goal)", lat.P99ms-goalMS, lat.P99ms/goalMS)
-	}
-	add("e2e latency p99 (submit -> commit_ok)", fmt.Sprintf("%.1f ms", lat.P99ms), fmt.Sprintf("< %.0f ms", goalMS), met)
-	add("progress frames/s (heartbeat as fast as progress_ok)", fmt.Sprintf("%.0f%s", r.Progress.FramesPerSec, ratio(r.Progress.FramesPerSec)), "", "")
+	var met string
 	mem := r.Memory
 	goalB := float64(GoalIdleSessionBytes)
+	memRows := len(out)
 	met = "yes"
 	switch {
 	case mem.HeapStackPerSession > goalB:
@@ -86,6 +77,11 @@ func (r *Result) Figures() []Figure {
 			mem.IdleWakeups, mem.Wakeups.Frames, mem.Wakeups.Offers, mem.Wakeups.Notices, mem.Wakeups.Pings,
 			mem.GoroutinesCreated, mem.CPUms),
 		"0 per session", met)
+	if mem.Sessions == 0 { // --client-only: the server's memory is another process's
+		for i := memRows; i < len(out); i++ {
+			out[i].Value, out[i].Met = "not run", "n/a: no idle-session phase in this mode"
+		}
+	}
 	met = "yes"
 	if r.Model.Error != "" {
 		met = "error: " + r.Model.Error
@@ -130,8 +126,17 @@ func (r *Result) PrintTable(w io.Writer) error {
 	if err := ops.Render(); err != nil {
 		return err
 	}
+	if err := printDB(w, "", r.DB); err != nil {
+		return err
+	}
+	if sp := r.Split; sp != nil {
+		if err := printDB(w, "two-process: ", sp.DB); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "two-process: %s\n", sp.How)
+	}
 	fmt.Fprintf(w, "slowest transaction: %s (%s)\n", r.Slowest.Name, r.Slowest.Method)
-	fmt.Fprintf(w, "leases: agents have one slot each, so at peak a device's next lease waits for its commit_ok; leases/s is the closed-loop rate, bounded by the commit cycle\n")
+	fmt.Fprintf(w, "leases: agents have %d slot(s) each; a slot's next lease waits for its commit_ok, so leases/s is the closed-loop rate, bounded by the commit cycle\n", max(r.Slots, 1))
 	fmt.Fprintf(w, "latency: %s\n", r.Latency.Definition)
 	fmt.Fprintf(w, "memory: %s\n", r.Memory.Note)
 	fmt.Fprintf(w, "phases (s): %v; wall %.1f s; %s, %d CPUs, PostgreSQL %s\n", r.PhaseS, r.WallS, r.GoVersion, r.CPUs, r.Postgres)
@@ -148,4 +153,94 @@ func (r *Result) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// stackFigures adds the rows of one run of the stack phases.
+func (r *Result) stackFigures(add func(name, value, goal, met string), prefix string, peak PeakResult,
+	lat LatencyResult, prog ProgressResult, db DBResult, ratio func(float64) string, ratioGoal func(float64) (string, string)) {
+	g, m := ratioGoal(peak.LeasesPerSec)
+	add(fmt.Sprintf("%sleases/s at peak (%d jobs up front, %d agents x %d slots)", prefix, peak.Jobs, r.Agents, max(r.Slots, 1)),
+		fmt.Sprintf("%.0f%s", peak.LeasesPerSec, ratio(peak.LeasesPerSec)), g, m)
+	g, m = ratioGoal(peak.CommitsPerSec)
+	add(prefix+"commits/s at peak", fmt.Sprintf("%.0f%s", peak.CommitsPerSec, ratio(peak.CommitsPerSec)), g, m)
+	add(prefix+"job submits/s (POST /v1/jobs, 16 clients)", fmt.Sprintf("%.0f%s", peak.SubmitPerSec, ratio(peak.SubmitPerSec)), "", "")
+	add(fmt.Sprintf("%se2e latency p50 at %.0f/s (half peak), %d agents", prefix, lat.TargetPerSec, r.Agents),
+		fmt.Sprintf("%.1f ms (p90 %.1f, max %.1f; %d jobs)", lat.P50ms, lat.P90ms, lat.Maxms, lat.Completed), "", "")
+	goalMS := float64(GoalP99.Milliseconds())
+	met := "yes"
+	if r.Agents != 100 {
+		met = fmt.Sprintf("n/a: goal is for 100 agents (ran %d)", r.Agents)
+	}
+	if lat.P99ms >= goalMS {
+		met = fmt.Sprintf("NO: %.1f ms over (%.1fx the goal)", lat.P99ms-goalMS, lat.P99ms/goalMS)
+	}
+	add(prefix+"e2e latency p99 (submit -> commit_ok)", fmt.Sprintf("%.1f ms", lat.P99ms), fmt.Sprintf("< %.0f ms", goalMS), met)
+	add(prefix+"progress frames/s (heartbeat as fast as progress_ok)", fmt.Sprintf("%.0f%s", prog.FramesPerSec, ratio(prog.FramesPerSec)), "", "")
+	add(dbFigure(prefix, db))
+}
+
+// dbFigure is the per-job database work of the happy path.
+func dbFigure(prefix string, db DBResult) (name, value, goal, met string) {
+	name = prefix + "database work per job, happy path (lease, progress, commit), measured"
+	goal = fmt.Sprintf("<= %d tx + %d statement outside", GoalTxPerJob, GoalOutsidePerJob)
+	if db.Error != "" || db.Jobs == 0 {
+		return name, "not measured", goal, "n/a: " + db.Error
+	}
+	c := db.HappyPath()
+	n := float64(db.Jobs)
+	tx, out := float64(c.Transactions)/n, float64(c.Outside)/n
+	value = fmt.Sprintf("%.2f tx (%.2f statements in them) + %.2f outside; %.2f round trips", tx,
+		float64(c.InTx)/n, out, float64(c.RoundTrips)/n)
+	met = "yes"
+	if tx > GoalTxPerJob+0.005 || out > GoalOutsidePerJob+0.005 {
+		met = fmt.Sprintf("NO: %.2f tx, %.2f outside over", max(0, tx-GoalTxPerJob), max(0, out-GoalOutsidePerJob))
+	}
+	return name, value, goal, met
+}
+
+// printDB writes the peak phase's database work by operation.
+func printDB(w io.Writer, prefix string, db DBResult) error {
+	if db.Error != "" || db.Jobs == 0 {
+		fmt.Fprintf(w, "database work: not measured (%s)\n", db.Error)
+		return nil
+	}
+	t := tablewriter.NewWriter(w)
+	t.Header(prefix+"db work in the peak phase, by operation", "tx", "stmts in tx", "outside", "round trips",
+		"tx/job", "stmts/job", "outside/job", "rt/job")
+	n := float64(db.Jobs)
+	happy := map[string]bool{}
+	for _, op := range HappyPathOps {
+		happy[op] = true
+	}
+	row := func(name string, c dbstat.Counts) error {
+		return t.Append(name, c.Transactions, c.InTx, c.Outside, c.RoundTrips,
+			fmt.Sprintf("%.2f", float64(c.Transactions)/n), fmt.Sprintf("%.2f", float64(c.InTx)/n),
+			fmt.Sprintf("%.2f", float64(c.Outside)/n), fmt.Sprintf("%.2f", float64(c.RoundTrips)/n))
+	}
+	for _, op := range HappyPathOps {
+		if err := row(op, db.ByOp[op]); err != nil {
+			return err
+		}
+	}
+	if err := row("= happy path", db.HappyPath()); err != nil {
+		return err
+	}
+	for _, op := range dbstat.Ops(db.ByOp) {
+		if !happy[op] {
+			label := "(not per job) " + op
+			if alsoPerJob[op] {
+				label = "(per job, not the goal's path) " + op
+			}
+			if err := row(label, db.ByOp[op]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "database work: %d jobs committed, %d lease offers; lease transactions beyond the offers answered no_job "+
+		"(each agent's lease after the queue ran dry); counted by the server's pool tracer (rendermac_db_* on /metrics)\n",
+		db.Jobs, db.Offers)
+	return nil
 }

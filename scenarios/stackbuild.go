@@ -72,8 +72,12 @@ func (t *StackTarget) build(ctx context.Context, mutation server.Mutation) error
 	log := slog.New(slog.DiscardHandler)
 	t.signer = signer
 	t.api = api.New(t.svc, t.r.pool, t.store, signer, metrics.New(), log, api.Config{Now: t.clock.Now}).Handler()
-	gcfg := gateway.Config{LeaseTTL: faults.WorldLeaseTTL, Heartbeat: stackHeartbeat, PollInterval: -1,
-		SweepInterval: -1, MaxBadMessages: 1 << 30, Clock: t.clock}
+	// TouchWindow: a microsecond of the pinned clock, not the (endless)
+	// heartbeat, so that the gateway's own liveness writes still happen
+	// after every time move (and normalization 3 still undoes them), while
+	// frames at one instant exercise their coalescing.
+	gcfg := gateway.Config{LeaseTTL: faults.WorldLeaseTTL, Heartbeat: stackHeartbeat, TouchWindow: time.Microsecond,
+		PollInterval: -1, SweepInterval: -1, MaxBadMessages: 1 << 30, Clock: t.clock}
 	t.gwF = gateway.New(server.NewService(t.r.poolF, t.store, t.ids, cfg), t.r.poolF, signer, metrics.New(), log, gcfg)
 	t.gwL = gateway.New(server.NewService(t.r.poolL, t.store, t.ids, cfg), t.r.poolL, signer, metrics.New(), log, gcfg)
 	t.srvF, t.srvL = httptest.NewServer(t.gwF.Handler()), httptest.NewServer(t.gwL.Handler())

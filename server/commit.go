@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/faultpoint"
@@ -35,26 +36,49 @@ FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE a.id = $1 AND a.job_id 
 // job to verifying (commit_pending). A repeated commit of a committing
 // attempt changes nothing and is commit_pending again.
 func (s *Service) CommitBegin(ctx context.Context, now time.Time, deviceID string, c protocol.Commit) (protocol.Reply, error) {
-	faultpoint.Hit(ctx, faultpoint.CommitBeforeTx1)
-	var r protocol.Reply
-	err := s.inTx(ctx, OpCommitBegin, func(tx pgx.Tx) error {
-		st := &step{tx: tx, actor: protocol.ActorDevice}
-		var err error
-		if st.now, err = resolveNow(ctx, tx, now); err != nil {
-			return err
-		}
-		r, err = s.commitBegin(ctx, st, deviceID, c)
-		return err
-	})
-	faultpoint.Hit(ctx, faultpoint.CommitAfterTx1)
+	r, _, err := s.commitBeginClaim(ctx, now, deviceID, c)
 	return r, err
 }
 
-func (s *Service) commitBegin(ctx context.Context, st *step, deviceID string, c protocol.Commit) (protocol.Reply, error) {
-	j, a, ok, err := lockJobAttempt(ctx, st.tx, c.JobID, c.AttemptID)
-	if err != nil {
-		return protocol.Reply{}, err
+// claim is what verification checks, as transaction 1 saw it: the job's
+// service and the output claimed for the committing attempt.
+type claim struct {
+	service string
+	output  protocol.Output
+}
+
+// commitBeginClaim is CommitBegin, also returning, with commit_pending,
+// the claim it recorded (or, for a repeated commit, found recorded), so
+// that Commit verifies without reading it back.
+func (s *Service) commitBeginClaim(ctx context.Context, now time.Time, deviceID string, c protocol.Commit) (protocol.Reply, claim, error) {
+	faultpoint.Hit(ctx, faultpoint.CommitBeforeTx1)
+	var r protocol.Reply
+	var cl claim
+	var l jobAttemptLock
+	err := s.pipelined(ctx, OpCommitBegin, now, protocol.ActorDevice, func(b *pgx.Batch) { l.queue(b, c.JobID, c.AttemptID) },
+		func(ctx context.Context, st *step) error {
+			var err error
+			r, cl, err = s.commitBegin(ctx, st, deviceID, c, &l)
+			return err
+		})
+	faultpoint.Hit(ctx, faultpoint.CommitAfterTx1)
+	return r, cl, err
+}
+
+func (s *Service) commitBegin(ctx context.Context, st *step, deviceID string, c protocol.Commit, l *jobAttemptLock) (protocol.Reply, claim, error) {
+	r, err := s.commitBeginReply(ctx, st, deviceID, c, l)
+	if err != nil || r.Code != protocol.CodeCommitPending {
+		return r, claim{}, err
 	}
+	j, a, _ := l.result()
+	if a.Status == protocol.AttemptCommitting { // a repeated commit
+		return r, claim{service: j.Service, output: a.Claimed}, nil
+	}
+	return r, claim{service: j.Service, output: c.Output}, nil
+}
+
+func (s *Service) commitBeginReply(ctx context.Context, st *step, deviceID string, c protocol.Commit, l *jobAttemptLock) (protocol.Reply, error) {
+	j, a, ok := l.result()
 	f, ok := s.authorize(ok, a, deviceID, c.LeaseEpoch, c.CommitToken, s.v.noEpochCheck())
 	switch {
 	case !ok:
@@ -79,9 +103,8 @@ func (s *Service) commitBegin(ctx context.Context, st *step, deviceID string, c 
 	if err := protocol.AssertAttemptTransition(a.Status, protocol.AttemptCommitting); err != nil {
 		return protocol.Reply{}, internalf("attempt %s: %v", a.ID, err)
 	}
-	tag, err := st.tx.Exec(ctx, sqlBeginCommit, a.ID, a.JobID, f.DeviceID, f.LeaseEpoch, c.Output.Key, c.Output.Bytes,
-		c.Output.SHA256, at(st.now, s.cfg.LeaseTTL))
-	if err := wantOne("begin commit of "+a.ID, tag.RowsAffected(), err); err != nil {
+	if err := st.write(ctx, "begin commit of "+a.ID, true, sqlBeginCommit, a.ID, a.JobID, f.DeviceID, f.LeaseEpoch,
+		c.Output.Key, c.Output.Bytes, c.Output.SHA256, at(st.now, s.cfg.LeaseTTL)); err != nil {
 		return protocol.Reply{}, err
 	}
 	if err := st.journal(ctx, a.JobID, a.ID, string(a.Status), string(protocol.AttemptCommitting), ""); err != nil {
@@ -122,7 +145,7 @@ func (s *Service) Verify(ctx context.Context, jobID, attemptID string) (ok bool,
 	var status protocol.AttemptStatus
 	var claimed protocol.Output
 	var service string
-	err = s.pool.QueryRow(ctx, sqlClaimedOutput, attemptID, jobID).Scan(&status, &claimed.Key, &claimed.Bytes,
+	err = s.pool.QueryRow(dbstat.WithOp(ctx, OpVerifyRead), sqlClaimedOutput, attemptID, jobID).Scan(&status, &claimed.Key, &claimed.Bytes,
 		&claimed.SHA256, &service)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -130,13 +153,19 @@ func (s *Service) Verify(ctx context.Context, jobID, attemptID string) (ok bool,
 	if err != nil {
 		return false, fmt.Errorf("verify %s: read claim: %w", attemptID, err)
 	}
-	key := protocol.OutputKey(jobID, attemptID)
+	return s.verifyClaim(ctx, jobID, attemptID, status, claim{service: service, output: claimed})
+}
+
+// verifyClaim is Verify of a claim in hand, of an attempt in status (Commit
+// passes committing: transaction 1 just saw it so).
+func (s *Service) verifyClaim(ctx context.Context, jobID, attemptID string, status protocol.AttemptStatus, cl claim) (ok bool, err error) {
+	key, claimed := protocol.OutputKey(jobID, attemptID), cl.output
 	if status != protocol.AttemptCommitting || claimed.Key != key {
 		return false, nil
 	}
-	svc, known := s.service(service)
+	svc, known := s.service(cl.service)
 	if !known {
-		return false, fmt.Errorf("verify %s: service %q is not in the catalogue", attemptID, service)
+		return false, fmt.Errorf("verify %s: service %q is not in the catalogue", attemptID, cl.service)
 	}
 	faultpoint.Hit(ctx, faultpoint.CommitDuringVerify)
 	err = artifact.Verify(ctx, s.store, key, claimed.Bytes, claimed.SHA256, svc.Media)
@@ -164,24 +193,20 @@ func (s *Service) CommitFinish(ctx context.Context, now time.Time, jobID, attemp
 func (s *Service) commitFinish(ctx context.Context, now time.Time, jobID, attemptID string, verified bool, actor protocol.Actor) (protocol.Reply, error) {
 	faultpoint.Hit(ctx, faultpoint.CommitBeforeTx2)
 	var r protocol.Reply
-	err := s.inTx(ctx, OpCommitFinish, func(tx pgx.Tx) error {
-		st := &step{tx: tx, actor: actor}
-		var err error
-		if st.now, err = resolveNow(ctx, tx, now); err != nil {
+	var l jobAttemptLock
+	err := s.pipelined(ctx, OpCommitFinish, now, actor, func(b *pgx.Batch) { l.queue(b, jobID, attemptID) },
+		func(ctx context.Context, st *step) error {
+			var err error
+			r, err = s.finish(ctx, st, verified, &l)
 			return err
-		}
-		r, err = s.finish(ctx, st, jobID, attemptID, verified)
-		return err
-	})
+		})
 	faultpoint.Hit(ctx, faultpoint.CommitAfterTx2)
 	return r, err
 }
 
-func (s *Service) finish(ctx context.Context, st *step, jobID, attemptID string, verified bool) (protocol.Reply, error) {
-	j, a, ok, err := lockJobAttempt(ctx, st.tx, jobID, attemptID)
+func (s *Service) finish(ctx context.Context, st *step, verified bool, l *jobAttemptLock) (protocol.Reply, error) {
+	j, a, ok := l.result()
 	switch {
-	case err != nil:
-		return protocol.Reply{}, err
 	case !ok || a.Status != protocol.AttemptCommitting:
 		return protocol.Reply{Code: protocol.CodeAttemptNotCommittable, Status: a.Status}, nil
 	case j.Status == protocol.JobCancelling && !s.v.commitFromCancelling():
@@ -206,11 +231,11 @@ func (s *Service) finish(ctx context.Context, st *step, jobID, attemptID string,
 // not commit_pending. A store I/O error during verification is returned as
 // an error; the attempt stays committing and Sweep finishes it.
 func (s *Service) Commit(ctx context.Context, now time.Time, deviceID string, c protocol.Commit) (protocol.Reply, error) {
-	r, err := s.CommitBegin(ctx, now, deviceID, c)
+	r, cl, err := s.commitBeginClaim(ctx, now, deviceID, c)
 	if err != nil || r.Code != protocol.CodeCommitPending {
 		return r, err
 	}
-	ok, err := s.Verify(ctx, c.JobID, c.AttemptID)
+	ok, err := s.verifyClaim(ctx, c.JobID, c.AttemptID, protocol.AttemptCommitting, cl)
 	if err != nil {
 		return protocol.Reply{}, err
 	}

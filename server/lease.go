@@ -25,8 +25,9 @@ UPDATE devices SET last_seen_at = $2, status = 'online' WHERE id = $1 AND status
 
 	// The matcher: the oldest eligible queued job, skipping jobs other
 	// transactions hold, so concurrent leases never wait on each other.
+	// It returns what the offer carries, so no read follows the lease.
 	sqlPickJob = `
-SELECT id::text, attempt_count FROM jobs
+SELECT id::text, attempt_count, service, params, input_bytes, input_sha256 FROM jobs
 WHERE status = 'queued' AND service = ANY($1::text[]) AND admission_deadline > $2
 ORDER BY created_at, id
 LIMIT 1 FOR UPDATE SKIP LOCKED`
@@ -41,6 +42,15 @@ UPDATE jobs SET status = 'active', attempt_count = attempt_count + 1, updated_at
 WHERE id = $1 AND status = 'queued' AND attempt_count = $2`
 )
 
+// OfferJob is what a lease offer carries of the leased job besides the
+// reply: its service, params and input.
+type OfferJob struct {
+	Service     string
+	Params      map[string]string
+	InputBytes  int64
+	InputSHA256 string
+}
+
 // Lease offers the device the oldest queued job it can run, in one
 // transaction: not_found for an unknown or revoked device, no_slot when its
 // live attempts fill its slots, no_job when nothing fits, else lease_offer
@@ -49,58 +59,104 @@ WHERE id = $1 AND status = 'queued' AND attempt_count = $2`
 // A unique violation of the one-live-attempt index is returned as an error:
 // it would mean the locks failed, and hiding it would hide that.
 func (s *Service) Lease(ctx context.Context, now time.Time, deviceID string) (protocol.Reply, error) {
-	d := draws{ids: s.ids}
-	var r protocol.Reply
-	err := s.inTx(ctx, OpLease, func(tx pgx.Tx) error {
-		st := &step{tx: tx, actor: protocol.ActorMatcher}
-		var err error
-		if st.now, err = resolveNow(ctx, tx, now); err != nil {
-			return err
-		}
-		r, err = s.lease(ctx, st, deviceID, &d)
-		return err
-	})
+	r, _, err := s.LeaseJob(ctx, now, deviceID)
 	return r, err
 }
 
-func (s *Service) lease(ctx context.Context, st *step, deviceID string, d *draws) (protocol.Reply, error) {
-	var services []string
-	var slots int
-	var status protocol.DeviceStatus
-	err := pgx.ErrNoRows
-	if protocol.ValidID(deviceID) {
-		err = st.tx.QueryRow(ctx, sqlLockDevice, deviceID).Scan(&services, &slots, &status)
+// LeaseJob is Lease, also returning, with lease_offer, the leased job's
+// offer fields, read by the same statement that picks the job. Its round
+// trips: BEGIN with the device lock and the count of its live attempts;
+// the heartbeat with the pick; the attempt's inserts; COMMIT.
+func (s *Service) LeaseJob(ctx context.Context, now time.Time, deviceID string) (protocol.Reply, OfferJob, error) {
+	d := draws{ids: s.ids}
+	var r protocol.Reply
+	var job OfferJob
+	var dev leaseDevice
+	err := s.pipelined(ctx, OpLease, now, protocol.ActorMatcher, func(b *pgx.Batch) { dev.queue(b, deviceID) },
+		func(ctx context.Context, st *step) error {
+			var err error
+			r, job, err = s.lease(ctx, st, deviceID, &dev, &d)
+			return err
+		})
+	return r, job, err
+}
+
+// leaseDevice is the device row Lease locks first and its live attempts,
+// counted after the lock is held (the next statement of the pipeline, so
+// under a snapshot taken after the lock).
+type leaseDevice struct {
+	found    bool
+	services []string
+	slots    int
+	status   protocol.DeviceStatus
+	live     int
+}
+
+func (dv *leaseDevice) queue(b *pgx.Batch, deviceID string) {
+	*dv = leaseDevice{}
+	if !protocol.ValidID(deviceID) {
+		return
 	}
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && status == protocol.DeviceRevoked) {
-		return protocol.Reply{Code: protocol.CodeNotFound}, nil
+	b.Queue(sqlLockDevice, deviceID).QueryRow(func(r pgx.Row) error {
+		err := r.Scan(&dv.services, &dv.slots, &dv.status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("lock device %s: %w", deviceID, err)
+		}
+		dv.found = true
+		return nil
+	})
+	b.Queue(sqlCountLive, deviceID).QueryRow(func(r pgx.Row) error {
+		if err := r.Scan(&dv.live); err != nil {
+			return fmt.Errorf("count live attempts of %s: %w", deviceID, err)
+		}
+		return nil
+	})
+}
+
+func (s *Service) lease(ctx context.Context, st *step, deviceID string, dev *leaseDevice, d *draws) (protocol.Reply, OfferJob, error) {
+	if !dev.found || dev.status == protocol.DeviceRevoked {
+		return protocol.Reply{Code: protocol.CodeNotFound}, OfferJob{}, nil
 	}
-	if err != nil {
-		return protocol.Reply{}, fmt.Errorf("lock device %s: %w", deviceID, err)
-	}
-	var live int
-	if err := st.tx.QueryRow(ctx, sqlCountLive, deviceID).Scan(&live); err != nil {
-		return protocol.Reply{}, fmt.Errorf("count live attempts of %s: %w", deviceID, err)
-	}
+	live, slots := dev.live, dev.slots
 	if live >= slots {
-		return protocol.Reply{Code: protocol.CodeNoSlot}, nil
+		return protocol.Reply{Code: protocol.CodeNoSlot}, OfferJob{}, nil
 	}
 	if err := st.heartbeat(ctx, deviceID); err != nil {
-		return protocol.Reply{}, err
+		return protocol.Reply{}, OfferJob{}, err
 	}
 	var jobID string
 	var count int
+	var job OfferJob
+	found := false
 	admittedAfter := st.now
 	if s.v.ignoreAdmissionDeadline() {
 		admittedAfter = time.Time{} // every deadline is after year 1
 	}
-	err = st.tx.QueryRow(ctx, sqlPickJob, services, admittedAfter).Scan(&jobID, &count)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return protocol.Reply{Code: protocol.CodeNoJob}, nil
+	st.pipe.Queue(sqlPickJob, dev.services, admittedAfter).QueryRow(func(r pgx.Row) error {
+		err := r.Scan(&jobID, &count, &job.Service, &job.Params, &job.InputBytes, &job.InputSHA256)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("pick job: %w", err)
+		}
+		found = true
+		return nil
+	})
+	if err := st.flush(ctx); err != nil {
+		return protocol.Reply{}, OfferJob{}, err
 	}
-	if err != nil {
-		return protocol.Reply{}, fmt.Errorf("pick job: %w", err)
+	if !found {
+		return protocol.Reply{Code: protocol.CodeNoJob}, OfferJob{}, nil
 	}
-	return s.insertAttempt(ctx, st, jobID, count, deviceID, d)
+	if job.Params == nil {
+		job.Params = map[string]string{}
+	}
+	r, err := s.insertAttempt(ctx, st, jobID, count, deviceID, d)
+	return r, job, err
 }
 
 // insertAttempt starts attempt count+1 of the locked queued job on the device.
@@ -113,14 +169,14 @@ func (s *Service) insertAttempt(ctx context.Context, st *step, jobID string, cou
 		return protocol.Reply{}, err
 	}
 	attemptID, number, expires := d.attemptID(), count+1, at(st.now, s.cfg.LeaseTTL)
-	if _, err := st.tx.Exec(ctx, sqlInsertAttempt, attemptID, jobID, number, deviceID, hash, expires, st.now); err != nil {
-		return protocol.Reply{}, fmt.Errorf("insert attempt %d of job %s: %w", number, jobID, err)
+	if err := st.write(ctx, fmt.Sprintf("insert attempt %d of job %s", number, jobID), false, sqlInsertAttempt,
+		attemptID, jobID, number, deviceID, hash, expires, st.now); err != nil {
+		return protocol.Reply{}, err
 	}
 	if err := st.journal(ctx, jobID, attemptID, "", string(protocol.AttemptLeased), ""); err != nil {
 		return protocol.Reply{}, err
 	}
-	tag, err := st.tx.Exec(ctx, sqlActivateJob, jobID, count, st.now)
-	if err := wantOne("activate job "+jobID, tag.RowsAffected(), err); err != nil {
+	if err := st.write(ctx, "activate job "+jobID, true, sqlActivateJob, jobID, count, st.now); err != nil {
 		return protocol.Reply{}, err
 	}
 	if err := st.journal(ctx, jobID, "", string(protocol.JobQueued), string(protocol.JobActive), ""); err != nil {

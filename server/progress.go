@@ -20,26 +20,24 @@ WHERE id = $1 AND job_id = $2 AND device_id = $3 AND lease_epoch = $4 AND status
 // mutated; the epoch never changes.
 func (s *Service) Progress(ctx context.Context, now time.Time, deviceID string, p protocol.Progress) (protocol.Reply, error) {
 	var r protocol.Reply
-	err := s.inTx(ctx, OpProgress, func(tx pgx.Tx) error {
-		st := &step{tx: tx, actor: protocol.ActorDevice}
-		var err error
-		if st.now, err = resolveNow(ctx, tx, now); err != nil {
+	var l jobAttemptLock
+	err := s.pipelined(ctx, OpProgress, now, protocol.ActorDevice, func(b *pgx.Batch) { l.queue(b, p.JobID, p.AttemptID) },
+		func(ctx context.Context, st *step) error {
+			var err error
+			r, err = s.progress(ctx, st, deviceID, p, &l)
 			return err
-		}
-		r, err = s.progress(ctx, st, deviceID, p)
-		return err
-	})
+		})
 	return r, err
 }
 
-func (s *Service) progress(ctx context.Context, st *step, deviceID string, p protocol.Progress) (protocol.Reply, error) {
+// progress decides on the job and attempt l locked (in the transaction's
+// first round trip); its writes go out together.
+func (s *Service) progress(ctx context.Context, st *step, deviceID string, p protocol.Progress, l *jobAttemptLock) (protocol.Reply, error) {
 	conflict := func(reason protocol.ConflictReason) (protocol.Reply, error) {
 		return protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: reason}, nil
 	}
-	j, a, ok, err := lockJobAttempt(ctx, st.tx, p.JobID, p.AttemptID)
+	j, a, ok := l.result()
 	switch {
-	case err != nil:
-		return protocol.Reply{}, err
 	case !ok || (a.DeviceID != deviceID && !s.v.progressIgnoresDevice()) || a.LeaseEpoch != p.LeaseEpoch:
 		return conflict(protocol.ReasonIdentityMismatch)
 	case !a.Status.LeasePhase():
@@ -61,8 +59,8 @@ func (s *Service) progress(ctx context.Context, st *step, deviceID string, p pro
 	if s.v.progressIgnoresDevice() {
 		fenceDevice = a.DeviceID
 	}
-	tag, err := st.tx.Exec(ctx, sqlRenewLease, a.ID, a.JobID, fenceDevice, p.LeaseEpoch, string(p.Phase), expires, string(a.Status))
-	if err := wantOne("renew lease of "+a.ID, tag.RowsAffected(), err); err != nil {
+	if err := st.write(ctx, "renew lease of "+a.ID, true, sqlRenewLease, a.ID, a.JobID, fenceDevice, p.LeaseEpoch,
+		string(p.Phase), expires, string(a.Status)); err != nil {
 		return protocol.Reply{}, err
 	}
 	if p.Phase != a.Status {

@@ -56,16 +56,21 @@ func lockJob(ctx context.Context, tx pgx.Tx, id string) (j jobRow, ok bool, err 
 	if !protocol.ValidID(id) {
 		return j, false, nil
 	}
-	err = tx.QueryRow(ctx, sqlLockJob, id).Scan(&j.ID, &j.BuyerID, &j.Service, &j.Status, &j.MaxAttempts,
-		&j.AttemptCount, &j.AdmissionDeadline)
+	ok, err = scanJob(tx.QueryRow(ctx, sqlLockJob, id), id, &j)
+	return j, ok, err
+}
+
+func scanJob(row pgx.Row, id string, j *jobRow) (bool, error) {
+	err := row.Scan(&j.ID, &j.BuyerID, &j.Service, &j.Status, &j.MaxAttempts, &j.AttemptCount, &j.AdmissionDeadline)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return j, false, nil
+		*j = jobRow{}
+		return false, nil
 	}
 	if err != nil {
-		return j, false, fmt.Errorf("lock job %s: %w", id, err)
+		return false, fmt.Errorf("lock job %s: %w", id, err)
 	}
 	j.AdmissionDeadline = j.AdmissionDeadline.UTC()
-	return j, true, nil
+	return true, nil
 }
 
 // lockAttempt locks attempt id of job jobID (which the caller has locked).
@@ -73,16 +78,22 @@ func lockAttempt(ctx context.Context, tx pgx.Tx, id, jobID string) (a attemptRow
 	if !protocol.ValidID(id) {
 		return a, false, nil
 	}
-	err = tx.QueryRow(ctx, sqlLockAttempt, id, jobID).Scan(&a.ID, &a.JobID, &a.DeviceID, &a.Number, &a.Status,
-		&a.LeaseEpoch, &a.TokenHash, &a.LeaseExpiresAt, &a.Claimed.Key, &a.Claimed.Bytes, &a.Claimed.SHA256)
+	ok, err = scanAttempt(tx.QueryRow(ctx, sqlLockAttempt, id, jobID), id, &a)
+	return a, ok, err
+}
+
+func scanAttempt(row pgx.Row, id string, a *attemptRow) (bool, error) {
+	err := row.Scan(&a.ID, &a.JobID, &a.DeviceID, &a.Number, &a.Status, &a.LeaseEpoch, &a.TokenHash, &a.LeaseExpiresAt,
+		&a.Claimed.Key, &a.Claimed.Bytes, &a.Claimed.SHA256)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return a, false, nil
+		*a = attemptRow{}
+		return false, nil
 	}
 	if err != nil {
-		return a, false, fmt.Errorf("lock attempt %s: %w", id, err)
+		return false, fmt.Errorf("lock attempt %s: %w", id, err)
 	}
 	a.LeaseExpiresAt = a.LeaseExpiresAt.UTC()
-	return a, true, nil
+	return true, nil
 }
 
 // lockJobAttempt locks a job and then one of its attempts, the order every
@@ -94,6 +105,44 @@ func lockJobAttempt(ctx context.Context, tx pgx.Tx, jobID, attemptID string) (jo
 	}
 	a, ok, err := lockAttempt(ctx, tx, attemptID, j.ID)
 	return j, a, ok, err
+}
+
+// jobAttemptLock is lockJobAttempt pipelined (Service.pipelined): queue
+// puts both locks, the job's first, behind the batch's BEGIN; once the
+// batch is sent, j, a and ok are what lockJobAttempt returns. The attempt
+// is locked by its id and the presented job id, which is the locked job's
+// id when that exists (ids are canonical) and matches no attempt when it
+// does not.
+type jobAttemptLock struct {
+	j            jobRow
+	a            attemptRow
+	jobOK, attOK bool
+}
+
+func (l *jobAttemptLock) queue(b *pgx.Batch, jobID, attemptID string) {
+	*l = jobAttemptLock{}
+	if !protocol.ValidID(jobID) {
+		return
+	}
+	b.Queue(sqlLockJob, jobID).QueryRow(func(r pgx.Row) (err error) {
+		l.jobOK, err = scanJob(r, jobID, &l.j)
+		return err
+	})
+	if !protocol.ValidID(attemptID) {
+		return
+	}
+	b.Queue(sqlLockAttempt, attemptID, jobID).QueryRow(func(r pgx.Row) (err error) {
+		l.attOK, err = scanAttempt(r, attemptID, &l.a)
+		return err
+	})
+}
+
+// result is lockJobAttempt's result.
+func (l *jobAttemptLock) result() (jobRow, attemptRow, bool) {
+	if !l.jobOK {
+		return l.j, attemptRow{}, false
+	}
+	return l.j, l.a, l.attOK
 }
 
 // fence is the device and lease epoch an attempt write is guarded by, next

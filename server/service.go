@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
 )
@@ -93,6 +94,11 @@ const (
 	OpFail         = "fail"
 	OpCancel       = "cancel"
 	OpSweep        = "sweep"
+	// OpVerifyRead is the read of a committing attempt's claim that
+	// Verify makes outside any transaction.
+	OpVerifyRead = "verify_read"
+	// OpUpload is an output upload's check of its attempt (PutOutput).
+	OpUpload = "upload"
 )
 
 // NewService returns a Service over pool (the contract's schema, see
@@ -166,8 +172,17 @@ func (s *Service) service(name string) (protocol.Service, bool) {
 // MaxTxRetries times, each re-run counted. fn must therefore derive all its
 // results afresh on every run.
 func (s *Service) inTx(ctx context.Context, op string, fn func(pgx.Tx) error) error {
+	ctx = dbstat.WithOp(ctx, op)
+	return s.retrying(ctx, op, func() error {
+		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+	})
+}
+
+// retrying runs once, and again after a serialization failure or deadlock,
+// up to MaxTxRetries re-runs, each counted under op.
+func (s *Service) retrying(ctx context.Context, op string, once func() error) error {
 	for try := 0; ; try++ {
-		err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+		err := once()
 		if err == nil {
 			return nil
 		}
@@ -178,6 +193,59 @@ func (s *Service) inTx(ctx context.Context, op string, fn func(pgx.Tx) error) er
 		s.retries[op]++
 		s.mu.Unlock()
 	}
+}
+
+// pipelined runs one operation's transaction in as few round trips as its
+// decisions allow: BEGIN, the database clock (when now is zero, see
+// resolveNow) and the first reads, which open queues, go out in one batch;
+// the writes body makes are queued on its step and go out together when
+// body flushes to read again or returns; then COMMIT. The locks, checks and
+// effects are inTx's, in the same order; only the round trips are fewer.
+// Like inTx, a serialization failure or deadlock re-runs all of it, so
+// open's callbacks must set (not add to) what they fill.
+func (s *Service) pipelined(ctx context.Context, op string, now time.Time, actor protocol.Actor,
+	open func(*pgx.Batch), body func(context.Context, *step) error) error {
+	ctx = dbstat.WithOp(ctx, op)
+	return s.retrying(ctx, op, func() error { return s.pipelineOnce(ctx, now, actor, open, body) })
+}
+
+func (s *Service) pipelineOnce(ctx context.Context, now time.Time, actor protocol.Actor, open func(*pgx.Batch),
+	body func(context.Context, *step) error) (err error) {
+	st := &step{now: now.UTC().Truncate(time.Microsecond), actor: actor, pipe: &pgx.Batch{}}
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if now.IsZero() {
+		b.Queue(sqlNow, nil).QueryRow(func(r pgx.Row) error {
+			var db time.Time
+			if err := r.Scan(&db); err != nil {
+				return fmt.Errorf("read database clock: %w", err)
+			}
+			st.now = db.UTC()
+			return nil
+		})
+	}
+	open(b)
+	br := s.pool.SendBatch(ctx, b)
+	tx := br.Tx()
+	if err := br.Close(); err != nil {
+		if tx != nil {
+			_ = tx.Rollback(ctx) // closed already when BEGIN itself failed
+		}
+		return err
+	}
+	st.tx = tx
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(ctx)
+		}
+	}()
+	if err = body(ctx, st); err != nil {
+		return err
+	}
+	if err = st.flush(ctx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 func retryable(err error) bool {

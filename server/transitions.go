@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rendermac/rendermac/protocol"
 )
@@ -54,6 +55,44 @@ type step struct {
 	tx    pgx.Tx
 	now   time.Time
 	actor protocol.Actor
+	// pipe, when set, collects the step's writes, to be sent in one round
+	// trip by flush (see Service.pipelined); nil runs each write at once.
+	pipe *pgx.Batch
+}
+
+// write runs one write, or queues it when the step pipelines. one says the
+// write must hit exactly one row (a fence); a queued write's count is
+// checked when flush sends it, and its error fails the whole transaction.
+func (st *step) write(ctx context.Context, what string, one bool, sql string, args ...any) error {
+	check := func(tag pgconn.CommandTag) error {
+		if one {
+			return wantOne(what, tag.RowsAffected(), nil)
+		}
+		return nil
+	}
+	if st.pipe != nil {
+		st.pipe.Queue(sql, args...).Exec(check)
+		return nil
+	}
+	tag, err := st.tx.Exec(ctx, sql, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return check(tag)
+}
+
+// flush sends the queued writes (and any reads queued behind them) in one
+// round trip and runs their checks.
+func (st *step) flush(ctx context.Context) error {
+	if st.pipe == nil || st.pipe.Len() == 0 {
+		return nil
+	}
+	b := st.pipe
+	st.pipe = &pgx.Batch{}
+	if err := st.tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("pipelined statements: %w", err)
+	}
+	return nil
 }
 
 // journal appends one job_events row; from is "" for an insert, attemptID
@@ -63,10 +102,8 @@ func (st *step) journal(ctx context.Context, jobID, attemptID, from, to string, 
 	if attemptID != "" {
 		kind = "attempt"
 	}
-	if _, err := st.tx.Exec(ctx, sqlJournal, kind, jobID, attemptID, from, to, string(code), string(st.actor), st.now); err != nil {
-		return fmt.Errorf("journal %s %s -> %s: %w", kind, from, to, err)
-	}
-	return nil
+	return st.write(ctx, fmt.Sprintf("journal %s %s -> %s", kind, from, to), false, sqlJournal, kind, jobID, attemptID,
+		from, to, string(code), string(st.actor), st.now)
 }
 
 // heartbeat records that the device was heard from at st.now: every
@@ -86,8 +123,8 @@ func (st *step) endAttempt(ctx context.Context, a *attemptRow, f fence, to proto
 	if err := protocol.AssertAttemptTransition(a.Status, to); err != nil {
 		return internalf("attempt %s: %v", a.ID, err)
 	}
-	tag, err := st.tx.Exec(ctx, sqlEndAttempt, a.ID, a.JobID, f.DeviceID, f.LeaseEpoch, string(to), string(code), st.now, string(a.Status))
-	if err := wantOne("end attempt "+a.ID, tag.RowsAffected(), err); err != nil {
+	if err := st.write(ctx, "end attempt "+a.ID, true, sqlEndAttempt, a.ID, a.JobID, f.DeviceID, f.LeaseEpoch, string(to),
+		string(code), st.now, string(a.Status)); err != nil {
 		return err
 	}
 	if err := st.journal(ctx, a.JobID, a.ID, string(a.Status), string(to), code); err != nil {
@@ -108,8 +145,7 @@ func (st *step) moveJob(ctx context.Context, j *jobRow, to protocol.JobStatus, c
 	if to == protocol.JobSucceeded || (code != "") != (to == protocol.JobFailed) {
 		return internalf("job %s: move to %s with code %q", j.ID, to, code)
 	}
-	tag, err := st.tx.Exec(ctx, sqlMoveJob, j.ID, string(j.Status), string(to), string(code), st.now)
-	if err := wantOne("move job "+j.ID, tag.RowsAffected(), err); err != nil {
+	if err := st.write(ctx, "move job "+j.ID, true, sqlMoveJob, j.ID, string(j.Status), string(to), string(code), st.now); err != nil {
 		return err
 	}
 	if to.Terminal() {
@@ -131,9 +167,8 @@ func (st *step) succeedJob(ctx context.Context, j *jobRow, a attemptRow) error {
 	if err := protocol.AssertJobTransition(j.Status, protocol.JobSucceeded); err != nil {
 		return internalf("job %s: %v", j.ID, err)
 	}
-	tag, err := st.tx.Exec(ctx, sqlSucceedJob, j.ID, string(j.Status), a.Claimed.Key, a.Claimed.Bytes,
-		a.Claimed.SHA256, a.ID, st.now)
-	if err := wantOne("succeed job "+j.ID, tag.RowsAffected(), err); err != nil {
+	if err := st.write(ctx, "succeed job "+j.ID, true, sqlSucceedJob, j.ID, string(j.Status), a.Claimed.Key, a.Claimed.Bytes,
+		a.Claimed.SHA256, a.ID, st.now); err != nil {
 		return err
 	}
 	if err := st.settle(ctx, j.ID, protocol.JobSucceeded, "", protocol.HoldCaptured); err != nil {
@@ -157,18 +192,14 @@ type webhookPayload struct {
 // settle is the once-only side of a terminal job transition: the hold is
 // settled and one terminal webhook row is enqueued.
 func (st *step) settle(ctx context.Context, jobID string, to protocol.JobStatus, code protocol.FailureCode, hold protocol.HoldStatus) error {
-	tag, err := st.tx.Exec(ctx, sqlSettleHold, jobID, string(hold), st.now)
-	if err := wantOne("settle hold of job "+jobID, tag.RowsAffected(), err); err != nil {
+	if err := st.write(ctx, "settle hold of job "+jobID, true, sqlSettleHold, jobID, string(hold), st.now); err != nil {
 		return err
 	}
 	payload, err := json.Marshal(webhookPayload{JobID: jobID, Status: to, FailureCode: code, At: st.now})
 	if err != nil {
 		return fmt.Errorf("webhook payload: %w", err)
 	}
-	if _, err := st.tx.Exec(ctx, sqlEnqueueWebhook, jobID, string(to), payload, st.now); err != nil {
-		return fmt.Errorf("enqueue webhook for job %s: %w", jobID, err)
-	}
-	return nil
+	return st.write(ctx, "enqueue webhook for job "+jobID, false, sqlEnqueueWebhook, jobID, string(to), payload, st.now)
 }
 
 // cancelBoth finalizes a cancellation: the live attempt is cancelled with

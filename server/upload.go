@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
 )
@@ -47,6 +48,7 @@ func (s *Service) PutOutput(ctx context.Context, jobID, attemptID string, r io.R
 	if !protocol.ValidID(jobID) || !protocol.ValidID(attemptID) {
 		return artifact.Object{}, &SealedError{AttemptID: attemptID}
 	}
+	ctx = dbstat.WithOp(ctx, OpUpload)
 	return s.store.PutIf(ctx, protocol.OutputKey(jobID, attemptID), r, func(publish func() error) error {
 		tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
 		if err != nil {

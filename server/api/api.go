@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/artifact"
@@ -189,7 +190,7 @@ func (a *API) now(ctx context.Context) (time.Time, error) {
 		return t, nil
 	}
 	var t time.Time
-	if err := a.pool.QueryRow(ctx, `SELECT now()`).Scan(&t); err != nil {
+	if err := a.pool.QueryRow(dbstat.WithOp(ctx, "api_clock"), `SELECT now()`).Scan(&t); err != nil {
 		return time.Time{}, fmt.Errorf("read database clock: %w", err)
 	}
 	return t.UTC(), nil

@@ -147,6 +147,7 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 	ids := protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}
 	svc := server.NewService(pool, fs, ids, server.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Mutation: f.Mutation})
 	m := metrics.New()
+	m.RegisterDB(store.DBCounter(pool))
 	gw := gateway.New(svc, pool, signer, m, log, gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat,
 		SweepInterval: f.SweepInterval, PollInterval: f.PollInterval, Limits: f.Limits})
 	deliverer, err := webhook.New(pool, key, m, log, webhook.Config{})

@@ -46,6 +46,16 @@ type Config struct {
 	// Heartbeat is announced in welcome as the agent's renewal interval and
 	// is the gateway's WebSocket ping interval (default LeaseTTL/3).
 	Heartbeat time.Duration
+	// TouchWindow bounds the gateway's own liveness writes (devices.last_seen_at
+	// for frames whose decision does not heartbeat, and for pongs): a
+	// session writes one at most once per TouchWindow, counting the
+	// heartbeats its lease and accepted progress transactions made
+	// (default Heartbeat). A connected device is then heartbeat at least
+	// every TouchWindow + Heartbeat (its pongs), which must stay shorter
+	// than the service layer's HeartbeatWindow so that the sweeper never
+	// marks a live device offline; controlplane uses 2 x Heartbeat against
+	// a window of 6 x Heartbeat.
+	TouchWindow time.Duration
 	// GrantTTL is the lifetime of the input and output grant URLs in an
 	// offer. It outlives one lease on purpose: progress renews the lease,
 	// but a large download or upload must not need a new grant.
@@ -78,6 +88,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = c.LeaseTTL / 3
+	}
+	if c.TouchWindow <= 0 {
+		c.TouchWindow = c.Heartbeat
 	}
 	if c.GrantTTL <= 0 {
 		c.GrantTTL = DefaultGrantTTL

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 )
@@ -28,7 +29,7 @@ func (g *Gateway) nowArg() any {
 // heartbeats the device. ok is false when the device was revoked (or
 // deleted) since the handshake.
 func (g *Gateway) describeDevice(ctx context.Context, deviceID string, h *protocol.Hello) (ok bool, err error) {
-	err = pgx.BeginTxFunc(ctx, g.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(dbstat.WithOp(ctx, OpHello), g.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var status protocol.DeviceStatus
 		err := tx.QueryRow(ctx, sqlLockDeviceForHello, deviceID).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && status == protocol.DeviceRevoked) {
@@ -60,7 +61,7 @@ func (g *Gateway) pendingCancels(ctx context.Context, deviceIDs []string) ([]ser
 	if len(deviceIDs) == 0 {
 		return nil, nil
 	}
-	rows, err := g.pool.Query(ctx, sqlPendingCancels, deviceIDs)
+	rows, err := g.pool.Query(dbstat.WithOp(ctx, OpPendingCancels), sqlPendingCancels, deviceIDs)
 	if err != nil {
 		return nil, fmt.Errorf("pending cancels: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 // work. welcomed is set only after welcome is written, so no offer can
 // overtake it.
 func (s *session) onHello(m *protocol.Hello) {
+	at := s.g.localNow()
 	ok, err := s.g.describeDevice(s.g.ctx, s.deviceID, m)
 	if err != nil {
 		s.log.Error("describe device from hello", "err", err)
@@ -28,6 +29,7 @@ func (s *session) onHello(m *protocol.Hello) {
 		_ = s.conn.Close(websocket.StatusPolicyViolation, "device revoked")
 		return
 	}
+	s.touched(at) // describeDevice heartbeat the device
 	s.mu.Lock()
 	s.services = uniq(m.Services)
 	s.slotsTotal = m.SlotsTotal
@@ -77,6 +79,7 @@ func (s *session) onProgress(m *protocol.Progress) {
 			return
 		}
 	}
+	at := s.g.localNow()
 	r, err := s.g.svc.Progress(s.g.ctx, s.g.now(), s.deviceID, *m)
 	if err != nil {
 		s.log.Warn("progress", "job_id", m.JobID, "attempt_id", m.AttemptID, "err", err)
@@ -87,6 +90,7 @@ func (s *session) onProgress(m *protocol.Progress) {
 	}
 	switch r.Code {
 	case protocol.CodeProgressOK:
+		s.touched(at) // accepted progress heartbeats in its transaction
 		s.write(&protocol.ProgressOK{Type: protocol.TypeProgressOK, JobID: r.JobID, AttemptID: r.AttemptID,
 			LeaseExpiresAt: r.LeaseExpiresAt})
 	case protocol.CodeLeaseConflict:

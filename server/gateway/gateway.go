@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/grant"
@@ -175,7 +176,7 @@ func (g *Gateway) authenticate(ctx context.Context, header string) (string, erro
 		return "", errUnauthorized
 	}
 	var id string
-	err := g.pool.QueryRow(ctx, sqlAuthDevice, protocol.HashCommitToken(token)).Scan(&id)
+	err := g.pool.QueryRow(dbstat.WithOp(ctx, OpAuth), sqlAuthDevice, protocol.HashCommitToken(token)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", errUnauthorized
 	}

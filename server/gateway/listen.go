@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 )
@@ -101,7 +102,7 @@ func (g *Gateway) onCancelNotice(ctx context.Context, payload string) {
 	}
 	if n.DeviceID == "" || n.AttemptID == "" {
 		// A notice naming only the job: its live attempt says where to go.
-		err := g.pool.QueryRow(ctx, sqlLiveAttemptDevice, n.JobID).Scan(&n.AttemptID, &n.DeviceID)
+		err := g.pool.QueryRow(dbstat.WithOp(ctx, OpLostLookup), sqlLiveAttemptDevice, n.JobID).Scan(&n.AttemptID, &n.DeviceID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return
 		}

@@ -1,11 +1,10 @@
 package gateway
 
 import (
-	"context"
-	"fmt"
 	"slices"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/grant"
 )
 
@@ -83,7 +82,8 @@ func (s *session) offerOne() int {
 		return offerStuck
 	}
 	defer s.inflight.Done()
-	r, err := s.g.svc.Lease(s.g.ctx, s.g.now(), s.deviceID)
+	at := s.g.localNow()
+	r, job, err := s.g.svc.LeaseJob(s.g.ctx, s.g.now(), s.deviceID)
 	if err != nil {
 		s.unclaim(1)
 		if s.g.ctx.Err() == nil {
@@ -93,10 +93,12 @@ func (s *session) offerOne() int {
 	}
 	switch r.Code {
 	case protocol.CodeLeaseOffer:
-		if s.deliver(r) {
+		s.touched(at) // the lease heartbeat the device
+		if s.deliver(r, job) {
 			return offerSent
 		}
 	case protocol.CodeNoJob:
+		s.touched(at) // so did a lease that found no job
 		s.unclaim(1)
 		return offerNoJob
 	case protocol.CodeNoSlot:
@@ -170,14 +172,8 @@ func (s *session) unclaim(free int) {
 // deliver sends a leased attempt. An offer that cannot be built or sent is
 // given back at once with a retryable fail (the token is still in hand),
 // so the job is requeued now instead of when the lease would expire.
-func (s *session) deliver(r protocol.Reply) bool {
-	offer, err := s.g.buildOffer(s.g.ctx, r)
-	if err != nil {
-		s.log.Error("build offer", "job_id", r.JobID, "attempt_id", r.AttemptID, "err", err)
-		s.unclaim(1)
-		s.giveBack(r, protocol.FailInternalError)
-		return false
-	}
+func (s *session) deliver(r protocol.Reply, job server.OfferJob) bool {
+	offer := s.g.buildOffer(r, job)
 	sent := s.write(offer)
 	if s.g.v.sessionFenced() {
 		s.g.offeredOn.Store(r.AttemptID, s)
@@ -210,18 +206,15 @@ func (s *session) giveBack(r protocol.Reply, code protocol.FailureCode) {
 }
 
 // buildOffer turns a lease_offer reply into the wire frame: the job's
-// service, params and input from its row, and grants scoped to the job's
-// input key (get) and the attempt's output key (put). Grants are issued at
-// the lease's own instant (the database's clock, through the reply), not
-// at this process's clock.
-func (g *Gateway) buildOffer(ctx context.Context, r protocol.Reply) (*protocol.LeaseOffer, error) {
+// service, params and input as the lease's pick read them (no read of its
+// own), and grants scoped to the job's input key (get) and the attempt's
+// output key (put). Grants are issued at the lease's own instant (the
+// database's clock, through the reply), not at this process's clock.
+func (g *Gateway) buildOffer(r protocol.Reply, job server.OfferJob) *protocol.LeaseOffer {
 	o := &protocol.LeaseOffer{Type: protocol.TypeLeaseOffer, JobID: r.JobID, AttemptID: r.AttemptID,
 		AttemptNumber: r.AttemptNumber, LeaseEpoch: r.LeaseEpoch, CommitToken: r.CommitToken,
-		LeaseExpiresAt: r.LeaseExpiresAt}
-	err := g.pool.QueryRow(ctx, sqlOfferJob, r.JobID).Scan(&o.Service, &o.Params, &o.Input.Bytes, &o.Input.SHA256)
-	if err != nil {
-		return nil, fmt.Errorf("read job %s for its offer: %w", r.JobID, err)
-	}
+		LeaseExpiresAt: r.LeaseExpiresAt, Service: job.Service, Params: job.Params}
+	o.Input.Bytes, o.Input.SHA256 = job.InputBytes, job.InputSHA256
 	if o.Params == nil {
 		o.Params = map[string]string{}
 	}
@@ -229,5 +222,5 @@ func (g *Gateway) buildOffer(ctx context.Context, r protocol.Reply) (*protocol.L
 	o.Input.URL = g.signer.URL(grant.Get, protocol.InputKey(r.JobID), issued, g.cfg.GrantTTL)
 	o.Output.Key = protocol.OutputKey(r.JobID, r.AttemptID)
 	o.Output.UploadURL = g.signer.URL(grant.Put, o.Output.Key, issued, g.cfg.GrantTTL)
-	return o, nil
+	return o
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 )
 
@@ -55,7 +56,7 @@ func (g *Gateway) poll(ctx context.Context) {
 	if sessions, _ := g.welcomed(); len(sessions) == 0 {
 		return
 	}
-	rows, err := g.pool.Query(ctx, sqlQueuedServices, g.nowArg())
+	rows, err := g.pool.Query(dbstat.WithOp(ctx, OpPoll), sqlQueuedServices, g.nowArg())
 	if err == nil {
 		var services []string
 		services, err = pgx.CollectRows(rows, pgx.RowTo[string])

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -63,6 +64,8 @@ type session struct {
 	offerRunning, offerAgain bool
 	// pingTimer is the pending heartbeat; nil before serve arms it.
 	pingTimer clock.Timer
+	// lastTouch is when this session last heartbeat the device (touch.go).
+	lastTouch time.Time
 	// inflight counts frames being handled and offers being made: what
 	// drain waits for before it closes.
 	inflight sync.WaitGroup
@@ -293,19 +296,6 @@ func (s *session) write(msg any) bool {
 		return false
 	}
 	return true
-}
-
-// touch heartbeats the device for what the session itself accepts: a
-// slots report and a pong (hello's heartbeat is describeDevice). Progress,
-// commit and fail are heartbeated by the service layer inside their
-// deciding transaction exactly when it accepts them; a frame answered with
-// a rejection (bad_message, lease_conflict, commit_rejected before
-// transaction 1 accepted, fail_rejected) mutates nothing, liveness included
-// (docs/semantics.md). A failure here only delays the online status.
-func (s *session) touch() {
-	if _, err := s.g.pool.Exec(s.g.ctx, sqlTouchDevice, s.deviceID, s.g.nowArg()); err != nil {
-		s.log.Warn("heartbeat device", "err", err)
-	}
 }
 
 // touchIfRejectedMutation is the broken gateway that heartbeats a device

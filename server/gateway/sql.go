@@ -2,7 +2,7 @@ package gateway
 
 // The gateway's own SQL. Every decision about jobs and attempts belongs to
 // the service layer; these statements only authenticate, describe and
-// heartbeat devices, read what an offer needs, and find cancel targets.
+// heartbeat devices and find cancel targets.
 const (
 	// A revoked device is refused exactly like an unknown token.
 	sqlAuthDevice = `SELECT id::text FROM devices WHERE token_hash = $1 AND status <> 'revoked'`
@@ -29,8 +29,6 @@ WHERE id = $1 AND status <> 'revoked'`
 UPDATE devices SET last_seen_at = coalesce($2::timestamptz, now()), status = 'online'
 WHERE id = $1 AND status <> 'revoked'`
 
-	sqlOfferJob = `SELECT service, params, input_bytes, input_sha256 FROM jobs WHERE id = $1`
-
 	// Live attempts of cancelling jobs on the given devices: the cancel
 	// notices a session or the listener may have missed.
 	sqlPendingCancels = `
@@ -53,6 +51,16 @@ SELECT DISTINCT service FROM jobs WHERE status = 'queued' AND admission_deadline
 	// by commit, rollback or a dead connection, so a crashed gateway never
 	// keeps the others from sweeping.
 	sqlTrySweepLock = `SELECT pg_try_advisory_xact_lock($1)`
+)
+
+// The dbstat operation names of the gateway's own database work.
+const (
+	OpHello          = "hello"
+	OpTouch          = "touch"
+	OpPendingCancels = "pending_cancels"
+	OpAuth           = "auth"
+	OpPoll           = "poll"
+	OpLostLookup     = "lost_lookup"
 )
 
 // sweepLockKey is the advisory lock key of the sweeper ("rendmcsw" in ASCII).

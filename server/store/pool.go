@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rendermac/rendermac/internal/dbstat"
 )
 
 // DefaultPoolMaxConns is the pool size when the URL does not set pool_max_conns.
@@ -70,6 +72,8 @@ func OpenPoolConfig(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, er
 // proved itself and is not pinged. The times are real (monotonic) time:
 // they measure infrastructure, not decisions.
 type poolHealth struct {
+	// counter tallies the pool's database work by operation (dbstat).
+	counter dbstat.Counter
 	// lastDeath is when a released connection was last found closed, in
 	// nanoseconds since start (0: never).
 	lastDeath atomic.Int64
@@ -99,10 +103,31 @@ func (h *poolHealth) TraceRelease(_ *pgxpool.Pool, data pgxpool.TraceReleaseData
 }
 
 // TraceQueryStart implements pgx.QueryTracer, which the pool requires of a
-// release tracer; queries themselves are not traced.
-func (h *poolHealth) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
+// release tracer: each statement is counted (DBCounter).
+func (h *poolHealth) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	return h.counter.TraceQueryStart(ctx, conn, data)
 }
 
 // TraceQueryEnd implements pgx.QueryTracer.
 func (h *poolHealth) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TraceBatchStart implements pgx.BatchTracer: each batch is counted.
+func (h *poolHealth) TraceBatchStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	return h.counter.TraceBatchStart(ctx, conn, data)
+}
+
+// TraceBatchQuery implements pgx.BatchTracer.
+func (h *poolHealth) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+// TraceBatchEnd implements pgx.BatchTracer.
+func (h *poolHealth) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// DBCounter is the tally of the database work of a pool opened from
+// PoolConfig (transactions, statements, round trips by dbstat operation),
+// or nil for any other pool.
+func DBCounter(pool *pgxpool.Pool) *dbstat.Counter {
+	if h, ok := pool.Config().ConnConfig.Tracer.(*poolHealth); ok {
+		return &h.counter
+	}
+	return nil
+}

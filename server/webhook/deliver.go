@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
 )
@@ -161,6 +162,7 @@ func (d *Deliverer) pinned() time.Time {
 // are claimed and POSTed concurrently, and each outcome is recorded.
 func (d *Deliverer) DeliverDue(ctx context.Context, now time.Time) (Result, error) {
 	var res Result
+	ctx = dbstat.WithOp(ctx, "webhook")
 	pinned := now
 	now, err := d.resolve(ctx, now)
 	if err != nil {

@@ -1,0 +1,58 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/internal/dbstat"
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
+	"github.com/rendermac/rendermac/server/store"
+)
+
+// The gateway's own liveness write is coalesced: a frame that proves the
+// device alive writes last_seen_at only when the session has not heartbeat
+// the device (itself, by hello, or through a lease) for TouchWindow.
+func TestTouchIsCoalescedPerWindow(t *testing.T) {
+	t.Parallel()
+	const window = 5 * time.Second
+	b := setup(t, Config{TouchWindow: window})
+	counter := store.DBCounter(b.pool)
+	require.NotNil(t, counter)
+	c := b.connect(t, token1, 4, 4) // hello heartbeats at t0; its lease finds no job
+	// The hello's lease (no job) runs in the offerer; let it end first, so
+	// that it heartbeats at t0 too.
+	require.Eventually(t, func() bool { return counter.Snapshot()[server.OpLease].Commits >= 1 }, gatewaytest.Timeout, tick)
+	start := b.now()
+	touches := func() int64 { return counter.Snapshot()[OpTouch].Outside }
+	refused := func() {
+		t.Helper()
+		gatewaytest.MustSend(t, c, &protocol.Progress{Type: protocol.TypeProgress, JobID: protocol.UUIDFrom(rand.Reader),
+			AttemptID: protocol.UUIDFrom(rand.Reader), LeaseEpoch: 1, Phase: protocol.AttemptRunning})
+		require.Equal(t, protocol.ReasonIdentityMismatch, gatewaytest.Expect[protocol.LeaseConflict](t, c).Reason)
+	}
+	lastSeen := func() time.Time {
+		var at time.Time
+		require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT last_seen_at FROM devices WHERE id = $1`,
+			device1).Scan(&at))
+		return at.UTC()
+	}
+	before := touches()
+
+	b.clock.Advance(window - time.Second) // inside the window: nothing written
+	refused()
+	require.Equal(t, before, touches())
+	require.Equal(t, start, lastSeen())
+
+	b.clock.Advance(time.Second) // the window has passed: one write at now
+	refused()
+	refused() // and none again at once
+	require.Equal(t, before+1, touches())
+	require.Equal(t, b.now(), lastSeen())
+	require.NotEqual(t, dbstat.Counts{}, counter.Snapshot()[OpHello], "hello is counted under its own operation")
+}
