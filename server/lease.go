@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/faultpoint"
 )
 
 const (
@@ -84,6 +85,7 @@ func (s *Service) lease(ctx context.Context, st *step, deviceID string, d *draws
 	if live >= slots {
 		return protocol.Reply{Code: protocol.CodeNoSlot}, nil
 	}
+	faultpoint.Hit(ctx, faultpoint.LeaseBeforePick) // the device's row lock is held
 	if _, err := st.tx.Exec(ctx, sqlTouchDevice, deviceID, st.now); err != nil {
 		return protocol.Reply{}, fmt.Errorf("touch device %s: %w", deviceID, err)
 	}
