@@ -3,6 +3,7 @@ package mutate
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,4 +36,37 @@ func TestApplyAndRestore(t *testing.T) {
 	_, err = Apply(dir, Mutant{ID: "twice", File: "a.go", Old: "c", New: "d"})
 	require.ErrorContains(t, err, "occurs 2 times")
 	require.Error(t, Check(dir, []Mutant{{ID: "a", File: "a.go", Old: "c", New: "d"}}))
+}
+
+// A scenario written to kill a source mutant names it in its header
+// (`proposed: source mutant ID (rendermac mutate)`); every id named there
+// is a mutant of the catalogue, so a renamed or dropped mutant cannot leave
+// a scenario pointing at nothing.
+func TestScenariosNameCatalogueMutants(t *testing.T) {
+	files, err := filepath.Glob("../scenarios/testdata/scenarios/*.txt")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	ids := map[string]bool{}
+	for _, m := range Catalogue {
+		ids[m.ID] = true
+	}
+	named := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for line := range strings.SplitSeq(string(b), "\n") {
+			rest, ok := strings.CutPrefix(line, "proposed: source mutant")
+			if !ok {
+				continue
+			}
+			rest = strings.TrimPrefix(rest, "s")
+			list, _, _ := strings.Cut(rest, "(")
+			for id := range strings.SplitSeq(list, ",") {
+				id = strings.TrimSpace(id)
+				require.True(t, ids[id], "%s names source mutant %q, which is not in mutate.Catalogue", filepath.Base(f), id)
+				named++
+			}
+		}
+	}
+	require.Positive(t, named)
 }

@@ -60,12 +60,15 @@ func (r *scRun) closeAgents() {
 }
 
 // cmdConnect dials the gateway as the agent's device (paired with `slots`
-// slots on first use) and says hello with `free` free slots.
+// slots on first use) and says hello with `free` free slots, running the
+// scenario's service or the comma-separated `services`.
 // Example: connect a1 slots=1 free=0 gateway=gw2
+// Example: connect a2 services=ffmpeg.h264_720p
 func cmdConnect(r *scRun, st scStep) error {
 	if len(st.args) != 1 {
-		return errors.New("want: connect AGENT [slots=N] [free=N] [gateway=G]")
+		return errors.New("want: connect AGENT [slots=N] [free=N] [services=S,...] [gateway=G]")
 	}
+	services := strings.Split(st.opt("services", scService), ",")
 	a := r.agents[st.args[0]]
 	if a == nil {
 		slots, err := strconv.Atoi(st.opt("slots", "1"))
@@ -75,7 +78,7 @@ func cmdConnect(r *scRun, st scStep) error {
 		a = &scAgent{name: st.args[0], slots: slots, held: map[string]string{},
 			deviceID: fmt.Sprintf("00000000-0000-4000-8000-%012x", 0xd1+len(r.agents)),
 			token:    "device-token-" + st.args[0]}
-		if err := r.admin.CreateDevice(r.ctx, a.deviceID, a.name, []string{scService}, a.slots,
+		if err := r.admin.CreateDevice(r.ctx, a.deviceID, a.name, services, a.slots,
 			protocol.HashCommitToken(a.token)); err != nil {
 			return err
 		}
@@ -101,13 +104,13 @@ func cmdConnect(r *scRun, st scStep) error {
 		return fmt.Errorf("dial %s: %w", gw.name, err)
 	}
 	a.clients = append(a.clients, c)
-	if _, err := c.Hello(ctx, []string{scService}, slots, free); err != nil {
+	if _, err := c.Hello(ctx, services, slots, free); err != nil {
 		return err
 	}
 	a.client = c
 	a.session++
-	r.tl.add(laneAgent, fmt.Sprintf("%s connected to %s (session %d): hello slots_total=%d slots_free=%d, welcome",
-		a.name, gw.name, a.session, slots, free))
+	r.tl.add(laneAgent, fmt.Sprintf("%s connected to %s (session %d): hello services=%s slots_total=%d slots_free=%d, welcome",
+		a.name, gw.name, a.session, strings.Join(services, ","), slots, free))
 	return nil
 }
 
@@ -158,8 +161,11 @@ func cmdProgress(r *scRun, st scStep) error {
 
 // cmdCommit commits the agent's attempt with what it uploaded (or, if it
 // uploaded nothing, the output it would have); token=wrong sends a forged
-// token, token=j1#1 the token of another attempt.
+// token, token=j1#1 the token of another attempt; key=NAME claims the
+// output at outputs/{job}/NAME.mp4, not the attempt's own key (with the
+// size and digest of what it uploaded there).
 // Example: commit a1 j1 token=wrong
+// Example: commit a1 j1 key=elsewhere
 func cmdCommit(r *scRun, st scStep) error {
 	a, o, via, err := r.frameParts(st, 2)
 	if err != nil {
@@ -172,13 +178,18 @@ func cmdCommit(r *scRun, st scStep) error {
 		out = SyntheticOutput(o.JobID, o.AttemptID)
 	}
 	c := gatewaytest.Commit(o, out)
+	note := tokenNote(st)
+	if k := st.opt("key", ""); k != "" {
+		c.Output.Key = "outputs/" + o.JobID + "/" + k + ".mp4"
+		note += " claiming key outputs/" + r.name(o.JobID) + "/" + k + ".mp4"
+	}
 	if c.LeaseEpoch, err = optInt(st, "epoch", o.LeaseEpoch); err != nil {
 		return err
 	}
 	if c.CommitToken, err = r.token(st, o); err != nil {
 		return err
 	}
-	return r.send(a, via, c, fmt.Sprintf("commit %s epoch=%d%s", r.name(o.AttemptID), c.LeaseEpoch, tokenNote(st)))
+	return r.send(a, via, c, fmt.Sprintf("commit %s epoch=%d%s", r.name(o.AttemptID), c.LeaseEpoch, note))
 }
 
 // cmdFail gives the agent's attempt up with a failure code.

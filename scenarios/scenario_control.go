@@ -18,12 +18,13 @@ import (
 )
 
 // cmdCreate has the buyer create a job through the HTTP API (POST /v1/jobs
-// on gateway `via`, default gw1) and names it.
+// on gateway `via`, default gw1) and names it. With `async` the request
+// runs in the background and `created` awaits its outcome (scenario_concurrent.go).
 // Example: create j1 max_attempts=2 window=1s
 func cmdCreate(r *scRun, st scStep) error {
 	name := arg(st, 0)
-	if name == "" || strings.Contains(name, "#") {
-		return fmt.Errorf("want: create JOB (a name without #)")
+	if name == "" || strings.Contains(name, "#") || (arg(st, 1) != "" && arg(st, 1) != "async") {
+		return fmt.Errorf("want: create JOB [async] (a name without #)")
 	}
 	maxAttempts, err := optInt(st, "max_attempts", protocol.MaxAttemptsDefault)
 	if err != nil {
@@ -41,20 +42,44 @@ func cmdCreate(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
-	status, resp, err := r.buyerCall(gw.baseURL(), http.MethodPost, "/v1/jobs", body)
+	if arg(st, 1) == "async" {
+		return r.background(name, "POST /v1/jobs ("+name+")", func() (string, error) {
+			got, _, err := r.postJob(gw, name, body)
+			return got, err
+		})
+	}
+	got, detail, err := r.postJob(gw, name, body)
 	if err != nil {
 		return err
 	}
+	if got != "created" {
+		return fmt.Errorf("create %s: %s", name, detail)
+	}
+	return nil
+}
+
+// postJob sends the create and, on 201, names the job. It returns
+// "created" or the refusal's code, and the reply for error messages.
+func (r *scRun) postJob(gw *scStack, name string, body map[string]any) (got, detail string, err error) {
+	status, resp, err := r.buyerCall(gw.baseURL(), http.MethodPost, "/v1/jobs", body)
+	if err != nil {
+		return "", "", err
+	}
 	id, _ := resp["id"].(string)
 	r.tl.add(laneGateway, fmt.Sprintf("buyer -> POST /v1/jobs (%s): %d %v", name, status, resp["status"]))
+	detail = fmt.Sprintf("HTTP %d %v", status, resp)
 	if status != http.StatusCreated || !protocol.ValidID(id) {
-		return fmt.Errorf("create %s: HTTP %d %v", name, status, resp)
+		code, _ := resp["code"].(string)
+		if code == "" {
+			code = "http_" + strconv.Itoa(status)
+		}
+		return code, detail, nil
 	}
 	r.mu.Lock()
 	r.jobs[name] = id
 	r.mu.Unlock()
 	r.setName(id, name)
-	return nil
+	return "created", detail, nil
 }
 
 // cmdCancel has the buyer cancel a job through the HTTP API and checks the
@@ -396,10 +421,15 @@ func cmdArm(r *scRun, st scStep) error {
 	return nil
 }
 
-// cmdAwait waits until a fault point has been hit n times (default 1).
+// cmdAwait waits until a fault point has been hit n times (default 1);
+// `await lock NAME` waits until a transaction waits on a row lock or the
+// background operation NAME has finished (scenario_concurrent.go).
 // Example: await commit.before_tx2
 func cmdAwait(r *scRun, st scStep) error {
 	point := arg(st, 0)
+	if point == "lock" {
+		return r.awaitLock(arg(st, 1))
+	}
 	n, err := optInt(st, "n", 1)
 	if err != nil {
 		return err

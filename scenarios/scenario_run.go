@@ -50,6 +50,8 @@ func init() {
 		"create": cmdCreate, "cancel": cmdCancel, "advance": cmdAdvance, "sweep": cmdSweep, "gateway": cmdGateway,
 		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "arm": cmdArm, "await": cmdAwait,
 		"release": cmdRelease, "race": cmdRace,
+		// scenario_concurrent.go
+		"created": cmdCreated, "funds": cmdFunds, "register": cmdRegister, "lease": cmdLease, "leased": cmdLeased,
 		// scenario_probe.go
 		"intruder": cmdIntruder, "grants": cmdGrants, "constraint": cmdConstraint, "webhooks": cmdWebhooks,
 		// scenario_check.go
@@ -95,6 +97,8 @@ type scRun struct {
 	counters     map[string]int64
 	logs         []scLogLine
 	blocks       map[string]chan struct{}
+	pending      map[string]*scPending // background operations, by name
+	devices      map[string]string     // device display name -> id (`device`)
 
 	tl         scTimeline
 	journalSeq int64
@@ -110,7 +114,8 @@ func newRun(ctx context.Context, env *Env, s Scenario) *scRun {
 		httpc:  &http.Client{Timeout: env.opts.FrameTimeout},
 		stacks: map[string]*scStack{}, agents: map[string]*scAgent{},
 		names: map[string]string{}, jobs: map[string]string{}, intruderKeys: map[string]string{}, offers: map[string]*protocol.LeaseOffer{},
-		outputs: map[string]protocol.Output{}, counters: map[string]int64{}, blocks: map[string]chan struct{}{}}
+		outputs: map[string]protocol.Output{}, counters: map[string]int64{}, blocks: map[string]chan struct{}{},
+		pending: map[string]*scPending{}, devices: map[string]string{}}
 	for _, st := range s.steps {
 		if st.cmd == "reached" {
 			r.marksTotal++
@@ -143,6 +148,7 @@ func (r *scRun) execute() error {
 	// Quiesce before judging the rows: the invariant queries are not one
 	// snapshot, so no writer may run between them.
 	r.releaseBlocks()
+	r.waitPending()
 	r.closeAgents()
 	r.stopStacks()
 	r.pollJournal()

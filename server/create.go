@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/faultpoint"
 )
 
 const (
@@ -116,6 +117,7 @@ func (s *Service) createJob(ctx context.Context, st *step, req protocol.CreateJo
 	if svc.PriceCents > balance {
 		return protocol.Reply{Code: protocol.CodeInsufficientFunds}, nil
 	}
+	faultpoint.Hit(ctx, faultpoint.CreateBeforeInsert) // the buyer's row lock is held
 	jobID := d.jobID()
 	if err := insertJob(ctx, st, jobID, req, fingerprint, svc.PriceCents); err != nil {
 		return protocol.Reply{}, err

@@ -44,13 +44,25 @@ const (
 	// result that ended an attempt has been written to the device, before
 	// the slot is freed and offered again.
 	GatewayBeforeSlotRelease = "gateway.before_slot_release"
+	// CreateBeforeInsert is hit in server.Service.CreateJob inside its
+	// transaction, after the buyer row lock, the idempotency lookup and the
+	// funds check, just before the job row is written. A Block here holds
+	// the buyer's row lock open, so a second create of the same buyer must
+	// wait for it (an in-transaction point: a Kill here rolls it back).
+	CreateBeforeInsert = "create.before_insert"
+	// LeaseBeforePick is hit in server.Service.Lease inside its
+	// transaction, after the device row lock and the count of its live
+	// attempts against its slots, just before a job is picked. A Block
+	// here holds the device's row lock open, so a second lease of the same
+	// device must wait and count the first one's attempt.
+	LeaseBeforePick = "lease.before_pick"
 )
 
 // names is every fault point, in the order of the constants.
 var names = []string{
 	CommitBeforeTx1, CommitAfterTx1, CommitDuringVerify, CommitBeforeTx2, CommitAfterTx2,
 	FailBeforeTx, FailAfterTx, CancelBeforeTx, CancelAfterTx, SweepBeforeTx, SweepAfterTx,
-	GatewayBeforeSlotRelease,
+	GatewayBeforeSlotRelease, CreateBeforeInsert, LeaseBeforePick,
 }
 
 // Names returns every fault point name (a fresh slice).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -113,6 +114,9 @@ func (g *Gateway) wakeService(service string) {
 // passes them on by waking every session (offerLoop).
 func (g *Gateway) wakeForJob(service string) {
 	sessions, _ := g.welcomed()
+	// In device order, not the map's: consecutive notices then start at
+	// consecutive sessions, a rotation rather than a fresh random pick.
+	slices.SortFunc(sessions, func(a, b *session) int { return strings.Compare(a.deviceID, b.deviceID) })
 	if n := len(sessions); n > 0 {
 		start := int(g.wakeNext.Add(1) % uint64(n))
 		for i := range n {
