@@ -42,13 +42,17 @@ func cmdIntruder(r *scRun, st scStep) error {
 		return err
 	}
 	if len(st.arrow) != 1 {
-		return fmt.Errorf("want: intruder other|revoked get|events|cancel JOB -> STATUS")
+		return fmt.Errorf("want: intruder other|revoked get|events|cancel|list|cursor JOB -> STATUS")
 	}
 	want, err := strconv.Atoi(st.arrow[0])
 	if err != nil {
 		return fmt.Errorf("intruder: status %q: %w", st.arrow[0], err)
 	}
 	key, err := r.intruderKey(who)
+	if err != nil {
+		return err
+	}
+	gw, err := r.stack(st.opt("via", "gw1"))
 	if err != nil {
 		return err
 	}
@@ -59,12 +63,20 @@ func cmdIntruder(r *scRun, st scStep) error {
 		path += "/events"
 	case "cancel":
 		method, path = http.MethodPost, path+"/cancel"
+	case "list": // the intruder's own listing must not show JOB
+		path = "/v1/jobs"
+	case "cursor": // the owner's next-page cursor, replayed by the intruder
+		status, page, err := r.callWithKey(gw.baseURL(), http.MethodGet, "/v1/jobs?limit=1", nil, r.apiKey)
+		if err != nil {
+			return err
+		}
+		cur, _ := page["next_cursor"].(string)
+		if status != http.StatusOK || cur == "" {
+			return fmt.Errorf("intruder cursor: the owner's first page of one job gave %d and no next_cursor (the scenario needs two jobs): %v", status, page)
+		}
+		path = "/v1/jobs?limit=1&cursor=" + url.QueryEscape(cur)
 	default:
-		return fmt.Errorf("intruder: unknown op %q (want get, events or cancel)", op)
-	}
-	gw, err := r.stack(st.opt("via", "gw1"))
-	if err != nil {
-		return err
+		return fmt.Errorf("intruder: unknown op %q (want get, events, cancel, list or cursor)", op)
 	}
 	status, resp, err := r.callWithKey(gw.baseURL(), method, path, nil, key)
 	if err != nil {
@@ -75,7 +87,16 @@ func cmdIntruder(r *scRun, st scStep) error {
 	if status != want {
 		return fmt.Errorf("intruder %s %s %s: want HTTP %d, got %d %v", who, op, r.name(id), want, status, resp)
 	}
-	r.count("refused", 1)
+	if jobs, _ := resp["jobs"].([]any); op == "list" || op == "cursor" {
+		for _, j := range jobs {
+			if m, _ := j.(map[string]any); m != nil && m["id"] == id {
+				return fmt.Errorf("intruder %s %s: another buyer's job %s is listed: %v", who, op, r.name(id), resp)
+			}
+		}
+	}
+	if op != "list" {
+		r.count("refused", 1)
+	}
 	return nil
 }
 

@@ -26,7 +26,8 @@ func (b *bundle) lastSeen(t *testing.T, deviceID string) time.Time {
 // (a day-long interval on the stub clock), so no pong heartbeats either.
 func TestRejectedFramesDoNotHeartbeat(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Heartbeat: 24 * time.Hour, MaxBadMessages: 100})
+	// A touch window shorter than the 5 s steps, so the slots report writes.
+	b := setup(t, Config{Heartbeat: 24 * time.Hour, TouchWindow: time.Second, MaxBadMessages: 100})
 	c, o := b.leased(t)
 	leasedAt := b.now()
 	b.clock.Advance(5 * time.Second)

@@ -299,10 +299,13 @@ func (s *session) write(msg any) bool {
 }
 
 // touchIfRejectedMutation is the broken gateway that heartbeats a device
-// on a rejected frame; the constant no-op outside a -tags mutations build.
+// on a rejected frame, uncoalesced (the window must not hide the bug); the
+// constant no-op outside a -tags mutations build.
 func (s *session) touchIfRejectedMutation() {
 	if s.g.v.heartbeatRejected() {
-		s.touch()
+		if _, err := s.g.pool.Exec(s.g.ctx, sqlTouchDevice, s.deviceID, s.g.nowArg()); err != nil {
+			s.log.Warn("heartbeat device", "err", err)
+		}
 	}
 }
 

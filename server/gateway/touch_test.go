@@ -30,8 +30,12 @@ func TestTouchIsCoalescedPerWindow(t *testing.T) {
 	require.Eventually(t, func() bool { return counter.Snapshot()[server.OpLease].Commits >= 1 }, gatewaytest.Timeout, tick)
 	start := b.now()
 	touches := func() int64 { return counter.Snapshot()[OpTouch].Outside }
+	// A slots report proves the device alive (and has no reply); the refused
+	// progress behind it, which heartbeats nothing, is answered after the
+	// reader has handled the report.
 	refused := func() {
 		t.Helper()
+		gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 4})
 		gatewaytest.MustSend(t, c, &protocol.Progress{Type: protocol.TypeProgress, JobID: protocol.UUIDFrom(rand.Reader),
 			AttemptID: protocol.UUIDFrom(rand.Reader), LeaseEpoch: 1, Phase: protocol.AttemptRunning})
 		require.Equal(t, protocol.ReasonIdentityMismatch, gatewaytest.Expect[protocol.LeaseConflict](t, c).Reason)
