@@ -35,7 +35,7 @@ func TestTouchIsCoalescedPerWindow(t *testing.T) {
 	// reader has handled the report.
 	refused := func() {
 		t.Helper()
-		gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 4})
+		gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 0}) // 0: no offer pass, whose lease would heartbeat too
 		gatewaytest.MustSend(t, c, &protocol.Progress{Type: protocol.TypeProgress, JobID: protocol.UUIDFrom(rand.Reader),
 			AttemptID: protocol.UUIDFrom(rand.Reader), LeaseEpoch: 1, Phase: protocol.AttemptRunning})
 		require.Equal(t, protocol.ReasonIdentityMismatch, gatewaytest.Expect[protocol.LeaseConflict](t, c).Reason)
