@@ -110,6 +110,10 @@ func runCardMerge(args []string, stdout, stderr io.Writer) error {
 // parseCardMergeFlags reads card merge's flags and its SHARD.json operands.
 func parseCardMergeFlags(args []string, stderr io.Writer) (out string, paths []string, err error) {
 	fs := newFlagSet("card merge", "[--out DIR] SHARD.json...", stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s\n\nFlags of card merge:\n", cardUsage)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&out, "out", "evidence-out", "directory for the merged card (Markdown, JSON, JUnit XML, HTML)")
 	if paths, err = parseWithOperands(fs, args); err != nil {
 		return "", nil, err
