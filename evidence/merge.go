@@ -3,6 +3,7 @@ package evidence
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -36,6 +37,9 @@ type ShardCard struct {
 //     shard, and each shard's first seed where the previous shard's slice
 //     ended): seeds, sequences, steps, reply counts, divergences,
 //     violations and errors summed, the verdict PASS only if every shard's;
+//     coverage counts summed (Coverage.Add) against the same required
+//     cells, tables and gate, and the coverage gate, which shards defer,
+//     applied to the sums;
 //   - scenarios: concatenated; not-covered notes: every distinct note, in
 //     shard order (the shared notes first, then each shard's skipped
 //     scenarios);
@@ -46,7 +50,8 @@ type ShardCard struct {
 //
 // Equal in every shard: Title, Invariants, NoTimings, the provenance
 // (commit, dirty flag, Go, schema, model and generator versions), the
-// command (qualify records it without --shard) and first seed; a card with
+// command (qualify records it without --shard), generator weights and
+// first seed; a card with
 // a mutation score is not a shard.
 func Merge(shards []ShardCard) (Card, error) {
 	ordered, err := inShardOrder(shards)
@@ -165,6 +170,7 @@ func sameRun(a, b ShardCard) error {
 		{"generator version", ar.GeneratorVersion, br.GeneratorVersion},
 		{"command (flags other than --shard)", ar.Command, br.Command},
 		{"first seed", ar.FirstSeed, br.FirstSeed},
+		{"generator weights", ar.GeneratorWeights, br.GeneratorWeights},
 		{"no_timings", a.Card.NoTimings, b.Card.NoTimings},
 	}
 	// A shard whose slices needed no Postgres records none.
@@ -191,6 +197,11 @@ func mergeCampaigns(shards []ShardCard) ([]Campaign, error) {
 	out := make([]Campaign, len(first.Card.Campaigns))
 	for i, cp := range first.Card.Campaigns {
 		cp.Replies = addCounts(nil, cp.Replies)
+		if cp.Coverage != nil {
+			cov := Coverage{Required: cp.Coverage.Required, Tables: cp.Coverage.Tables, Gate: cp.Coverage.Gate}
+			cov.Add(*cp.Coverage)
+			cp.Coverage = &cov
+		}
 		out[i] = cp
 	}
 	for _, s := range shards[1:] {
@@ -207,6 +218,12 @@ func mergeCampaigns(shards []ShardCard) ([]Campaign, error) {
 			case cp.FirstSeed != m.FirstSeed+uint64(m.Seeds):
 				return nil, fmt.Errorf("merge: campaign %s in %s starts at seed %d, not where the previous shards' slices end (%d)",
 					cp.Name, s.Name, cp.FirstSeed, m.FirstSeed+uint64(m.Seeds))
+			case !sameCoverageRules(m.Coverage, cp.Coverage):
+				return nil, fmt.Errorf("merge: campaign %s: %s and %s record coverage against different required cells, tables or gate",
+					cp.Name, first.Name, s.Name)
+			}
+			if cp.Coverage != nil {
+				m.Coverage.Add(*cp.Coverage)
 			}
 			m.Seeds += cp.Seeds
 			m.Sequences += cp.Sequences
@@ -219,12 +236,29 @@ func mergeCampaigns(shards []ShardCard) ([]Campaign, error) {
 			m.DurationMs += cp.DurationMs
 		}
 	}
+	// The coverage gate, which shards leave to the merge, on the sums.
+	for i := range out {
+		if cov := out[i].Coverage; cov != nil && cov.Gate && len(cov.Unreached()) > 0 {
+			out[i].Passed = false
+		}
+	}
 	return out, nil
 }
 
+// sameCoverageRules: both campaigns record no coverage, or both record it
+// against the same required cells, tables and gate.
+func sameCoverageRules(a, b *Coverage) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Gate == b.Gate && reflect.DeepEqual(a.Required, b.Required) && reflect.DeepEqual(a.Tables, b.Tables)
+}
+
 // mergeFailures orders the failures as one run lists them: campaign by
-// campaign (each shard's slice of seeds after the previous), then the
-// rest (scenarios, in catalogue order because shards are contiguous).
+// campaign (each shard's slice of seeds after the previous, then the
+// coverage gate's failure of the summed coverage), then the rest
+// (scenarios, in catalogue order because shards are contiguous). A shard's
+// own coverage failure, if it has one, is replaced by the summed one.
 func mergeFailures(shards []ShardCard, campaigns []Campaign) []Failure {
 	var out []Failure
 	taken := make([][]bool, len(shards))
@@ -234,9 +268,18 @@ func mergeFailures(shards []ShardCard, campaigns []Campaign) []Failure {
 	for _, cp := range campaigns {
 		for k, s := range shards {
 			for j, f := range s.Card.Failures {
-				if !taken[k][j] && f.Source == cp.Name {
+				switch {
+				case taken[k][j]:
+				case f.Source == cp.Name:
 					out, taken[k][j] = append(out, f), true
+				case f.Source == CoverageSource(cp.Name):
+					taken[k][j] = true
 				}
+			}
+		}
+		if cp.Coverage != nil && cp.Coverage.Gate {
+			if fl, missed := CoverageFailure(cp.Name, *cp.Coverage); missed {
+				out = append(out, fl)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -18,41 +19,57 @@ import (
 // without a rule here fails TestMergeRulesNameEveryCardField; with a rule,
 // the tests below hold Merge to it.
 var mergeRules = map[string]string{
-	"Card.Title":                      "checked",
-	"Card.Date":                       "merged",
-	"Card.Passed":                     "merged",
-	"Card.Run.Build.Commit":           "checked",
-	"Card.Run.Build.Dirty":            "checked",
-	"Card.Run.Build.GoVersion":        "checked",
-	"Card.Run.Build.SchemaVersion":    "checked",
-	"Card.Run.Build.ModelVersion":     "checked",
-	"Card.Run.Build.GeneratorVersion": "checked",
-	"Card.Run.PostgresVersion":        "checked",
-	"Card.Run.PostgresKind":           "checked",
-	"Card.Run.Host":                   "merged",
-	"Card.Run.Command":                "checked",
-	"Card.Run.FirstSeed":              "checked",
-	"Card.Run.DurationMs":             "merged",
-	"Card.Run.Shard":                  "merged",
-	"Card.Campaigns[].Name":           "checked",
-	"Card.Campaigns[].Target":         "checked",
-	"Card.Campaigns[].Seeds":          "merged",
-	"Card.Campaigns[].FirstSeed":      "checked",
-	"Card.Campaigns[].StepsPerSeq":    "checked",
-	"Card.Campaigns[].Sequences":      "merged",
-	"Card.Campaigns[].Steps":          "merged",
-	"Card.Campaigns[].Replies":        "merged",
-	"Card.Campaigns[].Divergences":    "merged",
-	"Card.Campaigns[].Violations":     "merged",
-	"Card.Campaigns[].Errors":         "merged",
-	"Card.Campaigns[].Passed":         "merged",
-	"Card.Campaigns[].DurationMs":     "merged",
-	"Card.Scenarios":                  "merged",
-	"Card.Invariants":                 "checked",
-	"Card.Failures":                   "merged",
-	"Card.NotCovered":                 "merged",
-	"Card.NoTimings":                  "checked",
-	"Card.MutationScore":              "checked",
+	"Card.Title":                                            "checked",
+	"Card.Date":                                             "merged",
+	"Card.Passed":                                           "merged",
+	"Card.Run.Build.Commit":                                 "checked",
+	"Card.Run.Build.Dirty":                                  "checked",
+	"Card.Run.Build.GoVersion":                              "checked",
+	"Card.Run.Build.SchemaVersion":                          "checked",
+	"Card.Run.Build.ModelVersion":                           "checked",
+	"Card.Run.Build.GeneratorVersion":                       "checked",
+	"Card.Run.PostgresVersion":                              "checked",
+	"Card.Run.PostgresKind":                                 "checked",
+	"Card.Run.Host":                                         "merged",
+	"Card.Run.Command":                                      "checked",
+	"Card.Run.FirstSeed":                                    "checked",
+	"Card.Run.GeneratorWeights":                             "checked",
+	"Card.Run.DurationMs":                                   "merged",
+	"Card.Run.Shard":                                        "merged",
+	"Card.Campaigns[].Name":                                 "checked",
+	"Card.Campaigns[].Target":                               "checked",
+	"Card.Campaigns[].Seeds":                                "merged",
+	"Card.Campaigns[].FirstSeed":                            "checked",
+	"Card.Campaigns[].StepsPerSeq":                          "checked",
+	"Card.Campaigns[].Sequences":                            "merged",
+	"Card.Campaigns[].Steps":                                "merged",
+	"Card.Campaigns[].Replies":                              "merged",
+	"Card.Campaigns[].Divergences":                          "merged",
+	"Card.Campaigns[].Violations":                           "merged",
+	"Card.Campaigns[].Errors":                               "merged",
+	"Card.Campaigns[].Passed":                               "merged",
+	"Card.Campaigns[].DurationMs":                           "merged",
+	"Card.Campaigns[].Coverage.JobTransitions":              "merged",
+	"Card.Campaigns[].Coverage.AttemptTransitions":          "merged",
+	"Card.Campaigns[].Coverage.Replies":                     "merged",
+	"Card.Campaigns[].Coverage.Faults":                      "merged",
+	"Card.Campaigns[].Coverage.FaultPhases":                 "merged",
+	"Card.Campaigns[].Coverage.Required.JobTransitions":     "checked",
+	"Card.Campaigns[].Coverage.Required.AttemptTransitions": "checked",
+	"Card.Campaigns[].Coverage.Required.Replies":            "checked",
+	"Card.Campaigns[].Coverage.Required.Faults":             "checked",
+	"Card.Campaigns[].Coverage.Tables.JobStatuses":          "checked",
+	"Card.Campaigns[].Coverage.Tables.AttemptStatuses":      "checked",
+	"Card.Campaigns[].Coverage.Tables.JobTransitions":       "checked",
+	"Card.Campaigns[].Coverage.Tables.AttemptTransitions":   "checked",
+	"Card.Campaigns[].Coverage.Tables.FaultPhases":          "checked",
+	"Card.Campaigns[].Coverage.Gate":                        "checked",
+	"Card.Scenarios":                                        "merged",
+	"Card.Invariants":                                       "checked",
+	"Card.Failures":                                         "merged",
+	"Card.NotCovered":                                       "merged",
+	"Card.NoTimings":                                        "checked",
+	"Card.MutationScore":                                    "checked",
 }
 
 // wholeValues are walked no further: Merge moves or compares them whole.
@@ -90,6 +107,12 @@ func values(v reflect.Value, path string) []reflect.Value {
 		var next []reflect.Value
 		name, each := strings.CutSuffix(p, "[]")
 		for _, c := range cur {
+			if c.Kind() == reflect.Pointer {
+				if c.IsNil() {
+					continue
+				}
+				c = c.Elem()
+			}
 			f := c.FieldByName(name)
 			if !each {
 				next = append(next, f)
@@ -125,12 +148,24 @@ func shardFixture() []ShardCard {
 	build := provenance.Build{Commit: testCommit, Dirty: true, GoVersion: "go1.26.8", SchemaVersion: 2,
 		ModelVersion: "1+m", GeneratorVersion: "3+g"}
 	run := RunInfo{Build: build, PostgresVersion: "15.18", PostgresKind: "local", Host: "ci-1",
-		Command: "rendermac qualify --seeds 5", FirstSeed: 1, DurationMs: 1000, Shard: "1/2"}
+		Command: "rendermac qualify --seeds 5", GeneratorWeights: "create=8 lease=12", FirstSeed: 1, DurationMs: 1000, Shard: "1/2"}
+	required := CoverageRequired{JobTransitions: []string{"queued->active"}, AttemptTransitions: []string{"leased->running"},
+		Replies: []string{"created", "no_job"}, Faults: []string{"wrong_epoch"}}
+	tables := CoverageTables{JobStatuses: []string{"queued", "active"}, AttemptStatuses: []string{"leased", "running"},
+		JobTransitions: []string{"queued->active"}, AttemptTransitions: []string{"leased->running"}, FaultPhases: []string{"leased"}}
+	// Shard 1 reaches every required cell but the wrong_epoch fault and
+	// the no_job reply, shard 2 reaches those: the sum passes the gate.
+	cov1 := &Coverage{JobTransitions: Counts{"queued->active": 2}, AttemptTransitions: Counts{"leased->running": 1},
+		Replies: Counts{"created": 3}, Faults: Counts{}, FaultPhases: Counts{"stale_token@leased": 1},
+		Required: required, Tables: tables, Gate: true}
+	cov2 := &Coverage{JobTransitions: Counts{"queued->active": 1, "active->queued": 4}, AttemptTransitions: Counts{},
+		Replies: Counts{"no_job": 1}, Faults: Counts{"wrong_epoch": 5}, FaultPhases: Counts{},
+		Required: required, Tables: tables, Gate: true}
 	inv := []Invariant{{Number: 1, Text: "one live attempt"}}
 	one := Card{Title: "Phase-fault qualification", Date: "2026-12-03", Passed: true, Run: run, Invariants: inv, NoTimings: true,
 		Campaigns: []Campaign{
 			{Name: "model", Target: "model", Seeds: 2, FirstSeed: 1, StepsPerSeq: 20, Sequences: 2, Steps: 40,
-				Replies: map[string]int{"created": 3, "no_job": 1}, Passed: true, DurationMs: 10},
+				Replies: map[string]int{"created": 3, "no_job": 1}, Passed: true, DurationMs: 10, Coverage: cov1},
 			{Name: "determinism: model", Target: "model", Seeds: 1, FirstSeed: 1, StepsPerSeq: 20, Sequences: 2, Steps: 40,
 				Replies: map[string]int{}, Passed: true, DurationMs: 5},
 		},
@@ -142,7 +177,7 @@ func shardFixture() []ShardCard {
 	two.Run.Host, two.Run.DurationMs, two.Run.Shard = "ci-2", 2000, "2/2"
 	two.Campaigns = []Campaign{
 		{Name: "model", Target: "model", Seeds: 3, FirstSeed: 3, StepsPerSeq: 20, Sequences: 3, Steps: 59,
-			Replies: map[string]int{"created": 4, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 20},
+			Replies: map[string]int{"created": 4, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 20, Coverage: cov2},
 		{Name: "determinism: model", Target: "model", Seeds: 1, FirstSeed: 2, StepsPerSeq: 20, Sequences: 2, Steps: 40,
 			Divergences: 1, DurationMs: 6},
 	}
@@ -186,7 +221,11 @@ func TestMergeCombinesShardsInUnshardedOrder(t *testing.T) {
 	want.Run.Host, want.Run.DurationMs, want.Run.Shard = "ci-1, ci-2", 3000, ""
 	want.Campaigns = []Campaign{
 		{Name: "model", Target: "model", Seeds: 5, FirstSeed: 1, StepsPerSeq: 20, Sequences: 5, Steps: 99,
-			Replies: map[string]int{"created": 7, "no_job": 1, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 30},
+			Replies: map[string]int{"created": 7, "no_job": 1, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 30,
+			Coverage: &Coverage{JobTransitions: Counts{"queued->active": 3, "active->queued": 4},
+				AttemptTransitions: Counts{"leased->running": 1}, Replies: Counts{"created": 3, "no_job": 1},
+				Faults: Counts{"wrong_epoch": 5}, FaultPhases: Counts{"stale_token@leased": 1},
+				Required: one.Campaigns[0].Coverage.Required, Tables: one.Campaigns[0].Coverage.Tables, Gate: true}},
 		{Name: "determinism: model", Target: "model", Seeds: 2, FirstSeed: 1, StepsPerSeq: 20, Sequences: 4, Steps: 80,
 			Replies: map[string]int{}, Divergences: 1, DurationMs: 11},
 	}
@@ -280,4 +319,49 @@ func TestMergeRefusesOverlappingScenariosAndMisalignedCampaigns(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "15.18", got.Run.PostgresVersion)
 	require.Equal(t, "local", got.Run.PostgresKind)
+}
+
+// Shards leave the coverage gate to Merge: a cell no shard reached fails
+// the merged campaign, its failure right after the campaign's seeds'; a
+// cell one shard reached passes; without the gate nothing fails.
+func TestMergeGatesTheSummedCoverage(t *testing.T) {
+	shards := shardFixture()
+	one, two := &shards[1].Card, &shards[0].Card
+	two.Failures, two.Passed, two.Scenarios[0].Passed = nil, true, true
+	two.Campaigns[0].Divergences, two.Campaigns[0].Violations, two.Campaigns[0].Errors = 0, 0, 0
+	two.Campaigns[0].Passed, two.Campaigns[1].Divergences, two.Campaigns[1].Passed = true, 0, true
+	got, err := Merge(shards)
+	require.NoError(t, err)
+	require.True(t, got.Passed, "together the shards reach every required cell")
+	require.Empty(t, got.Failures)
+
+	for _, c := range []*Card{one, two} {
+		req := c.Campaigns[0].Coverage.Required
+		req.Faults = append(slices.Clone(req.Faults), "clock_jump")
+		c.Campaigns[0].Coverage = &Coverage{JobTransitions: c.Campaigns[0].Coverage.JobTransitions,
+			AttemptTransitions: c.Campaigns[0].Coverage.AttemptTransitions, Replies: c.Campaigns[0].Coverage.Replies,
+			Faults: c.Campaigns[0].Coverage.Faults, FaultPhases: c.Campaigns[0].Coverage.FaultPhases,
+			Required: req, Tables: c.Campaigns[0].Coverage.Tables, Gate: true}
+	}
+	// A shard's own gate failure (a card from before shards deferred it)
+	// is replaced by the one of the sums.
+	two.Failures = []Failure{{Source: CoverageSource("model"), Detail: "shard's own"}}
+	two.Passed, two.Campaigns[0].Passed = false, false
+	one.Failures = []Failure{{Source: "scenario happy_path", Detail: "lost"}}
+	one.Passed, one.Scenarios[0].Passed = false, false
+	got, err = Merge(shards)
+	require.NoError(t, err)
+	require.False(t, got.Passed)
+	require.False(t, got.Campaigns[0].Passed)
+	require.Len(t, got.Failures, 2)
+	require.Equal(t, CoverageSource("model"), got.Failures[0].Source)
+	require.Contains(t, got.Failures[0].Detail, "1 required cells never reached: fault clock_jump")
+	require.Equal(t, "scenario happy_path", got.Failures[1].Source)
+
+	one.Campaigns[0].Coverage.Gate, two.Campaigns[0].Coverage.Gate = false, false
+	two.Failures, two.Passed, two.Campaigns[0].Passed = nil, true, true
+	got, err = Merge(shards)
+	require.NoError(t, err)
+	require.True(t, got.Campaigns[0].Passed, "--no-coverage-gate: recorded, not gated")
+	require.Len(t, got.Failures, 1)
 }

@@ -73,7 +73,9 @@ func mergeShards(t *testing.T, dir string, n int, wantFail bool, args ...string)
 // The equality test of issue 11: qualify --shard 1/2 and 2/2, merged, is
 // the unsharded card byte for byte in every format. Every campaign kind
 // runs, both determinism samples (shard 1's slice of the Postgres one is
-// empty), and two scenarios, one a shard.
+// empty), and two scenarios, one a shard. Runs this small leave required
+// coverage cells unreached: the unsharded run fails its coverage gate,
+// the shards defer it (and pass), and the merge fails it on the sums.
 func TestQualifyShardsMergeToTheUnshardedCard(t *testing.T) {
 	args := []string{"--seeds", "5", "--steps", "20", "--determinism-seeds", "3",
 		"--pg-seeds", "2", "--pg-steps", "12", "--determinism-pg-seeds", "1", "--stack-seeds", "2", "--stack-steps", "6",
@@ -85,15 +87,21 @@ func TestQualifyShardsMergeToTheUnshardedCard(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, pg.Close()) })
 	args = append(args, "--db", pg.AdminURL())
 	dir := t.TempDir()
-	whole := qualifyInto(t, filepath.Join(dir, "whole"), false, args...)
+	whole := qualifyInto(t, filepath.Join(dir, "whole"), true, args...)
 	merged, err := mergeShards(t, dir, 2, false, args...)
-	require.NoError(t, err)
+	require.Equal(t, exitError{1}, err, "the merged card fails the coverage gate as the unsharded run does")
 	for _, suffix := range []string{".md", ".json", "-junit.xml", ".html"} {
 		require.Equal(t, string(whole[suffix]), string(merged[suffix]), "merged %s differs from the unsharded card", suffix)
 	}
 	card, err := evidence.ReadJSON(bytes.NewReader(whole[".json"]))
 	require.NoError(t, err)
-	require.True(t, card.Passed)
+	require.False(t, card.Passed)
+	gated := 0
+	for _, fl := range card.Failures {
+		require.True(t, strings.HasPrefix(fl.Source, "coverage: "), "only the coverage gate fails: %+v", fl)
+		gated++
+	}
+	require.Equal(t, 3, gated, "each fuzz campaign's gate")
 	require.Len(t, card.Campaigns, 5)
 	// Without -tags faultpoints, cancel_during_verification is a
 	// not-covered note instead of a row: merged notes are checked too.
