@@ -44,6 +44,11 @@ type RunInfo struct {
 	FirstSeed        uint64 `json:"first_seed"`
 	// DurationMs is the whole run's wall time (0 with NoTimings).
 	DurationMs int64 `json:"duration_ms"`
+	// Shard is "K/N" when the run was one shard of N (qualify --shard): its
+	// campaigns and scenarios are the Kth contiguous slice. Command leaves
+	// --shard out, so every shard of one run records the same command;
+	// Merge checks that and joins the shards into a card without one.
+	Shard string `json:"shard,omitempty"`
 }
 
 // Campaign totals one seeded campaign.

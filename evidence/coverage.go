@@ -34,6 +34,11 @@ type Coverage struct {
 	Required CoverageRequired `json:"required"`
 	// Tables are the matrices' axes and the transitions the tables allow.
 	Tables CoverageTables `json:"tables"`
+	// Gate is set when an unreached required cell fails the campaign
+	// (qualify without --no-coverage-gate). A shard records it but leaves
+	// the failing to Merge, which gates the summed coverage: a shard's
+	// slice of the seeds need not reach every cell.
+	Gate bool `json:"gate"`
 }
 
 // CoverageRequired lists the cells a campaign must reach.

@@ -49,6 +49,7 @@ func (d *differ) run(a, b RunInfo) {
 	d.field("run host", a.Host, b.Host)
 	d.field("run command", a.Command, b.Command)
 	d.field("run first seed", strconv.FormatUint(a.FirstSeed, 10), strconv.FormatUint(b.FirstSeed, 10))
+	d.field("run shard", a.Shard, b.Shard)
 }
 
 func (d *differ) campaigns(a, b []Campaign) {

@@ -139,7 +139,7 @@ func junitFailureFor(fails []Failure, fallback string) *junitFailure {
 }
 
 func junitProps(r RunInfo) []junitProperty {
-	return []junitProperty{
+	props := []junitProperty{
 		{"commit", r.Commit},
 		{"go_version", r.GoVersion},
 		{"postgres_version", r.PostgresVersion},
@@ -148,6 +148,10 @@ func junitProps(r RunInfo) []junitProperty {
 		{"command", r.Command},
 		{"first_seed", strconv.FormatUint(r.FirstSeed, 10)},
 	}
+	if r.Shard != "" {
+		props = append(props, junitProperty{"shard", r.Shard})
+	}
+	return props
 }
 
 // seconds is JUnit's time attribute, or "" (omitted) with NoTimings.

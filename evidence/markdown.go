@@ -72,6 +72,9 @@ func mdRun(w *bufio.Writer, c Card) error {
 	fmt.Fprintf(w, "- Host: %s\n", orUnknown(r.Host))
 	fmt.Fprintf(w, "- Command: %s\n", code(r.Command))
 	fmt.Fprintf(w, "- First seed: %d\n", r.FirstSeed)
+	if r.Shard != "" {
+		fmt.Fprintf(w, "- Shard: %s (this card holds only that slice of the seeds and scenarios; `rendermac card merge` joins the shards)\n", r.Shard)
+	}
 	if !c.NoTimings {
 		fmt.Fprintf(w, "- Run time: %s\n", duration(r.DurationMs))
 	}

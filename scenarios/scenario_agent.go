@@ -369,8 +369,24 @@ func cmdExpect(r *scRun, st scStep) error {
 		cur = append(cur, w)
 	}
 	specs = append(specs, cur)
+	// Frames of one `+` group may arrive in either order; they are
+	// recorded in the script's order, so that the card's observed text
+	// does not depend on which came first (--no-timings cards must be
+	// byte-identical run to run).
+	order := make([]int, len(specs))
+	for i := range order {
+		order[i] = i
+	}
+	rendered := make([]string, len(specs))
+	defer func() {
+		for _, s := range rendered {
+			if s != "" {
+				r.reply(s)
+			}
+		}
+	}()
 	var got []string
-	for range specs {
+	for range rendered {
 		typ, detail, err := r.next(a, wait)
 		if err != nil {
 			return fmt.Errorf("expected %s within %v, got %v: %w", joinSpecs(specs), wait, got, err)
@@ -380,14 +396,14 @@ func cmdExpect(r *scRun, st scStep) error {
 		if i < 0 {
 			return fmt.Errorf("expected %s, got %s", joinSpecs(specs), strings.Join(got, "; "))
 		}
-		specs = append(specs[:i:i], specs[i+1:]...)
 		if typ != "welcome" && typ != "lease_offer" && typ != "progress_ok" {
-			rendered := typ
+			rendered[order[i]] = typ
 			if words := detail[:len(detail)-1]; len(words) > 0 {
-				rendered += "(" + strings.Join(words, " ") + ")"
+				rendered[order[i]] += "(" + strings.Join(words, " ") + ")"
 			}
-			r.reply(rendered)
 		}
+		specs = append(specs[:i:i], specs[i+1:]...)
+		order = append(order[:i:i], order[i+1:]...)
 	}
 	if wait != r.timeout && !r.sweptAt.IsZero() {
 		r.tl.add(laneAgent, fmt.Sprintf("%s: %s arrived %v after the last sweep (within %v)", a.name,

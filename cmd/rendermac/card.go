@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,23 +14,47 @@ import (
 	"github.com/rendermac/rendermac/faults"
 )
 
-// runCard is `rendermac card diff A.json B.json`.
+const cardUsage = `Usage: rendermac card diff A.json B.json
+       rendermac card merge [--out DIR] SHARD.json...
+
+diff   shows what changed between two qualification runs (durations ignored).
+merge  joins the JSON cards of one sharded run (qualify --shard 1/N ... N/N, in
+       any order) into the card the unsharded run writes (Markdown, JSON, JUnit
+       XML, HTML in DIR, default evidence-out): campaign counts summed, scenarios
+       and failures in unsharded order, FAIL if any shard failed (exit 1).
+       Refuses (exit 2, naming the problem) a missing or repeated shard, a file
+       that is not a shard card, and shards of different runs: another commit,
+       schema, model or generator version, Go or Postgres version, or other
+       flags (anything but --shard).`
+
+// runCard is `rendermac card diff A.json B.json` and
+// `rendermac card merge [--out DIR] SHARD.json...`.
 func runCard(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage: rendermac card diff A.json B.json\n\nShows what changed between two qualification runs (durations ignored).")
+		fmt.Fprintln(stderr, cardUsage)
 		if len(args) == 0 {
 			return usageError{"missing subcommand"}
 		}
 		return nil
 	}
-	if args[0] != "diff" || len(args) != 3 {
+	switch args[0] {
+	case "diff":
+		return runCardDiff(args[1:], stdout)
+	case "merge":
+		return runCardMerge(args[1:], stdout, stderr)
+	}
+	return usageError{fmt.Sprintf("unknown subcommand %q (want diff or merge)", args[0])}
+}
+
+func runCardDiff(args []string, stdout io.Writer) error {
+	if len(args) != 2 {
 		return usageError{"want: card diff A.json B.json"}
 	}
-	a, err := readCard(args[1])
+	a, err := readCard(args[0])
 	if err != nil {
 		return err
 	}
-	b, err := readCard(args[2])
+	b, err := readCard(args[1])
 	if err != nil {
 		return err
 	}
@@ -41,6 +67,80 @@ func runCard(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, l)
 	}
 	return nil
+}
+
+// runCardMerge merges shard cards and writes the merged card; it exits 1
+// when the merged verdict is FAIL, as qualify would have.
+func runCardMerge(args []string, stdout, stderr io.Writer) error {
+	out, paths, err := parseCardMergeFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	shards := make([]evidence.ShardCard, 0, len(paths))
+	for _, p := range paths {
+		c, err := readCard(p)
+		if err != nil {
+			return err
+		}
+		shards = append(shards, evidence.ShardCard{Name: p, Card: c})
+	}
+	merged, err := evidence.Merge(shards)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	written, err := evidence.WriteAll(out, merged, evidence.WriteOptions{NoTimings: merged.NoTimings})
+	if err != nil {
+		return err
+	}
+	verdict := "PASS"
+	if !merged.Passed {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(stdout, "merged %d shards: qualification %s: %d campaigns, %d scenarios, %d failures\n",
+		len(shards), verdict, len(merged.Campaigns), len(merged.Scenarios), len(merged.Failures))
+	for _, p := range written {
+		fmt.Fprintf(stdout, "wrote %s\n", p)
+	}
+	if !merged.Passed {
+		return exitError{1}
+	}
+	return nil
+}
+
+// parseCardMergeFlags reads card merge's flags and its SHARD.json operands.
+func parseCardMergeFlags(args []string, stderr io.Writer) (out string, paths []string, err error) {
+	fs := newFlagSet("card merge", "[--out DIR] SHARD.json...", stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s\n\nFlags of card merge:\n", cardUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&out, "out", "evidence-out", "directory for the merged card (Markdown, JSON, JUnit XML, HTML)")
+	if paths, err = parseWithOperands(fs, args); err != nil {
+		return "", nil, err
+	}
+	if len(paths) == 0 {
+		return "", nil, usageError{"want: card merge [--out DIR] SHARD.json... (the JSON cards of qualify --shard 1/N ... N/N)"}
+	}
+	return out, paths, nil
+}
+
+// parseWithOperands parses flags anywhere among the operands (card merge
+// a.json b.json --out DIR) and returns the operands in order.
+func parseWithOperands(fs *flag.FlagSet, args []string) ([]string, error) {
+	var operands []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			return operands, nil
+		}
+		operands = append(operands, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 func readCard(path string) (evidence.Card, error) {

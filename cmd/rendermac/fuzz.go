@@ -15,6 +15,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/internal/shard"
 	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/sim"
@@ -29,11 +30,12 @@ type fuzzFlags struct {
 	// made it, repeated in replay commands.
 	gen     faults.GenConfig
 	weights []string
+	shard   shard.Spec
 }
 
 func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f fuzzFlags
-	fs := newFlagSet("fuzz", "--target model|both|stack [--seeds N --steps M | --seed S | --replay FILE]", stderr)
+	fs := newFlagSet("fuzz", "--target model|both|stack [--seeds N --steps M [--shard K/N] | --seed S | --replay FILE]", stderr)
 	fs.StringVar(&f.target, "target", "model", "what to run against: model; both (model and Postgres, compared step by step); "+
 		"or stack (model, Postgres and the full stack: HTTP API, WebSocket gateways, device sessions)")
 	fs.IntVar(&f.seeds, "seeds", 100, "number of seeds to run (first-seed, first-seed+1, ...)")
@@ -48,6 +50,7 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&f.progress, "progress", false, "show progress (seeds done/total, rate, ETA) on stderr when it is a terminal, as qualify does")
 	fs.BoolVar(&f.force, "force", false, "with --replay: run a file another build (commit, schema, model, generator) wrote")
 	addWeightFlag(fs, &f.gen, &f.weights)
+	fs.Var(&f.shard, "shard", "run shard `K/N`, the Kth of N contiguous slices of the --seeds seeds (a failure's replay command needs no --shard)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -56,6 +59,9 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err := f.gen.Validate(); err != nil {
 		return usageError{"--weight: " + err.Error()}
+	}
+	if f.shard.Sharded() && (f.seed != 0 || f.replay != "") {
+		return usageError{"--shard slices a --seeds campaign; it does not go with --seed or --replay"}
 	}
 	var rf *faults.ReplayFile
 	if f.replay != "" {
@@ -77,23 +83,23 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if rf != nil {
 		return replaySequence(ctx, f, fac, *rf, stdout)
 	}
-	seeds := make([]uint64, 0, f.seeds)
+	seeds := shardSeeds(f.firstSeed, f.seeds, f.shard)
 	if f.seed != 0 {
-		seeds = append(seeds, f.seed)
-	} else {
-		for i := 0; i < f.seeds; i++ {
-			seeds = append(seeds, f.firstSeed+uint64(i))
-		}
+		seeds = seedSlice{total: 1, first: f.seed, list: []uint64{f.seed}}
 	}
-	c := faults.Campaign{Factory: fac.factory, Options: fac.options, Gen: f.gen, Seeds: seeds,
+	c := faults.Campaign{Factory: fac.factory, Options: fac.options, Gen: f.gen, Seeds: seeds.list,
 		Steps: f.steps, Workers: f.workers}
 	var prog *progress // nil: no progress; a nil *progress ignores updates
 	if f.progress {
 		prog = newProgress(stderr)
 		c.Progress = func(done, total int) { prog.update("fuzz "+f.target, done, total) }
 	}
-	fmt.Fprintf(stderr, "fuzz: target=%s seeds=%d first=%d steps=%d workers=%d mutation=%q weights=%q\n",
-		f.target, len(seeds), seeds[0], f.steps, f.workers, f.mutation, f.gen.WeightsString())
+	sharded := ""
+	if f.shard.Sharded() {
+		sharded = fmt.Sprintf(" shard=%s (of %d seeds from %d)", f.shard, seeds.total, f.firstSeed)
+	}
+	fmt.Fprintf(stderr, "fuzz: target=%s seeds=%d first=%d steps=%d workers=%d mutation=%q weights=%q%s\n",
+		f.target, len(seeds.list), seeds.first, f.steps, f.workers, f.mutation, f.gen.WeightsString(), sharded)
 	start := time.Now()
 	res, err := c.Run(ctx)
 	prog.done("fuzz " + f.target)

@@ -26,7 +26,7 @@ func commands() []command {
 		{"qualify", "run the qualification campaigns and write the dated evidence card", runQualify},
 		{"mutate", "run the source mutation campaign: each mutant through the bounded qualify gate", runMutate},
 		{"replay", "replay the failures recorded in a card's JSON, or a replay file", runReplay},
-		{"card", "compare two qualification cards: card diff A.json B.json", runCard},
+		{"card", "compare two qualification cards (card diff A B) or merge shard cards (card merge SHARDS...)", runCard},
 		{"bench", "load the whole stack beside pgbench and check the performance goals", runBench},
 		{"soak", "run the whole stack under load with random faults, then check nothing was lost", runSoak},
 		{"server", "run the control plane: HTTP API, device gateway, sweeper, webhooks", runServer},

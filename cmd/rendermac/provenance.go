@@ -48,13 +48,15 @@ func shortCommit(c string) string {
 // recordedCommand is the command line a card records: the flags that say
 // what was run. Where the files went (--out) and which database (--db, a
 // URL that may carry a password) are left out, so the card does not depend
-// on them and never holds a secret.
+// on them and never holds a secret; so is --shard, which the card records
+// on its own (RunInfo.Shard), so that every shard of one run, and the card
+// merged from them, records the command of the unsharded run.
 func recordedCommand(name string, args []string) string {
 	kept := []string{"rendermac", name}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		flagName, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && (flagName == "out" || flagName == "db") {
+		if strings.HasPrefix(a, "-") && (flagName == "out" || flagName == "db" || flagName == "shard") {
 			if !hasValue {
 				i++ // the value is the next argument
 			}

@@ -16,7 +16,7 @@ import (
 
 func TestRecordedCommandLeavesOutWhereAndWhichDatabase(t *testing.T) {
 	got := recordedCommand("qualify", []string{"--seeds", "5", "--out", "/tmp/a", "--db=postgres://u:secret@h/db",
-		"-out=/x", "--no-timings", "--db", "postgres://u:pw@h/db"})
+		"-out=/x", "--no-timings", "--db", "postgres://u:pw@h/db", "--shard", "2/3", "-shard=1/3"})
 	require.Equal(t, "rendermac qualify --seeds 5 --no-timings", got)
 }
 

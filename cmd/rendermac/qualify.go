@@ -12,6 +12,7 @@ import (
 
 	"github.com/rendermac/rendermac/evidence"
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/internal/shard"
 	"github.com/rendermac/rendermac/scenarios"
 )
 
@@ -21,9 +22,11 @@ type qualifyFlags struct {
 	detSeeds, detPgSeeds                    int
 	firstSeed                               uint64
 	out, db, serverMutation, modelMutation  string
+	scenarios                               string
 	noTimings, noScenarios, noCoverageGate  bool
 	gen                                     faults.GenConfig
 	weights                                 []string
+	shard                                   shard.Spec
 }
 
 // invariants is SPEC section 4, as the card states it.
@@ -46,9 +49,11 @@ var notCovered = []string{
 	"Exactly-once physical execution, which RenderMac does not promise: a provider may finish encoding after its lease is lost.",
 }
 
-func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// parseQualifyFlags reads and checks qualify's flags: what runQualify runs
+// and what TestCIMatrixExample holds the workflow example to.
+func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	var f qualifyFlags
-	fs := newFlagSet("qualify", "[--seeds N] [--out DIR] [--db URL] [--no-timings]", stderr)
+	fs := newFlagSet("qualify", "[--seeds N] [--out DIR] [--db URL] [--no-timings] [--shard K/N]", stderr)
 	fs.IntVar(&f.seeds, "seeds", 500, "seeds of the model campaign")
 	fs.IntVar(&f.steps, "steps", 200, "events per model sequence")
 	fs.IntVar(&f.pgSeeds, "pg-seeds", 100, "seeds of the model-vs-Postgres campaign")
@@ -62,6 +67,9 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&f.serverMutation, "server-mutation", "", "qualify a deliberately broken service layer (must fail)")
 	fs.StringVar(&f.modelMutation, "model-mutation", "", "qualify a deliberately broken model (must fail)")
 	fs.BoolVar(&f.noScenarios, "no-scenarios", false, "skip the phase-fault scenario catalogue")
+	fs.StringVar(&f.scenarios, "scenarios", "", "run only these scenarios: comma-separated names or glob patterns (default: all)")
+	fs.Var(&f.shard, "shard", "run shard `K/N`, the Kth of N contiguous slices of every campaign's seeds (the determinism "+
+		"sample too) and of the scenarios; rendermac card merge joins the N cards into the unsharded run's card")
 	fs.IntVar(&f.detSeeds, "determinism-seeds", 20, "seeds of the model campaign run twice, traces compared (0: skip)")
 	fs.IntVar(&f.detPgSeeds, "determinism-pg-seeds", 3, "seeds of the model-vs-Postgres campaign run twice, traces compared (0: skip)")
 	fs.BoolVar(&f.noTimings, "no-timings", false, "leave durations out, so two runs of one commit give identical files")
@@ -69,47 +77,62 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"was never reached (smoke runs too small to reach them all)")
 	addWeightFlag(fs, &f.gen, &f.weights)
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return f, err
 	}
 	if err := f.gen.Validate(); err != nil {
-		return usageError{"--weight: " + err.Error()}
+		return f, usageError{"--weight: " + err.Error()}
 	}
 	if f.seeds < 1 || f.steps < 1 || f.pgSeeds < 0 || f.pgSteps < 1 || f.stackSeeds < 0 || f.stackSteps < 1 || f.workers < 1 {
-		return usageError{"--seeds, --steps, --pg-steps, --stack-steps and --workers must be at least 1, --pg-seeds and --stack-seeds at least 0"}
+		return f, usageError{"--seeds, --steps, --pg-steps, --stack-steps and --workers must be at least 1, --pg-seeds and --stack-seeds at least 0"}
 	}
 	if _, err := scenarios.VariantOptions(f.serverMutation); err != nil {
-		return usageError{"--server-mutation: " + err.Error()}
+		return f, usageError{"--server-mutation: " + err.Error()}
+	}
+	if _, err := scenarios.Select(f.scenarios); err != nil {
+		return f, usageError{"--scenarios: " + err.Error()}
+	}
+	return f, nil
+}
+
+func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, err := parseQualifyFlags(args, stderr)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	card := evidence.Card{Title: "Phase-fault qualification", Date: start.UTC().Format("2006-01-02"),
 		Invariants: invariants, NotCovered: notCovered, NoTimings: f.noTimings}
 	card.Run = evidence.RunInfo{Build: currentBuild(), Host: hostname(),
-		Command: recordedCommand("qualify", args), FirstSeed: f.firstSeed, GeneratorWeights: f.gen.WeightsString()}
+		Command: recordedCommand("qualify", args), FirstSeed: f.firstSeed, GeneratorWeights: f.gen.WeightsString(),
+		Shard: f.shard.String()}
 	prog := newProgress(stderr)
+	if f.shard.Sharded() {
+		fmt.Fprintf(stderr, "qualify: shard %s: a slice of every campaign's seeds and of the scenarios\n", f.shard)
+	}
 
 	model := fuzzFlags{target: "model", mutation: f.modelMutation, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays"),
 		gen: f.gen, weights: f.weights}
 	gate := !f.noCoverageGate
-	if err := qualifyCampaign(ctx, &card, "model", model, f.seeds, f.firstSeed, gate, prog, stderr); err != nil {
+	if err := qualifyCampaign(ctx, &card, "model", model, shardSeeds(f.firstSeed, f.seeds, f.shard), gate, prog, stderr); err != nil {
 		return err
 	}
-	if err := qualifyDeterminism(ctx, &card, "model", model, min(f.detSeeds, f.seeds), f.firstSeed, stderr); err != nil {
+	if err := qualifyDeterminism(ctx, &card, "model", model, shardSeeds(f.firstSeed, min(f.detSeeds, f.seeds), f.shard), stderr); err != nil {
 		return err
 	}
 	if f.pgSeeds > 0 {
 		both := fuzzFlags{target: "both", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.pgSteps, outDir: filepath.Join(f.out, "replays"),
 			gen: f.gen, weights: f.weights}
-		if err := qualifyCampaign(ctx, &card, "model-vs-postgres", both, f.pgSeeds, f.firstSeed, gate, prog, stderr); err != nil {
+		if err := qualifyCampaign(ctx, &card, "model-vs-postgres", both, shardSeeds(f.firstSeed, f.pgSeeds, f.shard), gate, prog, stderr); err != nil {
 			return err
 		}
-		if err := qualifyDeterminism(ctx, &card, "model-vs-postgres", both, min(f.detPgSeeds, f.pgSeeds), f.firstSeed, stderr); err != nil {
+		if err := qualifyDeterminism(ctx, &card, "model-vs-postgres", both, shardSeeds(f.firstSeed, min(f.detPgSeeds, f.pgSeeds), f.shard), stderr); err != nil {
 			return err
 		}
 	}
 	if f.stackSeeds > 0 {
 		stack := fuzzFlags{target: "stack", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.stackSteps, outDir: filepath.Join(f.out, "replays"),
 			gen: f.gen, weights: f.weights}
-		if err := qualifyCampaign(ctx, &card, "model-vs-postgres-vs-stack", stack, f.stackSeeds, f.firstSeed, gate, prog, stderr); err != nil {
+		if err := qualifyCampaign(ctx, &card, "model-vs-postgres-vs-stack", stack, shardSeeds(f.firstSeed, f.stackSeeds, f.shard), gate, prog, stderr); err != nil {
 			return err
 		}
 	}
@@ -147,32 +170,34 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// qualifyCampaign runs one campaign and records it (and its first failure,
-// shrunk, with a replay file) on the card, with its coverage; with gate, a
-// required cell it never reached fails it.
-func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fuzzFlags, seeds int, first uint64,
+// qualifyCampaign runs one campaign over its seeds (this shard's slice) and
+// records it (and its first failure, shrunk, with a replay file) on the
+// card, with its coverage; with gate, a required cell it never reached
+// fails it. A shard whose slice is empty still records the campaign's row,
+// with no seeds, so that every shard's card has the same rows.
+func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fuzzFlags, seeds seedSlice,
 	gate bool, prog *progress, stderr io.Writer) error {
-	setup, cleanup, err := fuzzFactory(ctx, f, stderr)
-	if err != nil {
-		return fmt.Errorf("%s campaign: %w", name, err)
+	var res faults.CampaignResult
+	start := time.Now() // reset once the target is set up: the row times the seeds only
+	if len(seeds.list) > 0 {
+		setup, cleanup, err := fuzzFactory(ctx, f, stderr)
+		if err != nil {
+			return fmt.Errorf("%s campaign: %w", name, err)
+		}
+		defer cleanup()
+		if f.target != "model" && card.Run.PostgresVersion == "" {
+			card.Run.PostgresKind, card.Run.PostgresVersion = setup.pgKind, setup.pgVersion
+		}
+		c := faults.Campaign{Factory: setup.factory, Options: setup.options, Gen: f.gen, Seeds: seeds.list,
+			Steps: f.steps, Workers: f.workers, Progress: func(done, total int) { prog.update(name, done, total) }}
+		start = time.Now()
+		res, err = c.Run(ctx)
+		prog.done(name)
+		if err != nil {
+			return fmt.Errorf("%s campaign: %w", name, err)
+		}
 	}
-	defer cleanup()
-	if f.target != "model" && card.Run.PostgresVersion == "" {
-		card.Run.PostgresKind, card.Run.PostgresVersion = setup.pgKind, setup.pgVersion
-	}
-	list := make([]uint64, seeds)
-	for i := range list {
-		list[i] = first + uint64(i)
-	}
-	c := faults.Campaign{Factory: setup.factory, Options: setup.options, Gen: f.gen, Seeds: list,
-		Steps: f.steps, Workers: f.workers, Progress: func(done, total int) { prog.update(name, done, total) }}
-	start := time.Now()
-	res, err := c.Run(ctx)
-	prog.done(name)
-	if err != nil {
-		return fmt.Errorf("%s campaign: %w", name, err)
-	}
-	camp := evidence.Campaign{Name: name, Target: f.target, Seeds: seeds, FirstSeed: first, StepsPerSeq: f.steps,
+	camp := evidence.Campaign{Name: name, Target: f.target, Seeds: len(seeds.list), FirstSeed: seeds.first, StepsPerSeq: f.steps,
 		Sequences: res.Seeds, Steps: res.Steps, Replies: res.Codes, Divergences: res.Divergences(),
 		Violations: res.Violations(), Errors: res.Errors(), Passed: len(res.Failures) == 0,
 		Coverage: cardCoverage(res.Coverage)}
@@ -180,9 +205,11 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 		camp.DurationMs = time.Since(start).Milliseconds()
 	}
 	// The coverage gate: a required transition, reply or fault the campaign
-	// never reached fails it, named on the card and on stderr.
+	// never reached fails it, named on the card and on stderr. A shard
+	// leaves the gate to card merge, which sums the shards' coverage.
+	camp.Coverage.Gate = gate
 	covFail, missed := evidence.CoverageFailure(name, *camp.Coverage)
-	missed = missed && gate
+	missed = missed && gate && card.Run.Shard == ""
 	if missed {
 		camp.Passed = false
 		fmt.Fprintf(stderr, "qualify: coverage gate FAIL: %s: %s\n", name, covFail.Detail)
@@ -210,30 +237,32 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 	return nil
 }
 
-// qualifyDeterminism runs seeds of a campaign twice each and records, as a
-// campaign row "determinism: NAME", whether every step's replies and rows
-// hashed the same both times; a seed that did not is a failure naming the
-// first differing step.
-func qualifyDeterminism(ctx context.Context, card *evidence.Card, name string, f fuzzFlags, seeds int, first uint64, stderr io.Writer) error {
-	if seeds <= 0 {
+// qualifyDeterminism runs seeds of a campaign (this shard's slice of the
+// sample) twice each and records, as a campaign row "determinism: NAME",
+// whether every step's replies and rows hashed the same both times; a seed
+// that did not is a failure naming the first differing step. No sample, no
+// row; a shard with an empty slice of a sample records the row with none.
+func qualifyDeterminism(ctx context.Context, card *evidence.Card, name string, f fuzzFlags, seeds seedSlice, stderr io.Writer) error {
+	if seeds.total <= 0 {
 		return nil
 	}
-	setup, cleanup, err := fuzzFactory(ctx, f, stderr)
-	if err != nil {
-		return fmt.Errorf("determinism %s: %w", name, err)
+	var diffs []faults.Nondeterminism
+	start := time.Now() // reset once the target is set up, as for campaigns
+	if len(seeds.list) > 0 {
+		setup, cleanup, err := fuzzFactory(ctx, f, stderr)
+		if err != nil {
+			return fmt.Errorf("determinism %s: %w", name, err)
+		}
+		defer cleanup()
+		start = time.Now()
+		diffs, err = faults.CheckDeterminism(ctx, setup.factory, setup.options, f.gen, seeds.list, f.steps)
+		if err != nil {
+			return fmt.Errorf("determinism %s: %w", name, err)
+		}
 	}
-	defer cleanup()
-	list := make([]uint64, seeds)
-	for i := range list {
-		list[i] = first + uint64(i)
-	}
-	start := time.Now()
-	diffs, err := faults.CheckDeterminism(ctx, setup.factory, setup.options, f.gen, list, f.steps)
-	if err != nil {
-		return fmt.Errorf("determinism %s: %w", name, err)
-	}
-	camp := evidence.Campaign{Name: "determinism: " + name, Target: f.target, Seeds: seeds, FirstSeed: first,
-		StepsPerSeq: f.steps, Sequences: 2 * seeds, Steps: 2 * seeds * f.steps, Divergences: len(diffs), Passed: len(diffs) == 0}
+	n := len(seeds.list)
+	camp := evidence.Campaign{Name: "determinism: " + name, Target: f.target, Seeds: n, FirstSeed: seeds.first,
+		StepsPerSeq: f.steps, Sequences: 2 * n, Steps: 2 * n * f.steps, Divergences: len(diffs), Passed: len(diffs) == 0}
 	if !card.NoTimings {
 		camp.DurationMs = time.Since(start).Milliseconds()
 	}
@@ -244,6 +273,25 @@ func qualifyDeterminism(ctx context.Context, card *evidence.Card, name string, f
 			Replay: fuzzCommand(f, fmt.Sprintf("--seed %d --steps %d", d.Seed, f.steps))})
 	}
 	return nil
+}
+
+// seedSlice is this shard's part of a campaign's seeds: total seeds from
+// the campaign's first, of which list (starting at first) is the slice.
+type seedSlice struct {
+	total int
+	first uint64
+	list  []uint64
+}
+
+// shardSeeds slices the seeds first..first+total-1 for sh (all of them for
+// the whole run).
+func shardSeeds(first uint64, total int, sh shard.Spec) seedSlice {
+	lo, hi := sh.Range(total)
+	s := seedSlice{total: total, first: first + uint64(lo), list: make([]uint64, 0, hi-lo)}
+	for i := lo; i < hi; i++ {
+		s.list = append(s.list, first+uint64(i))
+	}
+	return s
 }
 
 func hostname() string {
@@ -264,6 +312,14 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, 
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	list, err := scenarios.Select(f.scenarios)
+	if err != nil {
+		return usageError{"--scenarios: " + err.Error()}
+	}
+	lo, hi := f.shard.Range(len(list))
+	if list = list[lo:hi]; len(list) == 0 {
+		return nil
+	}
 	pg, err := scenarios.OpenPostgres(ctx, f.db, io.Discard)
 	if err != nil {
 		return fmt.Errorf("scenarios: %w", err)
@@ -274,7 +330,6 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, 
 		return fmt.Errorf("scenarios: %w", err)
 	}
 	defer env.Close()
-	list := scenarios.Catalogue()
 	for i, s := range list {
 		if why := s.Runnable(); why != nil {
 			card.NotCovered = append(card.NotCovered, fmt.Sprintf("Scenario %s was not run: %v.", s.Name, why))
