@@ -111,11 +111,11 @@ func (st *step) journal(ctx context.Context, jobID, attemptID, from, to string, 
 // transaction 1's refusals, fail_ok) calls it inside its deciding
 // transaction, and no refusal does, since a refusal mutates nothing. The
 // device row is the last lock such a transaction takes (see doc.go).
+//
+// In a pipelined step (Service.pipelined) the write is queued with the
+// step's others, so it costs no round trip of its own.
 func (st *step) heartbeat(ctx context.Context, deviceID string) error {
-	if _, err := st.tx.Exec(ctx, sqlTouchDevice, deviceID, st.now); err != nil {
-		return fmt.Errorf("heartbeat device %s: %w", deviceID, err)
-	}
-	return nil
+	return st.write(ctx, "heartbeat device "+deviceID, false, sqlTouchDevice, deviceID, st.now)
 }
 
 // endAttempt moves a locked attempt to a terminal status under fence f.
