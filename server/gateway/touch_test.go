@@ -28,7 +28,6 @@ func TestTouchIsCoalescedPerWindow(t *testing.T) {
 	// The hello's lease (no job) runs in the offerer; let it end first, so
 	// that it heartbeats at t0 too.
 	require.Eventually(t, func() bool { return counter.Snapshot()[server.OpLease].Commits >= 1 }, gatewaytest.Timeout, tick)
-	start := b.now()
 	touches := func() int64 { return counter.Snapshot()[OpTouch].Outside }
 	// A slots report proves the device alive (and has no reply); the refused
 	// progress behind it, which heartbeats nothing, is answered after the
@@ -48,10 +47,11 @@ func TestTouchIsCoalescedPerWindow(t *testing.T) {
 	}
 	before := touches()
 
-	b.clock.Advance(window - time.Second) // inside the window: nothing written
+	// Inside the window: the gateway writes nothing itself (counted by the
+	// pool tracer; a lease of a late offer pass may still heartbeat).
+	b.clock.Advance(window - time.Second)
 	refused()
 	require.Equal(t, before, touches())
-	require.Equal(t, start, lastSeen())
 
 	b.clock.Advance(time.Second) // the window has passed: one write at now
 	refused()
