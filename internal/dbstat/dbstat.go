@@ -126,6 +126,28 @@ func control(sql string) string {
 	return ""
 }
 
+// statement counts one statement of kind (control's answer) sent while a
+// transaction was open or not, and says whether one is open after it.
+func (v *Counts) statement(kind string, open bool) bool {
+	switch kind {
+	case "begin":
+		v.Transactions++
+		return true
+	case "commit":
+		v.Commits++
+		return false
+	case "rollback":
+		v.Rollbacks++
+		return false
+	}
+	if open {
+		v.InTx++
+	} else {
+		v.Outside++
+	}
+	return open
+}
+
 // inTx reports whether conn has a transaction open (or failed) right now.
 func inTx(conn *pgx.Conn) bool {
 	switch conn.PgConn().TxStatus() {
@@ -142,20 +164,7 @@ func (c *Counter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.
 	kind := control(data.SQL)
 	c.add(ctx, conn, kind, func(v *Counts) {
 		v.RoundTrips++
-		switch kind {
-		case "begin":
-			v.Transactions++
-		case "commit":
-			v.Commits++
-		case "rollback":
-			v.Rollbacks++
-		default:
-			if open {
-				v.InTx++
-			} else {
-				v.Outside++
-			}
-		}
+		v.statement(kind, open)
 	})
 	return ctx
 }
@@ -177,23 +186,7 @@ func (c *Counter) TraceBatchStart(ctx context.Context, conn *pgx.Conn, data pgx.
 				v.RoundTrips++
 				first = false
 			}
-			switch kind {
-			case "begin":
-				v.Transactions++
-				open = true
-			case "commit":
-				v.Commits++
-				open = false
-			case "rollback":
-				v.Rollbacks++
-				open = false
-			default:
-				if open {
-					v.InTx++
-				} else {
-					v.Outside++
-				}
-			}
+			open = v.statement(kind, open)
 		})
 	}
 	return ctx
