@@ -26,11 +26,14 @@ UPDATE devices SET last_seen_at = $2, status = 'online' WHERE id = $1 AND status
 
 	// The matcher: the oldest eligible queued job, skipping jobs other
 	// transactions hold, so concurrent leases never wait on each other.
-	// It returns what the offer carries, so no read follows the lease.
+	// It returns what the offer carries, so no read follows the lease. The
+	// ORDER BY names jobs.id: a bare id would be the output column id::text,
+	// and sorting by that text (the same order) cannot use jobs_queued_idx,
+	// so every pick sorted its candidates (uuid_out per row scanned).
 	sqlPickJob = `
 SELECT id::text, attempt_count, service, params, input_bytes, input_sha256 FROM jobs
 WHERE status = 'queued' AND service = ANY($1::text[]) AND admission_deadline > $2
-ORDER BY created_at, id
+ORDER BY jobs.created_at, jobs.id
 LIMIT 1 FOR UPDATE SKIP LOCKED`
 
 	sqlInsertAttempt = `

@@ -27,7 +27,7 @@ WHERE a.status = 'committing' AND a.lease_expires_at <= $1
 ORDER BY j.created_at, j.id`
 
 	sqlExpiredAdmissions = `
-SELECT id::text FROM jobs WHERE status = 'queued' AND admission_deadline <= $1 ORDER BY created_at, id`
+SELECT id::text FROM jobs WHERE status = 'queued' AND admission_deadline <= $1 ORDER BY jobs.created_at, jobs.id`
 
 	// Devices are locked in id order so that concurrent sweepers cannot deadlock.
 	sqlSilentDevices = `

@@ -18,7 +18,7 @@ const OutputInvariant = 8
 
 const sqlSucceededOutputs = `
 SELECT id::text, output_key, output_bytes, output_sha256 FROM jobs
-WHERE status = 'succeeded' ORDER BY created_at, id`
+WHERE status = 'succeeded' ORDER BY jobs.created_at, jobs.id`
 
 type recordedOutput struct {
 	jobID, key, sha string
