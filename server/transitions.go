@@ -47,6 +47,14 @@ INSERT INTO webhook_outbox (job_id, event, payload, created_at, next_attempt_at)
 	sqlJournal = `
 INSERT INTO job_events (kind, job_id, attempt_id, from_status, to_status, code, actor, at)
 VALUES ($1, $2, nullif($3, '')::uuid, nullif($4, ''), $5, $6, $7, $8)`
+
+	// sqlJournalRows is sqlJournal for several rows of one step (one actor,
+	// one instant) in one statement: unnest keeps the arrays' order, so the
+	// rows get their serial ids in the order the step journalled them.
+	sqlJournalRows = `
+INSERT INTO job_events (kind, job_id, attempt_id, from_status, to_status, code, actor, at)
+SELECT k, j, nullif(a, '')::uuid, nullif(f, ''), t, c, $7, $8
+FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(k, j, a, f, t, c)`
 )
 
 // step is the context of one deciding transaction: who acts and when. Every
@@ -58,6 +66,20 @@ type step struct {
 	// pipe, when set, collects the step's writes, to be sent in one round
 	// trip by flush (see Service.pipelined); nil runs each write at once.
 	pipe *pgx.Batch
+	// events are the journal rows a pipelined step has queued since its last
+	// flush, which sends them last and as one statement: they reference
+	// only rows written before them.
+	events journalRows
+}
+
+// journalRows are job_events rows as the columns of sqlJournalRows.
+type journalRows struct {
+	kind, job, attempt, from, to, code []string
+}
+
+func (r *journalRows) add(kind, jobID, attemptID, from, to, code string) {
+	r.kind, r.job, r.attempt = append(r.kind, kind), append(r.job, jobID), append(r.attempt, attemptID)
+	r.from, r.to, r.code = append(r.from, from), append(r.to, to), append(r.code, code)
 }
 
 // write runs one write, or queues it when the step pipelines. one says the
@@ -84,7 +106,18 @@ func (st *step) write(ctx context.Context, what string, one bool, sql string, ar
 // flush sends the queued writes (and any reads queued behind them) in one
 // round trip and runs their checks.
 func (st *step) flush(ctx context.Context) error {
-	if st.pipe == nil || st.pipe.Len() == 0 {
+	if st.pipe == nil {
+		return nil
+	}
+	switch ev := st.events; len(ev.kind) {
+	case 0:
+	case 1:
+		st.pipe.Queue(sqlJournal, ev.kind[0], ev.job[0], ev.attempt[0], ev.from[0], ev.to[0], ev.code[0], string(st.actor), st.now)
+	default:
+		st.pipe.Queue(sqlJournalRows, ev.kind, ev.job, ev.attempt, ev.from, ev.to, ev.code, string(st.actor), st.now)
+	}
+	st.events = journalRows{}
+	if st.pipe.Len() == 0 {
 		return nil
 	}
 	b := st.pipe
@@ -101,6 +134,10 @@ func (st *step) journal(ctx context.Context, jobID, attemptID, from, to string, 
 	kind := "job"
 	if attemptID != "" {
 		kind = "attempt"
+	}
+	if st.pipe != nil {
+		st.events.add(kind, jobID, attemptID, from, to, string(code))
+		return nil
 	}
 	return st.write(ctx, fmt.Sprintf("journal %s %s -> %s", kind, from, to), false, sqlJournal, kind, jobID, attemptID,
 		from, to, string(code), string(st.actor), st.now)
