@@ -116,11 +116,14 @@ var Catalogue = []Mutant{
 		What: "the sweeper succeeds an abandoned commit without its verification verdict"},
 	// Progress.
 	{ID: "progress-after-expiry", Kind: "fence", File: "server/progress.go",
-		Old: "case !st.now.Before(a.LeaseExpiresAt):", New: "case false:",
-		What: "progress renews a lease that has already expired"},
+		Old: "case !now.Before(*expiresAt):", New: "case false:",
+		What: "progress's checks accept a lease that has already expired"},
 	{ID: "progress-phase-regression", Kind: "fence", File: "server/progress.go",
-		Old: "case protocol.PhaseRank(p.Phase) < protocol.PhaseRank(a.Status):", New: "case false:",
-		What: "progress may move an attempt back to an earlier phase"},
+		Old: "case protocol.PhaseRank(p.Phase) < protocol.PhaseRank(*status):", New: "case false:",
+		What: "progress's checks accept a move back to an earlier phase"},
+	{ID: "progress-write-any-epoch", Kind: "where-predicate", File: "server/progress.go",
+		Old: "AND x.lease_epoch = $4", New: "AND $4::int IS NOT NULL",
+		What: "progress's fenced write ignores the lease epoch (its checks still refuse a stale one)"},
 	// Webhooks.
 	{ID: "webhook-failure-not-retried", Kind: "webhook", File: "server/webhook/deliver.go",
 		Old: "d.exec(ctx, sqlFailed, w.ID, w.Attempts, msg, next)", New: "d.exec(ctx, sqlDelivered, w.ID, at, nil)",

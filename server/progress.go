@@ -2,74 +2,128 @@ package server
 
 import (
 	"context"
+	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 )
 
-// sqlRenewLease sets the phase and renews the lease under the full fence;
-// with an unchanged phase it only renews.
-const sqlRenewLease = `
-UPDATE job_attempts SET status = $5, lease_expires_at = $6
-WHERE id = $1 AND job_id = $2 AND device_id = $3 AND lease_epoch = $4 AND status = $7`
+// sqlProgress is a whole Progress in one statement, so in one implicit
+// transaction and one round trip. It locks the job, then the attempt (the
+// order of doc.go: a references j, u references a, h references u, so each
+// CTE runs after the one it reads), renews the lease and sets the phase
+// only if every check of docs/semantics.md passes, journals a changed
+// phase and heartbeats the device last. It returns the locked rows as they
+// were before the write, and whether the write happened: Go decides the
+// reply from the former with the same ordered checks and requires the
+// latter to agree (ErrInternal otherwise).
+//
+// The write's WHERE is the full fence on the attempt row (device, epoch,
+// lease phase, unexpired, no phase regression) plus the locked job not
+// cancelling, so at READ COMMITTED a concurrent writer that committed
+// between the snapshot and the lock is re-checked against the newest row.
+// The phase ranks are protocol.PhaseRank's (unknown phase 0).
+//
+// $1 job, $2 attempt, $3 device, $4 epoch, $5 phase, $6 now (NULL: the
+// database clock), $7 LeaseTTL in microseconds, $8 the journal's actor.
+const sqlProgress = `
+WITH t AS (SELECT coalesce($6::timestamptz, now()) AS now),
+j AS (SELECT id, status FROM jobs WHERE id = $1 FOR UPDATE),
+a AS (
+    SELECT id, job_id, device_id, status, lease_epoch, lease_expires_at FROM job_attempts
+    WHERE id = $2 AND job_id = (SELECT id FROM j) FOR UPDATE),
+u AS (
+    UPDATE job_attempts x SET status = $5, lease_expires_at = t.now + $7::bigint * interval '1 microsecond'
+    FROM t, a, j
+    WHERE x.id = $2 AND x.id = a.id AND x.job_id = j.id AND x.device_id = $3 AND x.lease_epoch = $4
+      AND x.status IN ('leased', 'downloading', 'running', 'uploading')
+      AND j.status <> 'cancelling'
+      AND t.now < x.lease_expires_at
+      AND coalesce(array_position('{leased,downloading,running,uploading}'::text[], $5::text), 0)
+          >= array_position('{leased,downloading,running,uploading}'::text[], x.status)
+    RETURNING x.lease_expires_at, a.status AS old_status),
+e AS (
+    INSERT INTO job_events (kind, job_id, attempt_id, from_status, to_status, code, actor, at)
+    SELECT 'attempt', $1, $2, u.old_status, $5, '', $8, t.now FROM u, t WHERE u.old_status <> $5),
+h AS (
+    UPDATE devices SET last_seen_at = t.now, status = 'online' FROM t
+    WHERE id = $3 AND status <> 'revoked' AND EXISTS (SELECT 1 FROM u))
+SELECT t.now, j.status, a.id::text, a.device_id::text, a.status, a.lease_epoch, a.lease_expires_at,
+       (SELECT lease_expires_at FROM u)
+FROM t LEFT JOIN j ON true LEFT JOIN a ON true`
 
 // Progress reports a lease phase for the device's attempt and renews the
-// lease. The first failing check of docs/semantics.md wins and nothing is
-// mutated; the epoch never changes.
+// lease, in one statement (sqlProgress). The first failing check of
+// docs/semantics.md wins and nothing is mutated; the epoch never changes.
+// Ids that are not canonical uuids name nothing and reach no database.
 func (s *Service) Progress(ctx context.Context, now time.Time, deviceID string, p protocol.Progress) (protocol.Reply, error) {
-	var r protocol.Reply
-	var l jobAttemptLock
-	err := s.pipelined(ctx, OpProgress, now, protocol.ActorDevice, func(b *pgx.Batch) { l.queue(b, p.JobID, p.AttemptID) },
-		func(ctx context.Context, st *step) error {
-			var err error
-			r, err = s.progress(ctx, st, deviceID, p, &l)
-			return err
-		})
-	return r, err
-}
-
-// progress decides on the job and attempt l locked (in the transaction's
-// first round trip); its writes go out together.
-func (s *Service) progress(ctx context.Context, st *step, deviceID string, p protocol.Progress, l *jobAttemptLock) (protocol.Reply, error) {
 	conflict := func(reason protocol.ConflictReason) (protocol.Reply, error) {
 		return protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: reason}, nil
 	}
-	j, a, ok := l.result()
-	switch {
-	case !ok || (a.DeviceID != deviceID && !s.v.progressIgnoresDevice()) || a.LeaseEpoch != p.LeaseEpoch:
+	if !protocol.ValidID(p.JobID) || !protocol.ValidID(p.AttemptID) || !protocol.ValidID(deviceID) {
 		return conflict(protocol.ReasonIdentityMismatch)
-	case !a.Status.LeasePhase():
+	}
+	q := sqlProgress
+	if s.v.progressIgnoresDevice() {
+		q = strings.Replace(q, "x.device_id = $3", "$3::uuid IS NOT NULL", 1)
+	}
+	var nowArg any // NULL: the database clock
+	if !now.IsZero() {
+		nowArg = now.UTC().Truncate(time.Microsecond)
+	}
+	var (
+		dbNow              time.Time
+		jobStatus          *protocol.JobStatus
+		attemptID, device  *string
+		status             *protocol.AttemptStatus
+		epoch              *int
+		expiresAt, renewed *time.Time
+	)
+	ctx = dbstat.WithOp(ctx, OpProgress)
+	err := s.retrying(ctx, OpProgress, func() error {
+		return s.pool.QueryRow(ctx, q, p.JobID, p.AttemptID, deviceID, p.LeaseEpoch, string(p.Phase), nowArg,
+			s.cfg.LeaseTTL.Microseconds(), string(protocol.ActorDevice)).Scan(&dbNow, &jobStatus, &attemptID, &device, &status, &epoch, &expiresAt, &renewed)
+	})
+	if err != nil {
+		return protocol.Reply{}, err
+	}
+	r := progressReply(dbNow.UTC(), deviceID, p, jobStatus, attemptID, device, status, epoch, expiresAt, s.v.progressIgnoresDevice())
+	switch ok := r.Code == protocol.CodeProgressOK; {
+	case ok && renewed == nil:
+		return protocol.Reply{}, internalf("progress of attempt %s: the checks passed but the fenced write matched no row", p.AttemptID)
+	case !ok && renewed != nil:
+		return protocol.Reply{}, internalf("progress of attempt %s: the write renewed the lease but the checks answered %s %s",
+			p.AttemptID, r.Code, r.Reason)
+	case ok:
+		if p.Phase != *status {
+			if err := protocol.AssertAttemptTransition(*status, p.Phase); err != nil {
+				return protocol.Reply{}, internalf("attempt %s: %v", p.AttemptID, err)
+			}
+		}
+		r.JobID, r.AttemptID, r.LeaseExpiresAt = p.JobID, p.AttemptID, renewed.UTC()
+	}
+	return r, nil
+}
+
+// progressReply decides a progress from the job and attempt rows as locked
+// (nil pointers: no such row), in the order of docs/semantics.md.
+func progressReply(now time.Time, deviceID string, p protocol.Progress, jobStatus *protocol.JobStatus,
+	attemptID, device *string, status *protocol.AttemptStatus, epoch *int, expiresAt *time.Time, anyDevice bool) protocol.Reply {
+	conflict := func(reason protocol.ConflictReason) protocol.Reply {
+		return protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: reason}
+	}
+	switch {
+	case jobStatus == nil || attemptID == nil || (*device != deviceID && !anyDevice) || *epoch != p.LeaseEpoch:
+		return conflict(protocol.ReasonIdentityMismatch)
+	case !status.LeasePhase():
 		return conflict(protocol.ReasonAttemptTerminal)
-	case j.Status == protocol.JobCancelling:
+	case *jobStatus == protocol.JobCancelling:
 		return conflict(protocol.ReasonJobCancelling)
-	case !st.now.Before(a.LeaseExpiresAt):
+	case !now.Before(*expiresAt):
 		return conflict(protocol.ReasonLeaseExpired)
-	case protocol.PhaseRank(p.Phase) < protocol.PhaseRank(a.Status):
+	case protocol.PhaseRank(p.Phase) < protocol.PhaseRank(*status):
 		return conflict(protocol.ReasonPhaseRegression)
 	}
-	if p.Phase != a.Status {
-		if err := protocol.AssertAttemptTransition(a.Status, p.Phase); err != nil {
-			return protocol.Reply{}, internalf("attempt %s: %v", a.ID, err)
-		}
-	}
-	expires := at(st.now, s.cfg.LeaseTTL)
-	fenceDevice := deviceID
-	if s.v.progressIgnoresDevice() {
-		fenceDevice = a.DeviceID
-	}
-	if err := st.write(ctx, "renew lease of "+a.ID, true, sqlRenewLease, a.ID, a.JobID, fenceDevice, p.LeaseEpoch,
-		string(p.Phase), expires, string(a.Status)); err != nil {
-		return protocol.Reply{}, err
-	}
-	if p.Phase != a.Status {
-		if err := st.journal(ctx, a.JobID, a.ID, string(a.Status), string(p.Phase), ""); err != nil {
-			return protocol.Reply{}, err
-		}
-	}
-	if err := st.heartbeat(ctx, deviceID); err != nil {
-		return protocol.Reply{}, err
-	}
-	return protocol.Reply{Code: protocol.CodeProgressOK, JobID: a.JobID, AttemptID: a.ID, LeaseExpiresAt: expires}, nil
+	return protocol.Reply{Code: protocol.CodeProgressOK}
 }
