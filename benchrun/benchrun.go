@@ -61,6 +61,11 @@ type Config struct {
 	TwoProcess bool
 	// Exe is the rendermac binary TwoProcess starts ("" : this executable).
 	Exe string
+	// MetricsURL is the base URL of the server's /metrics when it has a
+	// listener of its own ("" : the server's URL); MetricsToken its bearer
+	// token ("" : none). Only RunClientOnly's server can have either; the
+	// token is sent and never logged.
+	MetricsURL, MetricsToken string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
 

@@ -49,11 +49,15 @@ func (r DBResult) HappyPath() dbstat.Counts {
 	return c
 }
 
-// scrapeDB reads the rendermac_db_* counters from the server's /metrics.
-func scrapeDB(ctx context.Context, httpc *http.Client, baseURL string) (map[string]dbstat.Counts, error) {
+// scrapeDB reads the rendermac_db_* counters from the /metrics at baseURL,
+// sending token as its bearer token when set.
+func scrapeDB(ctx context.Context, httpc *http.Client, baseURL, token string) (map[string]dbstat.Counts, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/metrics", nil)
 	if err != nil {
 		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := httpc.Do(req)
 	if err != nil {

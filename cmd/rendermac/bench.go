@@ -17,13 +17,15 @@ import (
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	d := benchrun.Defaults
 	set := newFlagSet("bench", "[--agents N] [--slots S] [--jobs M] [--duration D] [--two-process] [--json FILE] [--cpuprofile FILE]\n"+
-		"       rendermac bench --client-only --url URL --db URL [--agents N] [--slots S] [--jobs M] [--duration D]", stderr)
+		"       rendermac bench --client-only --url URL --db URL [--metrics-url URL] [--metrics-token-file FILE] [--agents N] [--slots S] [--jobs M] [--duration D]", stderr)
 	agents := set.Int("agents", d.Agents, "simulated agents")
 	slots := set.Int("slots", d.Slots, "slots of each simulated agent (attempts it works at once)")
 	twoProcess := set.Bool("two-process", false, "also run the stack phases against `rendermac server` started as a subprocess (this binary), so client and server cost are separate")
 	clientOnly := set.Bool("client-only", false, "only generate the load, against a server already running at --url on the database --db (no embedded Postgres, pgbench, idle sessions or campaigns)")
 	url := set.String("url", "", "with --client-only: the server's base URL, e.g. http://127.0.0.1:8080")
 	db := set.String("db", os.Getenv("DATABASE_URL"), "with --client-only: the server's Postgres URL, for the setup (buyers, devices) and the invariant check (env DATABASE_URL)")
+	metricsURL := set.String("metrics-url", "", "with --client-only: the base URL of the server's /metrics when it has a listener of its own (server --metrics-listen; default --url)")
+	metricsTokenFile := set.String("metrics-token-file", "", "with --client-only: the file holding the bearer token of the server's /metrics (server --metrics-token-file); the token is sent, never printed")
 	jobs := set.Int("jobs", d.Jobs, "jobs of the peak phase, all submitted up front")
 	duration := set.Duration("duration", d.Duration, "submission window of the half-peak latency phase (the progress phase runs half of it)")
 	idle := set.Int("idle-sessions", d.IdleSessions, "idle sessions held for the memory figure")
@@ -46,8 +48,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{"--slots must be 1..64"}
 	case *clientOnly && (*url == "" || *db == ""):
 		return usageError{"--client-only needs --url (the running server) and --db (its database, or DATABASE_URL)"}
-	case !*clientOnly && *url != "":
-		return usageError{"--url is only for --client-only"}
+	case !*clientOnly && (*url != "" || *metricsURL != "" || *metricsTokenFile != ""):
+		return usageError{"--url, --metrics-url and --metrics-token-file are only for --client-only"}
 	case *clientOnly && *twoProcess:
 		return usageError{"--two-process starts its own server; --client-only uses yours: pick one"}
 	case *jobs < 1 || *jobs > 1000000:
@@ -70,13 +72,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer pprof.StopCPUProfile()
 	}
+	metricsToken, err := readMetricsToken(*metricsTokenFile)
+	if err != nil {
+		return usageError{err.Error()}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find this binary to run the idle clients' process: %w", err)
 	}
 	cfg := benchrun.Config{Agents: *agents, Slots: *slots, TwoProcess: *twoProcess, Jobs: *jobs, Duration: *duration, IdleSessions: *idle,
 		PgbenchClients: *pgClients, PgbenchSeconds: *pgSeconds, PgbenchScript: *script,
-		ModelSeconds: d.ModelSeconds, DiffSeconds: d.DiffSeconds, Log: stderr}
+		ModelSeconds: d.ModelSeconds, DiffSeconds: d.DiffSeconds, Log: stderr,
+		MetricsURL: *metricsURL, MetricsToken: metricsToken}
 	// The idle sessions' clients run in a second copy of this binary.
 	cfg.IdleClientCommand = []string{self, "bench", "--idle-clients"}
 	var res *benchrun.Result

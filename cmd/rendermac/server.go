@@ -177,6 +177,17 @@ const minMetricsTokenBytes = 16
 // returns only its hash, which is all the server keeps. Like the signing
 // key, the file must not be readable by group or others.
 func loadMetricsToken(path string) (string, error) {
+	token, err := readMetricsToken(path)
+	if err != nil || token == "" {
+		return "", err
+	}
+	return api.HashSecret(token), nil
+}
+
+// readMetricsToken reads the bearer token of /metrics from path ("" : none).
+// It refuses a file readable by group or others, and a token that is not
+// one line of at least minMetricsTokenBytes; the token is never logged.
+func readMetricsToken(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
@@ -196,5 +207,5 @@ func loadMetricsToken(path string) (string, error) {
 		return "", fmt.Errorf("metrics token %s: want one line of at least %d bytes without spaces (e.g. `openssl rand -hex 32`)",
 			path, minMetricsTokenBytes)
 	}
-	return api.HashSecret(token), nil
+	return token, nil
 }
