@@ -20,7 +20,9 @@ import (
 // latter to agree (ErrInternal otherwise).
 //
 // The write's WHERE is the full fence on the attempt row (device, epoch,
-// lease phase, unexpired, no phase regression) plus the locked job not
+// unexpired; its status is read from a, the same row as locked, so that
+// the planner cannot take a partial index on the live statuses for a
+// primary-key lookup) and no phase regression, plus the locked job not
 // cancelling, so at READ COMMITTED a concurrent writer that committed
 // between the snapshot and the lock is re-checked against the newest row.
 // The phase ranks are protocol.PhaseRank's (unknown phase 0).
@@ -37,11 +39,11 @@ u AS (
     UPDATE job_attempts x SET status = $5, lease_expires_at = t.now + $7::bigint * interval '1 microsecond'
     FROM t, a, j
     WHERE x.id = $2 AND x.id = a.id AND x.job_id = j.id AND x.device_id = $3 AND x.lease_epoch = $4
-      AND x.status IN ('leased', 'downloading', 'running', 'uploading')
+      AND a.status IN ('leased', 'downloading', 'running', 'uploading')
       AND j.status <> 'cancelling'
       AND t.now < x.lease_expires_at
       AND coalesce(array_position('{leased,downloading,running,uploading}'::text[], $5::text), 0)
-          >= array_position('{leased,downloading,running,uploading}'::text[], x.status)
+          >= array_position('{leased,downloading,running,uploading}'::text[], a.status)
     RETURNING x.lease_expires_at, a.status AS old_status),
 e AS (
     INSERT INTO job_events (kind, job_id, attempt_id, from_status, to_status, code, actor, at)
