@@ -59,8 +59,8 @@ var ErrInternal = errors.New("server: internal invariant broken")
 var ErrNotFound = errors.New("server: not found")
 
 // Service is the fenced control plane on Postgres: every operation of SPEC
-// section 3 as one or two short transactions, with the order of checks and
-// effects of docs/semantics.md. It is safe for concurrent use; several
+// section 3 as one or two short transactions (Progress: one statement), with
+// the order of checks and effects of docs/semantics.md. It is safe for concurrent use; several
 // Services (gateway processes) may share one database.
 type Service struct {
 	pool  *pgxpool.Pool
