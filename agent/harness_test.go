@@ -1,12 +1,10 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/mp4"
+	"github.com/rendermac/rendermac/internal/syncbuf"
 )
 
 // testBundle is one agent running against its own fake gateway.
@@ -34,7 +33,7 @@ type testBundle struct {
 func setup(t *testing.T, opts ...func(*Config)) *testBundle {
 	t.Helper()
 	b := &testBundle{gw: newFakeGateway(t), gated: newGatedRunner(), workDir: t.TempDir(), done: make(chan struct{})}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	runners := runner.Builtin(clock.Real{}, "")
 	runners["test.gated"] = b.gated
 	runners["test.garbage"] = garbageRunner{}
@@ -127,21 +126,4 @@ type garbageRunner struct{}
 
 func (garbageRunner) Run(_ context.Context, _ runner.Spec, _, out string) error {
 	return os.WriteFile(out, []byte("definitely not an mp4"), 0o600)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

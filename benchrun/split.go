@@ -1,7 +1,6 @@
 package benchrun
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -13,9 +12,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/rendermac/rendermac/internal/syncbuf"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/store"
@@ -82,7 +81,7 @@ func runSplit(ctx context.Context, cfg Config, dbURL string) (*SplitResult, erro
 	}
 	srv := exec.Command(exe, "server", "--db", dbURL, "--listen", addr, "--artifacts", filepath.Join(dir, "artifacts"),
 		"--signing-key-file", key, "--log-level", "error")
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	srv.Stdout, srv.Stderr = &logs, &logs
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start %s server: %w", exe, err)
@@ -104,11 +103,11 @@ func runSplit(ctx context.Context, cfg Config, dbURL string) (*SplitResult, erro
 	fmt.Fprintf(cfg.Log, "bench: two-process: %s server --listen %s (pid %d)\n", exe, addr, srv.Process.Pid)
 	if err := waitReady(ctx, base, exited); err != nil {
 		_ = stop()
-		return nil, fmt.Errorf("%w; server output: %s", err, logs.tail())
+		return nil, fmt.Errorf("%w; server output: %s", err, tail(&logs))
 	}
 	r, err := RunClientOnly(ctx, cfg, base, dbURL)
 	if serr := stop(); err == nil && serr != nil {
-		err = fmt.Errorf("server process: %w; output: %s", serr, logs.tail())
+		err = fmt.Errorf("server process: %w; output: %s", serr, tail(&logs))
 	}
 	if r == nil {
 		return nil, err
@@ -153,22 +152,9 @@ func waitReady(ctx context.Context, base string, exited <-chan error) error {
 	return errors.New("server process not ready within 60s")
 }
 
-// lockedBuffer collects a subprocess's output.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) tail() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
+// tail is the end of a subprocess's output, for an error message.
+func tail(b *syncbuf.Buffer) string {
+	s := b.String()
 	if len(s) > 2000 {
 		s = "..." + s[len(s)-2000:]
 	}

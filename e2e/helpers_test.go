@@ -26,6 +26,7 @@ import (
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/pgprovider"
+	"github.com/rendermac/rendermac/internal/syncbuf"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/controlplane"
@@ -53,8 +54,7 @@ const (
 // logBuffer collects a component's logs; they are printed only when the
 // test fails, so a passing run stays quiet.
 type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	syncbuf.Buffer
 }
 
 // pollLog marks the API's log line for a GET /v1/jobs/{id}: the tests poll
@@ -65,15 +65,7 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	if bytes.Contains(p, pollLog) && bytes.Contains(p, []byte(" status=200 ")) {
 		return len(p), nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	return l.Buffer.Write(p)
 }
 
 func newLogBuffer(t *testing.T, name string) *logBuffer {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/pgtest"
+	"github.com/rendermac/rendermac/internal/syncbuf"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
@@ -143,7 +144,7 @@ func newWorld(t *testing.T) *world {
 type proc struct {
 	name, addr, base string
 	cmd              *exec.Cmd
-	logs             *syncBuffer
+	logs             *syncbuf.Buffer
 	exited           chan struct{}
 	state            *os.ProcessState // set once exited is closed
 }
@@ -156,7 +157,7 @@ var listeningLine = regexp.MustCompile(`msg="rendermac server listening" addr=(\
 // logging its output if the test failed.
 func (w *world) start(t *testing.T, name, listen, faults string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, logs: &syncBuffer{}, exited: make(chan struct{})}
+	p := &proc{name: name, logs: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	args := append([]string{"server", "--db", w.db, "--artifacts", w.artifacts, "--signing-key-file", w.keyFile,
 		"--listen", listen, "--lease-ttl", leaseTTL.String(), "--heartbeat", heartbeat.String()}, extra...)
 	p.cmd = exec.Command(w.bin, args...)
@@ -356,24 +357,6 @@ func (w *world) requireNoViolations(t *testing.T) {
 	v, err := store.CheckInvariants(context.Background(), w.pool)
 	require.NoError(t, err)
 	require.Empty(t, v)
-}
-
-// syncBuffer collects a subprocess's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // expectClosed requires that the session ends before any further frame.

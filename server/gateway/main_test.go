@@ -22,6 +22,7 @@ import (
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/pgtest"
+	"github.com/rendermac/rendermac/internal/syncbuf"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/artifact"
@@ -68,7 +69,7 @@ type bundle struct {
 	gw     *Gateway
 	srv    *httptest.Server
 	clock  *clock.Stub
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 }
 
 // setup creates a database with a buyer, two paired devices and a revoked
@@ -130,7 +131,7 @@ func newBundle(t *testing.T, url string, st *testStore, cfg Config) *bundle {
 		server.Config{LeaseTTL: ttl})
 	b.signer, err = grant.NewSigner([]byte(strings.Repeat("k", grant.MinKeyBytes)), "http://artifacts.test")
 	require.NoError(t, err)
-	b.logs = &syncBuffer{}
+	b.logs = &syncbuf.Buffer{}
 	b.gw = New(b.svc, pool, b.signer, b.m, slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), b.logs), nil)), cfg)
 	b.srv = httptest.NewServer(b.gw.Handler())
 	runCtx, stop := context.WithCancel(ctx)
@@ -322,22 +323,4 @@ func requireUnchanged(t *testing.T, before, after protocol.Snapshot) {
 		return s
 	}
 	require.Equal(t, strip(before), strip(after))
-}
-
-// syncBuffer collects a gateway's log output for tests that read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
