@@ -179,3 +179,24 @@ type ErrorMessage struct {
 
 // CodeBadMessage is the error code of a malformed frame.
 const CodeBadMessage = "bad_message"
+
+// AnswerAbout returns the job and attempt a gateway's answer to a device
+// frame is about: progress_ok, lease_conflict, commit_ok, commit_rejected,
+// fail_ok or fail_rejected. ok is false for any other frame.
+func AnswerAbout(msg any) (jobID, attemptID string, ok bool) {
+	switch m := msg.(type) {
+	case *ProgressOK:
+		return m.JobID, m.AttemptID, true
+	case *LeaseConflict:
+		return m.JobID, m.AttemptID, true
+	case *CommitOK:
+		return m.JobID, m.AttemptID, true
+	case *CommitRejected:
+		return m.JobID, m.AttemptID, true
+	case *FailOK:
+		return m.JobID, m.AttemptID, true
+	case *FailRejected:
+		return m.JobID, m.AttemptID, true
+	}
+	return "", "", false
+}

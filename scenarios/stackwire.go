@@ -114,28 +114,10 @@ func (t *StackTarget) roundTrip(ctx context.Context, dev string, msg any, jobID,
 	if err != nil {
 		return nil, fmt.Errorf("answer to %T: %w", msg, err)
 	}
-	if j, a, ok := aboutAttempt(reply); ok && (j != jobID || a != attemptID) {
+	if j, a, ok := protocol.AnswerAbout(reply); ok && (j != jobID || a != attemptID) {
 		return nil, fmt.Errorf("answer to %T about %s/%s is about %s/%s", msg, jobID, attemptID, j, a)
 	}
 	return reply, nil
-}
-
-func aboutAttempt(msg any) (jobID, attemptID string, ok bool) {
-	switch m := msg.(type) {
-	case *protocol.ProgressOK:
-		return m.JobID, m.AttemptID, true
-	case *protocol.LeaseConflict:
-		return m.JobID, m.AttemptID, true
-	case *protocol.CommitOK:
-		return m.JobID, m.AttemptID, true
-	case *protocol.CommitRejected:
-		return m.JobID, m.AttemptID, true
-	case *protocol.FailOK:
-		return m.JobID, m.AttemptID, true
-	case *protocol.FailRejected:
-		return m.JobID, m.AttemptID, true
-	}
-	return "", "", false
 }
 
 // badEpoch maps a bad_message answer to the reply the contract gives the

@@ -197,20 +197,8 @@ func nextFor(ctx context.Context, c *gatewaytest.Client, o *protocol.LeaseOffer)
 		if err != nil {
 			return nil, err
 		}
-		var about string
+		_, about, _ := protocol.AnswerAbout(msg)
 		switch m := msg.(type) {
-		case *protocol.ProgressOK:
-			about = m.AttemptID
-		case *protocol.LeaseConflict:
-			about = m.AttemptID
-		case *protocol.CommitOK:
-			about = m.AttemptID
-		case *protocol.CommitRejected:
-			about = m.AttemptID
-		case *protocol.FailOK:
-			about = m.AttemptID
-		case *protocol.FailRejected:
-			about = m.AttemptID
 		case *protocol.Cancel:
 			about = m.AttemptID
 		case *protocol.LeaseOffer:
