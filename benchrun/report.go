@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/olekukonko/tablewriter"
 
@@ -225,7 +227,7 @@ func printDB(w io.Writer, prefix string, db DBResult) error {
 	if err := row("= happy path", db.HappyPath()); err != nil {
 		return err
 	}
-	for _, op := range dbstat.Ops(db.ByOp) {
+	for _, op := range slices.Sorted(maps.Keys(db.ByOp)) {
 		if !happy[op] {
 			label := "(not per job) " + op
 			if alsoPerJob[op] {

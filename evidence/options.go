@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -136,12 +137,7 @@ func duration(ms int64) string {
 // sortedCodes returns reply codes in byte order, the one order every format
 // and Diff use, so map iteration order never reaches the output.
 func sortedCodes(m map[string]int) []string {
-	codes := make([]string, 0, len(m))
-	for code := range m {
-		codes = append(codes, code)
-	}
-	slices.Sort(codes)
-	return codes
+	return slices.Sorted(maps.Keys(m))
 }
 
 // failureTitle names a failure by its source and, for campaigns, its seed.

@@ -9,7 +9,6 @@ package dbstat
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"sync"
 
@@ -197,13 +196,3 @@ func (c *Counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQuer
 
 // TraceBatchEnd implements pgx.BatchTracer.
 func (c *Counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-// Ops returns the operation names of m, sorted.
-func Ops(m map[string]Counts) []string {
-	out := make([]string, 0, len(m))
-	for op := range m {
-		out = append(out, op)
-	}
-	sort.Strings(out)
-	return out
-}
