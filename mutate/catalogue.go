@@ -116,10 +116,10 @@ var Catalogue = []Mutant{
 		What: "the sweeper succeeds an abandoned commit without its verification verdict"},
 	// Progress.
 	{ID: "progress-after-expiry", Kind: "fence", File: "server/progress.go",
-		Old: "case !now.Before(*expiresAt):", New: "case false:",
+		Old: "case !r.now.Before(*r.expiresAt):", New: "case false:",
 		What: "progress's checks accept a lease that has already expired"},
 	{ID: "progress-phase-regression", Kind: "fence", File: "server/progress.go",
-		Old: "case protocol.PhaseRank(p.Phase) < protocol.PhaseRank(*status):", New: "case false:",
+		Old: "case protocol.PhaseRank(p.Phase) < protocol.PhaseRank(*r.status):", New: "case false:",
 		What: "progress's checks accept a move back to an earlier phase"},
 	{ID: "progress-write-any-epoch", Kind: "where-predicate", File: "server/progress.go",
 		Old: "AND x.lease_epoch = $4", New: "AND $4::int IS NOT NULL",

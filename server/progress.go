@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 )
@@ -60,71 +62,77 @@ FROM t LEFT JOIN j ON true LEFT JOIN a ON true`
 // docs/semantics.md wins and nothing is mutated; the epoch never changes.
 // Ids that are not canonical uuids name nothing and reach no database.
 func (s *Service) Progress(ctx context.Context, now time.Time, deviceID string, p protocol.Progress) (protocol.Reply, error) {
-	conflict := func(reason protocol.ConflictReason) (protocol.Reply, error) {
-		return protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: reason}, nil
-	}
+	anyDevice := s.v.progressIgnoresDevice()
 	if !protocol.ValidID(p.JobID) || !protocol.ValidID(p.AttemptID) || !protocol.ValidID(deviceID) {
-		return conflict(protocol.ReasonIdentityMismatch)
+		return progressRows{}.reply(deviceID, p, anyDevice), nil // no rows: identity_mismatch
 	}
 	q := sqlProgress
-	if s.v.progressIgnoresDevice() {
+	if anyDevice {
 		q = strings.Replace(q, "x.device_id = $3", "$3::uuid IS NOT NULL", 1)
 	}
 	var nowArg any // NULL: the database clock
 	if !now.IsZero() {
 		nowArg = now.UTC().Truncate(time.Microsecond)
 	}
-	var (
-		dbNow              time.Time
-		jobStatus          *protocol.JobStatus
-		attemptID, device  *string
-		status             *protocol.AttemptStatus
-		epoch              *int
-		expiresAt, renewed *time.Time
-	)
+	var rows progressRows
 	ctx = dbstat.WithOp(ctx, OpProgress)
 	err := s.retrying(ctx, OpProgress, func() error {
-		return s.pool.QueryRow(ctx, q, p.JobID, p.AttemptID, deviceID, p.LeaseEpoch, string(p.Phase), nowArg,
-			s.cfg.LeaseTTL.Microseconds(), string(protocol.ActorDevice)).Scan(&dbNow, &jobStatus, &attemptID, &device, &status, &epoch, &expiresAt, &renewed)
+		return rows.scan(s.pool.QueryRow(ctx, q, p.JobID, p.AttemptID, deviceID, p.LeaseEpoch, string(p.Phase), nowArg,
+			s.cfg.LeaseTTL.Microseconds(), string(protocol.ActorDevice)))
 	})
 	if err != nil {
 		return protocol.Reply{}, err
 	}
-	r := progressReply(dbNow.UTC(), deviceID, p, jobStatus, attemptID, device, status, epoch, expiresAt, s.v.progressIgnoresDevice())
+	r := rows.reply(deviceID, p, anyDevice)
 	switch ok := r.Code == protocol.CodeProgressOK; {
-	case ok && renewed == nil:
+	case ok && rows.renewed == nil:
 		return protocol.Reply{}, internalf("progress of attempt %s: the checks passed but the fenced write matched no row", p.AttemptID)
-	case !ok && renewed != nil:
+	case !ok && rows.renewed != nil:
 		return protocol.Reply{}, internalf("progress of attempt %s: the write renewed the lease but the checks answered %s %s",
 			p.AttemptID, r.Code, r.Reason)
 	case ok:
-		if p.Phase != *status {
-			if err := protocol.AssertAttemptTransition(*status, p.Phase); err != nil {
+		if p.Phase != *rows.status {
+			if err := protocol.AssertAttemptTransition(*rows.status, p.Phase); err != nil {
 				return protocol.Reply{}, internalf("attempt %s: %v", p.AttemptID, err)
 			}
 		}
-		r.JobID, r.AttemptID, r.LeaseExpiresAt = p.JobID, p.AttemptID, renewed.UTC()
+		r.JobID, r.AttemptID, r.LeaseExpiresAt = p.JobID, p.AttemptID, rows.renewed.UTC()
 	}
 	return r, nil
 }
 
-// progressReply decides a progress from the job and attempt rows as locked
-// (nil pointers: no such row), in the order of docs/semantics.md.
-func progressReply(now time.Time, deviceID string, p protocol.Progress, jobStatus *protocol.JobStatus,
-	attemptID, device *string, status *protocol.AttemptStatus, epoch *int, expiresAt *time.Time, anyDevice bool) protocol.Reply {
+// progressRows is what sqlProgress returns: the statement's instant, the
+// job and attempt as locked (nil: no such row) and the lease's new expiry
+// (nil: nothing was written).
+type progressRows struct {
+	now                time.Time
+	jobStatus          *protocol.JobStatus
+	attemptID, device  *string
+	status             *protocol.AttemptStatus
+	epoch              *int
+	expiresAt, renewed *time.Time
+}
+
+func (r *progressRows) scan(row pgx.Row) error {
+	return row.Scan(&r.now, &r.jobStatus, &r.attemptID, &r.device, &r.status, &r.epoch, &r.expiresAt, &r.renewed)
+}
+
+// reply decides the progress from the rows as locked, in the order of
+// docs/semantics.md; anyDevice is the progress_ignores_device variant.
+func (r progressRows) reply(deviceID string, p protocol.Progress, anyDevice bool) protocol.Reply {
 	conflict := func(reason protocol.ConflictReason) protocol.Reply {
 		return protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: reason}
 	}
 	switch {
-	case jobStatus == nil || attemptID == nil || (*device != deviceID && !anyDevice) || *epoch != p.LeaseEpoch:
+	case r.jobStatus == nil || r.attemptID == nil || (*r.device != deviceID && !anyDevice) || *r.epoch != p.LeaseEpoch:
 		return conflict(protocol.ReasonIdentityMismatch)
-	case !status.LeasePhase():
+	case !r.status.LeasePhase():
 		return conflict(protocol.ReasonAttemptTerminal)
-	case *jobStatus == protocol.JobCancelling:
+	case *r.jobStatus == protocol.JobCancelling:
 		return conflict(protocol.ReasonJobCancelling)
-	case !now.Before(*expiresAt):
+	case !r.now.Before(*r.expiresAt):
 		return conflict(protocol.ReasonLeaseExpired)
-	case protocol.PhaseRank(p.Phase) < protocol.PhaseRank(*status):
+	case protocol.PhaseRank(p.Phase) < protocol.PhaseRank(*r.status):
 		return conflict(protocol.ReasonPhaseRegression)
 	}
 	return protocol.Reply{Code: protocol.CodeProgressOK}
