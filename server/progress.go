@@ -118,7 +118,8 @@ func (r *progressRows) scan(row pgx.Row) error {
 }
 
 // reply decides the progress from the rows as locked, in the order of
-// docs/semantics.md; anyDevice is the progress_ignores_device variant.
+// docs/semantics.md; anyDevice skips the device check (a broken variant
+// of the harness, constant false in the default build).
 func (r progressRows) reply(deviceID string, p protocol.Progress, anyDevice bool) protocol.Reply {
 	conflict := func(reason protocol.ConflictReason) protocol.Reply {
 		return protocol.Reply{Code: protocol.CodeLeaseConflict, Reason: reason}
