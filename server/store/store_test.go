@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +94,93 @@ func TestTransitionTablesMatchProtocol(t *testing.T) {
 			require.Equal(t, want, allowed("attempt", string(from), string(to)), "%s -> %s", from, to)
 		}
 	}
+}
+
+// The status triggers hold SPEC section 2's tables inline, as arrays of
+// "from>to" in their WHEN clauses (migration 00004), so that a legal write
+// never enters plpgsql. Those arrays must be exactly the protocol's tables,
+// and the status domains exactly the protocol's statuses and codes.
+func TestTriggerArraysAndDomainsMatchProtocol(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	ctx := context.Background()
+	array := regexp.MustCompile(`'\{([^}]*)\}'::text\[\]`)
+	pairs := func(trigger string) map[string]bool {
+		var def string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgname = $1`, trigger).Scan(&def))
+		m := array.FindStringSubmatch(def)
+		require.NotNil(t, m, "no transition array in %s: %s", trigger, def)
+		got := map[string]bool{}
+		for _, p := range strings.Split(m[1], ",") {
+			got[p] = true
+		}
+		return got
+	}
+	want := map[string]bool{}
+	for _, from := range protocol.JobStatuses {
+		for _, to := range protocol.JobStatuses {
+			if from != to && protocol.AssertJobTransition(from, to) == nil {
+				want[string(from)+">"+string(to)] = true
+			}
+		}
+	}
+	require.Equal(t, want, pairs("jobs_status_transition"))
+	want = map[string]bool{}
+	for _, from := range protocol.AttemptStatuses {
+		for _, to := range protocol.AttemptStatuses {
+			if from != to && protocol.AssertAttemptTransition(from, to) == nil {
+				want[string(from)+">"+string(to)] = true
+			}
+		}
+	}
+	require.Equal(t, want, pairs("job_attempts_status_transition"))
+
+	quoted := regexp.MustCompile(`'([a-z_]+)'::text`)
+	values := func(domain string) []string {
+		var def string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c
+			JOIN pg_type ty ON ty.oid = c.contypid WHERE ty.typname = $1`, domain).Scan(&def))
+		var got []string
+		for _, m := range quoted.FindAllStringSubmatch(def, -1) {
+			got = append(got, m[1])
+		}
+		return got
+	}
+	asStrings := func(n int, at func(int) string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = at(i)
+		}
+		return out
+	}
+	require.ElementsMatch(t, asStrings(len(protocol.JobStatuses), func(i int) string { return string(protocol.JobStatuses[i]) }), values("job_status"))
+	require.ElementsMatch(t, asStrings(len(protocol.AttemptStatuses), func(i int) string { return string(protocol.AttemptStatuses[i]) }), values("attempt_status"))
+	codes := asStrings(len(protocol.FailureCodes), func(i int) string { return string(protocol.FailureCodes[i]) })
+	require.ElementsMatch(t, codes, values("attempt_failure_code"))
+	require.ElementsMatch(t, append(codes, string(protocol.FailAdmissionExpired)), values("job_failure_code"))
+}
+
+// Every value rule that moved into a domain still refuses a bad write.
+func TestDomainsRefuseBadValues(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	seedQueuedJob(t, pool)
+	ctx := context.Background()
+	for _, q := range []string{
+		`UPDATE jobs SET output_sha256 = 'XYZ' WHERE id = $1`,
+		`UPDATE jobs SET request_fingerprint = repeat('G', 64) WHERE id = $1`,
+		`UPDATE jobs SET status = 'lost' WHERE id = $1`,
+		`UPDATE jobs SET failure_code = 'tired' WHERE id = $1`,
+	} {
+		_, err := pool.Exec(ctx, q, jobID)
+		require.Contains(t, pgCode(err), "23514", "%s must be refused: %v", q, err)
+	}
+	require.Contains(t, pgCode(insertAttempt(ctx, pool, "00000000-0000-4000-8000-0000000000a1", 1, "not-a-hash")), "23514")
+	_, err := pool.Exec(ctx, `INSERT INTO jobs (id, buyer_id, service, input_bytes, input_sha256, max_attempts, status,
+		request_fingerprint, created_at, admission_deadline, updated_at)
+		SELECT gen_random_uuid(), buyer_id, service, 1, input_sha256, 3, 'active', request_fingerprint,
+		       created_at, admission_deadline, updated_at FROM jobs WHERE id = $1`, jobID)
+	require.Equal(t, "23514 ", pgCode(err), "a job inserted active must be refused: %v", err)
 }
 
 func TestTriggerRefusesIllegalTransitions(t *testing.T) {
