@@ -50,14 +50,18 @@ func (s *Service) PutOutput(ctx context.Context, jobID, attemptID string, r io.R
 	}
 	ctx = dbstat.WithOp(ctx, OpUpload)
 	return s.store.PutIf(ctx, protocol.OutputKey(jobID, attemptID), r, func(publish func() error) error {
-		tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
-		if err != nil {
-			return fmt.Errorf("check the attempt of an upload: %w", err)
-		}
-		// Read-only: rolling back releases the share lock after the rename.
-		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		// BEGIN and the check go out in one round trip; the rollback is the second.
+		b := &pgx.Batch{}
+		b.BeginTx(pgx.TxOptions{})
 		var status protocol.AttemptStatus
-		err = tx.QueryRow(ctx, sqlSealCheck, attemptID, jobID).Scan(&status)
+		b.Queue(sqlSealCheck, attemptID, jobID).QueryRow(func(r pgx.Row) error { return r.Scan(&status) })
+		br := s.pool.SendBatch(ctx, b)
+		tx := br.Tx()
+		err := br.Close()
+		if tx != nil {
+			// Read-only: rolling back releases the share lock after the rename.
+			defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		}
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return &SealedError{AttemptID: attemptID}
