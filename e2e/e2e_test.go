@@ -75,7 +75,11 @@ func TestCancelMidRun(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, status, "cancel: %s", data)
 	var reply api.JobDetail
 	require.NoError(t, json.Unmarshal(data, &reply))
-	require.Equal(t, protocol.JobCancelling, reply.Status)
+	// 202 says the cancel left the job cancelling. The body is the job as
+	// read after that commit, and the agent may have failed the attempt,
+	// finalizing the cancellation, before the read (the notice, the cancel
+	// frame and the fail can all land inside the request).
+	require.Contains(t, []protocol.JobStatus{protocol.JobCancelling, protocol.JobCancelled}, reply.Status)
 
 	d := s.waitTerminal(job.ID)
 	require.Equal(t, protocol.JobCancelled, d.Status, describe(d))
