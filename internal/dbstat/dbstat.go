@@ -114,11 +114,14 @@ func (c *Counter) add(ctx context.Context, conn *pgx.Conn, kind string, f func(*
 	f(v)
 }
 
-// control classifies a statement as a transaction control statement.
+// control classifies a statement as a transaction control statement. It
+// runs for every statement the pool sends, so it looks only at the first
+// word rather than lowercasing the whole text (which showed in profiles).
 func control(sql string) string {
-	s := strings.ToLower(strings.TrimSpace(sql))
-	for _, w := range []string{"begin", "commit", "rollback"} {
-		if s == w || strings.HasPrefix(s, w+" ") || strings.HasPrefix(s, w+";") {
+	s := strings.TrimSpace(sql)
+	for _, w := range [...]string{"begin", "commit", "rollback"} {
+		if len(s) >= len(w) && strings.EqualFold(s[:len(w)], w) &&
+			(len(s) == len(w) || s[len(w)] == ' ' || s[len(w)] == ';') {
 			return w
 		}
 	}
