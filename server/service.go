@@ -225,12 +225,8 @@ func (s *Service) pipelineOnce(ctx context.Context, now time.Time, actor protoco
 		})
 	}
 	open(b)
-	br := s.pool.SendBatch(ctx, b)
-	tx := br.Tx()
-	if err := br.Close(); err != nil {
-		if tx != nil {
-			_ = tx.Rollback(ctx) // closed already when BEGIN itself failed
-		}
+	tx, err := s.sendBegun(ctx, b)
+	if err != nil {
 		return err
 	}
 	st.tx = tx
@@ -246,6 +242,22 @@ func (s *Service) pipelineOnce(ctx context.Context, now time.Time, actor protoco
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// sendBegun sends b, which starts with b.BeginTx, in one round trip and
+// returns its open transaction. When any of b's statements (or a QueryRow
+// callback) fails, the transaction is rolled back and the first error
+// returned, so the caller has nothing to close.
+func (s *Service) sendBegun(ctx context.Context, b *pgx.Batch) (pgx.Tx, error) {
+	br := s.pool.SendBatch(ctx, b)
+	tx := br.Tx()
+	if err := br.Close(); err != nil {
+		if tx != nil {
+			_ = tx.Rollback(ctx) // closed already when BEGIN itself failed
+		}
+		return nil, err
+	}
+	return tx, nil
 }
 
 func retryable(err error) bool {

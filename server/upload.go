@@ -55,10 +55,8 @@ func (s *Service) PutOutput(ctx context.Context, jobID, attemptID string, r io.R
 		b.BeginTx(pgx.TxOptions{})
 		var status protocol.AttemptStatus
 		b.Queue(sqlSealCheck, attemptID, jobID).QueryRow(func(r pgx.Row) error { return r.Scan(&status) })
-		br := s.pool.SendBatch(ctx, b)
-		tx := br.Tx()
-		err := br.Close()
-		if tx != nil {
+		tx, err := s.sendBegun(ctx, b)
+		if err == nil {
 			// Read-only: rolling back releases the share lock after the rename.
 			defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 		}
