@@ -47,12 +47,15 @@ WHERE id = $1 AND status = 'queued' AND attempt_count = $2`
 )
 
 // OfferJob is what a lease offer carries of the leased job besides the
-// reply: its service, params and input.
+// reply: its service, params and input. Searched is the device's services
+// as the pick searched them, with lease_offer and with no_job: a no_job
+// says no job of these was leasable.
 type OfferJob struct {
 	Service     string
 	Params      map[string]string
 	InputBytes  int64
 	InputSHA256 string
+	Searched    []string
 }
 
 // Lease offers the device the oldest queued job it can run, in one
@@ -134,7 +137,7 @@ func (s *Service) lease(ctx context.Context, st *step, deviceID string, dev *lea
 	}
 	var jobID string
 	var count int
-	var job OfferJob
+	job := OfferJob{Searched: dev.services}
 	found := false
 	admittedAfter := st.now
 	if s.v.ignoreAdmissionDeadline() {
@@ -155,7 +158,7 @@ func (s *Service) lease(ctx context.Context, st *step, deviceID string, dev *lea
 		return protocol.Reply{}, OfferJob{}, err
 	}
 	if !found {
-		return protocol.Reply{Code: protocol.CodeNoJob}, OfferJob{}, nil
+		return protocol.Reply{Code: protocol.CodeNoJob}, OfferJob{Searched: dev.services}, nil
 	}
 	if job.Params == nil {
 		job.Params = map[string]string{}

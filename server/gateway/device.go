@@ -93,6 +93,7 @@ func (g *Gateway) sendCancel(n server.CancelNotice) {
 // wakeService wakes the offerers of the sessions that offer service ("" is
 // any service). A woken session without a free slot does nothing.
 func (g *Gateway) wakeService(service string) {
+	g.queues.changed()
 	sessions, _ := g.welcomed()
 	for _, s := range sessions {
 		s.mu.Lock()
@@ -113,6 +114,7 @@ func (g *Gateway) wakeService(service string) {
 // lease for its promises (no slot, draining, revoked, an error, gone)
 // passes them on by waking every session (offerLoop).
 func (g *Gateway) wakeForJob(service string) {
+	g.queues.changed()
 	sessions, _ := g.welcomed()
 	// In device order, not the map's: consecutive notices then start at
 	// consecutive sessions, a rotation rather than a fresh random pick.

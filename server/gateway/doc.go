@@ -52,7 +52,12 @@
 // earlier notice, in rotation, so one new job costs one Lease instead of one
 // per idle device; a session that cannot serve its promise, an empty notice,
 // a requeue, a reconnect and the PollInterval fallback wake every session
-// that offers the service. The sweeper runs
+// that offers the service. While the listener is subscribed, a Lease
+// that answers no_job is remembered per service until the next jobs
+// notice, requeue, poll finding or resubscribe, and offer passes for those
+// services run no Lease meanwhile (emptyQueues; counted in
+// rendermac_leases_skipped_total): a drained queue costs one no_job Lease,
+// not one per freed slot. The sweeper runs
 // every SweepInterval in whichever gateway wins a transaction-scoped
 // advisory lock for that pass.
 //

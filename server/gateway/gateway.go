@@ -63,6 +63,9 @@ type Gateway struct {
 	connectsPerIP, connectsPerDevice *ratelimit.Keyed
 	// wakes counts what woke sessions (Wakeups).
 	wakes wakeCounters
+	// queues remembers services found without a leasable job, so that a
+	// freed slot runs no Lease that can only answer no_job (queues.go).
+	queues emptyQueues
 
 	mu       sync.Mutex
 	draining bool

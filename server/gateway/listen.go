@@ -62,6 +62,10 @@ func (g *Gateway) listenOnce(ctx context.Context, connected func()) error {
 	if err := g.reconcileCancels(ctx); err != nil {
 		return err
 	}
+	// From here on every job announcement reaches this gateway, until the
+	// connection fails and listenOnce returns.
+	g.queues.trust(true)
+	defer g.queues.trust(false)
 	g.wakeService("")
 	g.log.Info("listening for notifications", "subscription", g.subscriptions.Add(1))
 	g.listeningOnce.Do(func() { close(g.listening) })

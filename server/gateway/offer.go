@@ -82,6 +82,15 @@ func (s *session) offerOne() int {
 		return offerStuck
 	}
 	defer s.inflight.Done()
+	gen := s.g.queues.now() // before the Lease: see emptyQueues
+	s.mu.Lock()
+	services := s.services
+	s.mu.Unlock()
+	if s.g.queues.known(services) {
+		s.unclaim(1)
+		s.g.m.LeasesSkipped.Inc()
+		return offerNoJob
+	}
 	at := s.g.localNow()
 	r, job, err := s.g.svc.LeaseJob(s.g.ctx, s.g.now(), s.deviceID)
 	if err != nil {
@@ -99,6 +108,7 @@ func (s *session) offerOne() int {
 		}
 	case protocol.CodeNoJob:
 		s.touched(at) // so did a lease that found no job
+		s.g.queues.found(job.Searched, gen)
 		s.unclaim(1)
 		return offerNoJob
 	case protocol.CodeNoSlot:

@@ -16,6 +16,9 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	// Leases counts lease offers sent.
 	Leases prometheus.Counter
+	// LeasesSkipped counts offer passes that ran no Lease: no job was
+	// announced since a Lease found the device's services empty.
+	LeasesSkipped prometheus.Counter
 	// Commits counts commit results by outcome (the reply code).
 	Commits *prometheus.CounterVec
 	// Fails counts fail results by reply code.
@@ -46,6 +49,7 @@ func New() *Metrics {
 	m := &Metrics{
 		Registry:      r,
 		Leases:        prometheus.NewCounter(prometheus.CounterOpts{Name: "rendermac_leases_total", Help: "Lease offers sent to devices."}),
+		LeasesSkipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "rendermac_leases_skipped_total", Help: "Offer passes that ran no Lease transaction: no job announced since a Lease found the device's services empty."}),
 		Commits:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_commits_total", Help: "Commit results by outcome."}, []string{"outcome"}),
 		Fails:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_fails_total", Help: "Fail results by reply code."}, []string{"code"}),
 		Conflicts:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_lease_conflicts_total", Help: "lease_conflict replies by reason."}, []string{"reason"}),
@@ -58,7 +62,7 @@ func New() *Metrics {
 		Webhooks:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_webhook_deliveries_total", Help: "Webhook delivery attempts by result."}, []string{"result"}),
 		RateLimited:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_rate_limited_total", Help: "Requests refused with 429 rate_limited, by limit."}, []string{"limit"}),
 	}
-	for _, c := range []prometheus.Collector{m.Leases, m.Commits, m.Fails, m.Conflicts, m.Sessions, m.BadMessages,
+	for _, c := range []prometheus.Collector{m.Leases, m.LeasesSkipped, m.Commits, m.Fails, m.Conflicts, m.Sessions, m.BadMessages,
 		m.Sweeps, m.SweepChanges, m.VerifySeconds, m.HTTPRequests, m.Webhooks, m.RateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
