@@ -40,6 +40,13 @@ type DBResult struct {
 	Error string                   `json:"error,omitempty"`
 }
 
+// NoJobLeases is how many Lease transactions made no offer: each answered
+// no_job (the bench's agents are never full, never revoked) as the queue
+// ran dry, begun before the first of them told the gateway it was empty.
+func (r DBResult) NoJobLeases() int64 {
+	return max(0, r.ByOp[server.OpLease].Transactions-int64(r.Offers))
+}
+
 // HappyPath sums the happy-path operations.
 func (r DBResult) HappyPath() dbstat.Counts {
 	var c dbstat.Counts

@@ -1,0 +1,35 @@
+package benchrun
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/internal/dbstat"
+	"github.com/rendermac/rendermac/server"
+)
+
+// The per-job figure counts the no_job Leases at the drain apart from the
+// jobs' own transactions, and judges the goal on the latter.
+func TestDBFigureCountsDrainLeasesApart(t *testing.T) {
+	db := DBResult{Jobs: 500, Offers: 500, ByOp: map[string]dbstat.Counts{
+		server.OpLease:        {Transactions: 510, InTx: 3750, RoundTrips: 1530},
+		server.OpProgress:     {Outside: 500, RoundTrips: 500},
+		server.OpCommitBegin:  {Transactions: 500, InTx: 3500, RoundTrips: 1500},
+		server.OpCommitFinish: {Transactions: 500, InTx: 4000, RoundTrips: 1500},
+	}}
+	require.Equal(t, int64(10), db.NoJobLeases())
+	_, value, _, met := dbFigure("", db)
+	require.True(t, strings.HasPrefix(value, "3.00 tx + 1.00 outside; 22.50 statements in tx, 10.06 round trips"), value)
+	require.Contains(t, value, "10 no_job leases at the drain, 0.02 tx/job more")
+	require.Equal(t, "yes", met)
+
+	db.ByOp[server.OpCommitFinish] = dbstat.Counts{Transactions: 1000, InTx: 4000, RoundTrips: 1500}
+	_, value, _, met = dbFigure("", db)
+	require.True(t, strings.HasPrefix(value, "4.00 tx"), value)
+	require.Equal(t, "NO: 1.00 tx, 0.00 outside over", met)
+
+	db.Offers = 600 // more offers than leases cannot be: nothing is taken off
+	require.Equal(t, int64(0), db.NoJobLeases())
+}
