@@ -73,6 +73,7 @@ type API struct {
 	cfg     Config
 	mux     *http.ServeMux
 	limits  apiLimits
+	clock   dbClock
 }
 
 // apiLimits are the API's per-key rate limiters.
@@ -104,6 +105,7 @@ func New(svc *server.Service, pool *pgxpool.Pool, st artifact.Store, signer *gra
 	a := &API{svc: svc, pool: pool, store: st, signer: signer, metrics: m, log: log, cfg: cfg, mux: http.NewServeMux(),
 		limits: apiLimits{pair: cfg.Limits.Keyed(cfg.Limits.PairPerIP), authFailures: cfg.Limits.Keyed(cfg.Limits.AuthFailuresPerIP),
 			jobs: cfg.Limits.Keyed(cfg.Limits.JobsPerBuyer)}}
+	a.clock = dbClock{read: a.readDBClock, local: time.Now, maxAge: dbClockMaxAge}
 	a.routes()
 	return a
 }
@@ -182,13 +184,19 @@ func (a *API) pinned() time.Time {
 	return a.cfg.Now().UTC().Truncate(time.Microsecond)
 }
 
-// now is the instant of a decision the API takes itself (grant and
-// pairing-code expiry, signing download grants): the pinned clock, or the
-// database's, so that every process judges expiry by one clock.
+// now is the instant of a decision the API takes itself (grant expiry,
+// signing download grants): the pinned clock, or the database's, so that
+// every process judges expiry by one clock. The database's is read at most
+// once per dbClockMaxAge and carried forward in between (dbClock).
 func (a *API) now(ctx context.Context) (time.Time, error) {
 	if t := a.pinned(); !t.IsZero() {
 		return t, nil
 	}
+	return a.clock.now(ctx)
+}
+
+// readDBClock reads the database's clock.
+func (a *API) readDBClock(ctx context.Context) (time.Time, error) {
 	var t time.Time
 	if err := a.pool.QueryRow(dbstat.WithOp(ctx, "api_clock"), `SELECT now()`).Scan(&t); err != nil {
 		return time.Time{}, fmt.Errorf("read database clock: %w", err)

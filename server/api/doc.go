@@ -23,8 +23,10 @@
 //
 // Decisions use the database clock, like the service layer: Config.Now pins
 // the instant for tests, and when it is nil the service receives a zero
-// time (meaning "database clock") and the API's own checks (grant expiry,
-// pairing-code expiry) read now() from Postgres.
+// time (meaning "database clock"). Pairing reads now() in its own
+// transaction; grant expiry uses now() from Postgres as read at most once a
+// second and carried forward on the monotonic clock in between (dbClock), so
+// an artifact request costs no round trip for the time.
 //
 // # Errors
 //
