@@ -145,9 +145,11 @@ type Result struct {
 	Progress ProgressResult `json:"progress"`
 	Memory   MemoryResult   `json:"memory"`
 	DB       DBResult       `json:"db_peak"`
-	Pgbench  PgbenchResult  `json:"pgbench"`
-	Model    CampaignRate   `json:"model"`
-	Diff     CampaignRate   `json:"differential"`
+	// Pgbench is the run just before the one-process stack, the reference
+	// of its ratios (the two-process stack has its own, SplitResult.Pgbench).
+	Pgbench PgbenchResult `json:"pgbench"`
+	Model   CampaignRate  `json:"model"`
+	Diff    CampaignRate  `json:"differential"`
 
 	// Ops are client-side timings of each operation over all phases.
 	Ops []OpStats `json:"ops"`
@@ -176,6 +178,9 @@ type SplitResult struct {
 	InvariantViolations int            `json:"invariant_violations"`
 	// How is how the server ran.
 	How string `json:"how"`
+	// Pgbench is the run just before this stack (not run by --client-only),
+	// the reference of its ratios.
+	Pgbench *PgbenchResult `json:"pgbench,omitempty"`
 }
 
 // PeakResult is the all-submitted-up-front phase.
@@ -302,10 +307,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	phase("postgres", t0)
 
+	// Each stack's reference runs just before it: this machine's speed
+	// drifts by tens of percent within a minute, and a ratio is only as
+	// good as the two figures being measured under the same conditions.
+	t0 = time.Now()
+	res.Pgbench = runPgbench(ctx, pg, cfg)
+	phase("pgbench", t0)
 	if err := runStack(ctx, cfg, dbURL, res, phase); err != nil {
 		return res, err
 	}
 	if cfg.TwoProcess {
+		t0 = time.Now()
+		pb := runPgbench(ctx, pg, cfg)
+		phase("pgbench (two-process)", t0)
 		t0 = time.Now()
 		dbURL2, err := pg.NewDatabase(ctx, scenarios.TemplateName)
 		if err != nil {
@@ -314,12 +328,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if res.Split, err = runSplit(ctx, cfg, dbURL2); err != nil {
 			return res, fmt.Errorf("two-process stack: %w", err)
 		}
+		res.Split.Pgbench = &pb
 		phase("two-process", t0)
 	}
-
-	t0 = time.Now()
-	res.Pgbench = runPgbench(ctx, pg, cfg)
-	phase("pgbench", t0)
 
 	t0 = time.Now()
 	res.Model = modelRate(ctx, cfg.ModelSeconds)

@@ -26,31 +26,12 @@ type Figure struct {
 func (r *Result) Figures() []Figure {
 	var out []Figure
 	add := func(name, value, goal, met string) { out = append(out, Figure{name, value, goal, met}) }
-	tps := r.Pgbench.TPS
-	ratio := func(v float64) string {
-		if tps <= 0 {
-			return ""
-		}
-		return fmt.Sprintf(" (%.2f x pgbench)", v/tps)
-	}
-	ratioGoal := func(v float64) (string, string) {
-		if tps <= 0 {
-			return fmt.Sprintf(">= %.1f x pgbench", GoalRatioVsPgbench), "n/a: no pgbench (" + r.Pgbench.Error + ")"
-		}
-		goal := fmt.Sprintf(">= %.1f x pgbench = %.0f/s", GoalRatioVsPgbench, GoalRatioVsPgbench*tps)
-		want := GoalRatioVsPgbench * tps
-		if v >= want {
-			return goal, "yes"
-		}
-		return goal, fmt.Sprintf("NO: %.0f/s short (%.0f%% of goal)", want-v, 100*v/want)
-	}
-	if tps > 0 {
-		add("pgbench lease.pgbench tps", fmt.Sprintf("%.0f (-c %d, %d s)", tps, r.Pgbench.Clients, r.Pgbench.Seconds), "reference", "")
-	} else {
-		add("pgbench lease.pgbench tps", "not run", "reference", r.Pgbench.Error)
-	}
+	ratio, ratioGoal := pgbenchRef(add, "", r.Pgbench)
 	r.stackFigures(add, "", r.Peak, r.Latency, r.Progress, r.DB, ratio, ratioGoal)
 	if sp := r.Split; sp != nil {
+		if sp.Pgbench != nil { // else (--client-only) the same reference as above
+			ratio, ratioGoal = pgbenchRef(add, "two-process: ", *sp.Pgbench)
+		}
 		r.stackFigures(add, "two-process: ", sp.Peak, sp.Latency, sp.Progress, sp.DB, ratio, ratioGoal)
 		add("two-process: SPEC section 4 invariant violations", fmt.Sprint(sp.InvariantViolations), "0",
 			map[bool]string{true: "yes", false: "NO"}[sp.InvariantViolations == 0])
@@ -155,6 +136,37 @@ func (r *Result) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// pgbenchRef adds the row of the pgbench run pb and returns the ratio
+// formatters of the stack figures measured just after it.
+func pgbenchRef(add func(name, value, goal, met string), prefix string, pb PgbenchResult) (
+	ratio func(float64) string, ratioGoal func(float64) (string, string)) {
+	tps := pb.TPS
+	ratio = func(v float64) string {
+		if tps <= 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%.2f x pgbench)", v/tps)
+	}
+	ratioGoal = func(v float64) (string, string) {
+		if tps <= 0 {
+			return fmt.Sprintf(">= %.1f x pgbench", GoalRatioVsPgbench), "n/a: no pgbench (" + pb.Error + ")"
+		}
+		goal := fmt.Sprintf(">= %.1f x pgbench = %.0f/s", GoalRatioVsPgbench, GoalRatioVsPgbench*tps)
+		want := GoalRatioVsPgbench * tps
+		if v >= want {
+			return goal, "yes"
+		}
+		return goal, fmt.Sprintf("NO: %.0f/s short (%.0f%% of goal)", want-v, 100*v/want)
+	}
+	name := prefix + "pgbench lease.pgbench tps, run just before the stack"
+	if tps > 0 {
+		add(name, fmt.Sprintf("%.0f (-c %d, %d s)", tps, pb.Clients, pb.Seconds), "reference", "")
+	} else {
+		add(name, "not run", "reference", pb.Error)
+	}
+	return ratio, ratioGoal
 }
 
 // stackFigures adds the rows of one run of the stack phases.

@@ -33,3 +33,23 @@ func TestDBFigureCountsDrainLeasesApart(t *testing.T) {
 	db.Offers = 600 // more offers than leases cannot be: nothing is taken off
 	require.Equal(t, int64(0), db.NoJobLeases())
 }
+
+// Each stack's ratios are to the pgbench run just before it.
+func TestEachStackHasItsOwnPgbenchReference(t *testing.T) {
+	r := &Result{Agents: 100, Slots: 1, Pgbench: PgbenchResult{Clients: 8, Seconds: 5, TPS: 1000},
+		Peak: PeakResult{Jobs: 500, LeasesPerSec: 600, CommitsPerSec: 550}}
+	r.Split = &SplitResult{Pgbench: &PgbenchResult{Clients: 8, Seconds: 5, TPS: 1500},
+		Peak: PeakResult{Jobs: 500, LeasesPerSec: 600, CommitsPerSec: 550}}
+	figs := map[string]Figure{}
+	for _, f := range r.Figures() {
+		figs[f.Name] = f
+	}
+	require.Equal(t, "1000 (-c 8, 5 s)", figs["pgbench lease.pgbench tps, run just before the stack"].Value)
+	require.Equal(t, "1500 (-c 8, 5 s)", figs["two-process: pgbench lease.pgbench tps, run just before the stack"].Value)
+	one := figs["leases/s at peak (500 jobs up front, 100 agents x 1 slots)"]
+	require.Equal(t, "600 (0.60 x pgbench)", one.Value)
+	require.Equal(t, "yes", one.Met)
+	two := figs["two-process: leases/s at peak (500 jobs up front, 100 agents x 1 slots)"]
+	require.Equal(t, "600 (0.40 x pgbench)", two.Value)
+	require.Equal(t, "NO: 150/s short (80% of goal)", two.Met)
+}
