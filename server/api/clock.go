@@ -4,11 +4,16 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // dbClockMaxAge bounds how long one reading of the database clock is
 // carried forward (dbClock).
 const dbClockMaxAge = time.Second
+
+// dbClockReadTimeout bounds one shared read of the database clock.
+const dbClockReadTimeout = 10 * time.Second
 
 // dbClock is the database's clock as this process last read it, carried
 // forward on this process's monotonic clock for at most maxAge. The API's
@@ -16,12 +21,15 @@ const dbClockMaxAge = time.Second
 // per artifact GET or PUT, so at least one per job. An estimate lags the
 // database's now() by at most the read's round trip (a reading is dated
 // when the read began) plus the local clock's drift over maxAge: micro- to
-// milliseconds, against grants that live an hour. A failed read is returned
-// and the next call reads again.
+// milliseconds, against grants that live an hour. Callers that find the
+// reading stale together share one read. A failed read is returned and the
+// next call reads again.
 type dbClock struct {
 	read   func(context.Context) (time.Time, error)
 	local  func() time.Time // time.Now in production: its monotonic reading carries the estimate
 	maxAge time.Duration
+
+	reads singleflight.Group
 
 	mu    sync.Mutex
 	db    time.Time // the last reading
@@ -30,23 +38,43 @@ type dbClock struct {
 }
 
 func (c *dbClock) now(ctx context.Context) (time.Time, error) {
-	start := c.local()
-	c.mu.Lock()
-	if age := start.Sub(c.at); c.valid && age >= 0 && age < c.maxAge {
-		t := c.db.Add(age)
+	if t, ok := c.carried(c.local()); ok {
+		return t, nil
+	}
+	// One read for every caller that finds the reading stale at once; each
+	// waits only as long as its own context allows, and the read is bounded
+	// by dbClockReadTimeout, not by whichever caller started it.
+	ch := c.reads.DoChan("now", func() (any, error) {
+		start := c.local()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dbClockReadTimeout)
+		defer cancel()
+		db, err := c.read(rctx)
+		if err != nil {
+			return time.Time{}, err
+		}
+		db = db.UTC()
+		c.mu.Lock()
+		if !c.valid || start.After(c.at) {
+			c.db, c.at, c.valid = db, start, true
+		}
 		c.mu.Unlock()
-		return t.UTC().Truncate(time.Microsecond), nil
+		return db, nil
+	})
+	select {
+	case r := <-ch:
+		return r.Val.(time.Time), r.Err
+	case <-ctx.Done():
+		return time.Time{}, ctx.Err()
 	}
-	c.mu.Unlock()
-	db, err := c.read(ctx)
-	if err != nil {
-		return time.Time{}, err
-	}
-	db = db.UTC()
+}
+
+// carried is the last reading carried forward to local instant at, if it
+// is younger than maxAge.
+func (c *dbClock) carried(at time.Time) (time.Time, bool) {
 	c.mu.Lock()
-	if !c.valid || start.After(c.at) { // a slower concurrent read must not set it back
-		c.db, c.at, c.valid = db, start, true
+	defer c.mu.Unlock()
+	if age := at.Sub(c.at); c.valid && age >= 0 && age < c.maxAge {
+		return c.db.Add(age).UTC().Truncate(time.Microsecond), true
 	}
-	c.mu.Unlock()
-	return db, nil
+	return time.Time{}, false
 }

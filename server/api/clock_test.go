@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,4 +55,43 @@ func TestDBClockCarriesOneReadingForward(t *testing.T) {
 	_, err = c.now(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 5, reads)
+}
+
+// Callers that find the reading stale together share one read, and one
+// whose context ends stops waiting without failing the others.
+func TestDBClockSharesOneRead(t *testing.T) {
+	db := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	reads := 0
+	c := dbClock{maxAge: time.Second, local: time.Now,
+		read: func(ctx context.Context) (time.Time, error) {
+			mu.Lock()
+			reads++
+			mu.Unlock()
+			<-release
+			return db, ctx.Err()
+		}}
+	var wg sync.WaitGroup
+	got := make([]time.Time, 8)
+	errs := make([]error, 8)
+	for i := range got {
+		wg.Go(func() { got[i], errs[i] = c.now(context.Background()) })
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancelled := make(chan error, 1)
+	go func() {
+		_, err := c.now(gone)
+		cancelled <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let them all find the read in flight
+	cancel()
+	require.ErrorIs(t, <-cancelled, context.Canceled)
+	close(release)
+	wg.Wait()
+	for i := range got {
+		require.NoError(t, errs[i])
+		require.Equal(t, db, got[i])
+	}
+	require.Equal(t, 1, reads)
 }
