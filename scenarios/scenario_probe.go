@@ -221,32 +221,59 @@ FROM job_attempts WHERE job_id = $1 AND status IN ('leased', 'downloading', 'run
 	return fmt.Errorf("constraint one_live %s: the database accepted a second live attempt", r.name(id))
 }
 
-// cmdWebhooks delivers the outbox to a receiver that refuses the first
-// fail POSTs (HTTP 500), moving the pinned clock past each backoff, and
-// checks that every refused delivery was retried until the receiver took
-// it: fail failures and then want deliveries, no more and no fewer.
-// Example: webhooks fail=1 want=1
-func cmdWebhooks(r *scRun, st scStep) error {
+// cmdWebhookEndpoint starts the buyer's webhook receiver, which refuses
+// the first fail POSTs (HTTP 500) and takes the rest, and sets it as the
+// buyer's webhook_url. It must come before the job ends: a job's terminal
+// webhook is written for the URL its buyer has then (none: settled at once
+// as 'no webhook url').
+// Example: webhook-endpoint fail=1
+func cmdWebhookEndpoint(r *scRun, st scStep) error {
 	fail, err := optInt(st, "fail", 1)
 	if err != nil {
 		return err
 	}
-	want, err := optInt(st, "want", 1)
-	if err != nil {
-		return err
+	if r.hook != nil {
+		return errors.New("webhook-endpoint: already started")
 	}
-	var posts atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if posts.Add(1) <= int64(fail) {
+	h := &scWebhookEndpoint{fail: int64(fail)}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if h.posts.Add(1) <= h.fail {
 			w.WriteHeader(http.StatusInternalServerError)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	defer srv.Close()
-	if err := api.SetWebhookURL(r.ctx, r.observer, scBuyerID, srv.URL); err != nil {
+	r.hook = h
+	if err := api.SetWebhookURL(r.ctx, r.observer, scBuyerID, h.srv.URL); err != nil {
 		return err
 	}
+	r.reply(fmt.Sprintf("webhook-endpoint -> refuses the first %d POSTs", fail))
+	return nil
+}
+
+// scWebhookEndpoint is cmdWebhookEndpoint's receiver.
+type scWebhookEndpoint struct {
+	srv   *httptest.Server
+	fail  int64
+	posts atomic.Int64
+}
+
+// cmdWebhooks delivers the outbox to the webhook-endpoint receiver, moving
+// the pinned clock past each backoff, and checks that every refused
+// delivery was retried until the receiver took it: fail failures (the
+// endpoint's) and then want deliveries, no more and no fewer.
+// Example: webhooks want=1
+func cmdWebhooks(r *scRun, st scStep) error {
+	want, err := optInt(st, "want", 1)
+	if err != nil {
+		return err
+	}
+	h := r.hook
+	if h == nil {
+		return errors.New("webhooks: no webhook-endpoint step before it")
+	}
+	fail := int(h.fail)
+	srv, posts := h.srv, &h.posts
 	d, err := webhook.New(r.observer, scSigningKey, metrics.New(), slog.New(slog.DiscardHandler),
 		webhook.Config{Now: r.clock.Now, Client: srv.Client()})
 	if err != nil {

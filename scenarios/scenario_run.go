@@ -54,6 +54,7 @@ func init() {
 		"created": cmdCreated, "funds": cmdFunds, "register": cmdRegister, "lease": cmdLease, "leased": cmdLeased,
 		// scenario_probe.go
 		"intruder": cmdIntruder, "grants": cmdGrants, "constraint": cmdConstraint, "webhooks": cmdWebhooks,
+		"webhook-endpoint": cmdWebhookEndpoint,
 		// scenario_check.go
 		"job": cmdJob, "final": cmdFinal, "buyer": cmdBuyer, "tokens": cmdTokens, "device": cmdDevice,
 		"reached": cmdReached,
@@ -83,6 +84,7 @@ type scRun struct {
 	stacks   map[string]*scStack
 	agents   map[string]*scAgent
 	pgDown   bool
+	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -217,6 +219,9 @@ func (r *scRun) cleanup() {
 	}
 	if r.proxy != nil {
 		r.proxy.Close()
+	}
+	if r.hook != nil {
+		r.hook.srv.Close()
 	}
 	if r.observer != nil {
 		r.observer.Close()

@@ -41,8 +41,16 @@ SET balance_cents  = b.balance_cents + CASE WHEN $2 = 'released' THEN h.amount_c
     captured_cents = b.captured_cents + CASE WHEN $2 = 'captured' THEN h.amount_cents ELSE 0 END
 FROM h WHERE b.id = h.buyer_id`
 
+	// sqlEnqueueWebhook writes the job's terminal webhook row. A buyer with
+	// no webhook_url gets it already settled, as the deliverer would mark it
+	// (last_error 'no webhook url', webhook.sqlMarkNoURL): it is never
+	// pending, so neither a later UPDATE of every such row nor the pending
+	// index pays for it.
 	sqlEnqueueWebhook = `
-INSERT INTO webhook_outbox (job_id, event, payload, created_at, next_attempt_at) VALUES ($1, $2, $3, $4, $4)`
+INSERT INTO webhook_outbox (job_id, event, payload, created_at, next_attempt_at, delivered_at, last_error)
+SELECT j.id, $2, $3, $4, $4, CASE WHEN b.webhook_url IS NULL THEN $4::timestamptz END,
+       CASE WHEN b.webhook_url IS NULL THEN 'no webhook url' END
+FROM jobs j JOIN buyers b ON b.id = j.buyer_id WHERE j.id = $1`
 
 	sqlJournal = `
 INSERT INTO job_events (kind, job_id, attempt_id, from_status, to_status, code, actor, at)
@@ -236,7 +244,7 @@ func (st *step) settle(ctx context.Context, jobID string, to protocol.JobStatus,
 	if err != nil {
 		return fmt.Errorf("webhook payload: %w", err)
 	}
-	return st.write(ctx, "enqueue webhook for job "+jobID, false, sqlEnqueueWebhook, jobID, string(to), payload, st.now)
+	return st.write(ctx, "enqueue webhook for job "+jobID, true, sqlEnqueueWebhook, jobID, string(to), payload, st.now)
 }
 
 // cancelBoth finalizes a cancellation: the live attempt is cancelled with

@@ -154,15 +154,31 @@ func TestAtLeastOnceWhenTheReplyIsLost(t *testing.T) {
 	require.Equal(t, got[0].Header.Get(webhook.DeliveryHeader), got[1].Header.Get(webhook.DeliveryHeader))
 }
 
+// A buyer without a URL gets its row already settled; a row whose buyer's
+// URL was removed after it was written is settled by the deliverer.
 func TestBuyerWithoutURLIsMarkedDelivered(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	jobID := b.cancelledJob(t, quietBuyerID, t0)
+	o := b.outbox(t, jobID)
+	require.NotNil(t, o.Delivered, "written delivered: nothing to send")
+	require.Equal(t, t0, o.Delivered.UTC())
+	require.Equal(t, "no webhook url", *o.LastError)
 	d := b.deliverer(t, nil, webhook.Config{})
 	res, err := d.DeliverDue(context.Background(), t0)
 	require.NoError(t, err)
+	require.Equal(t, webhook.Result{}, res, "nothing pending")
+
+	_, err = b.pool.Exec(context.Background(), `UPDATE buyers SET webhook_url = 'http://hooks.invalid/x' WHERE id = $1`, buyerID)
+	require.NoError(t, err)
+	removed := b.cancelledJob(t, buyerID, t0)
+	require.Nil(t, b.outbox(t, removed).Delivered, "a buyer with a URL: pending")
+	_, err = b.pool.Exec(context.Background(), `UPDATE buyers SET webhook_url = NULL WHERE id = $1`, buyerID)
+	require.NoError(t, err)
+	res, err = d.DeliverDue(context.Background(), t0)
+	require.NoError(t, err)
 	require.Equal(t, webhook.Result{NoURL: 1}, res)
-	o := b.outbox(t, jobID)
+	o = b.outbox(t, removed)
 	require.NotNil(t, o.Delivered)
 	require.Equal(t, "no webhook url", *o.LastError)
 	require.Zero(t, o.Attempts, "nothing was attempted")

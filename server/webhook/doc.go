@@ -16,9 +16,10 @@
 // event more than once, and never zero times: it should deduplicate by
 // delivery_id (also sent as the X-RenderMac-Delivery header).
 //
-// Rows whose buyer has no webhook_url are marked delivered with last_error
-// 'no webhook url', so the outbox drains and the row records why nothing
-// was sent.
+// A row whose buyer has no webhook_url is written already delivered, with
+// last_error 'no webhook url' (server's sqlEnqueueWebhook), so it records
+// why nothing was sent and never waits in the outbox. Rows of a buyer whose
+// URL was removed after they were written are marked so by the deliverer.
 //
 // # Signing
 //
