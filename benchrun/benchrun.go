@@ -72,6 +72,8 @@ type Config struct {
 	// skipMemory leaves the idle-session phase out (a separate server's
 	// memory is not this process's).
 	skipMemory bool
+	// serverPID is the two-process server, whose CPU the peak also reads.
+	serverPID int
 }
 
 // Defaults is what `rendermac bench` runs without flags.
@@ -191,6 +193,8 @@ type PeakResult struct {
 	CommitsPerSec float64 `json:"commits_per_s"`
 	WindowS       float64 `json:"window_s"`
 	Rejected      int     `json:"commit_rejected"`
+	// CPU is the phase's CPU time per committed job (nil: not measured).
+	CPU *PeakCPU `json:"cpu,omitempty"`
 }
 
 // LatencyResult is the half-peak phase; latency is commit_ok receive time

@@ -580,6 +580,7 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	}
 	fmt.Fprintf(d.cfg.Log, "bench: peak: connecting %d agents\n", d.cfg.Agents)
 	db0, dbErr := scrapeDB(ctx, d.httpc, d.metricsBase(), d.cfg.MetricsToken)
+	cpu := startCPU(ctx, d.pool, d.cfg.serverPID)
 	d.peak.Store(true)
 	if err := d.connect(ctx, d.cfg.Agents); err != nil {
 		return err
@@ -587,6 +588,7 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	if err := d.waitCommits(ctx, int64(m), phaseTimeout); err != nil {
 		return err
 	}
+	res.Peak.CPU = cpu.per(m)
 	d.peak.Store(false)
 	d.peakDB(ctx, res, db0, dbErr)
 	d.mu.Lock()

@@ -191,6 +191,25 @@ func (r *Result) stackFigures(add func(name, value, goal, met string), prefix st
 	add(prefix+"e2e latency p99 (submit -> commit_ok)", fmt.Sprintf("%.1f ms", lat.P99ms), fmt.Sprintf("< %.0f ms", goalMS), met)
 	add(prefix+"progress frames/s (heartbeat as fast as progress_ok)", fmt.Sprintf("%.0f%s", prog.FramesPerSec, ratio(prog.FramesPerSec)), "", "")
 	add(dbFigure(prefix, db))
+	add(cpuFigure(prefix, peak.CPU))
+}
+
+// cpuFigure is the peak's CPU per job.
+func cpuFigure(prefix string, c *PeakCPU) (name, value, goal, met string) {
+	name = prefix + "CPU per job at peak (/proc: utime + stime)"
+	switch {
+	case c == nil:
+		return name, "not measured", "", ""
+	case c.Error != "":
+		return name, "not measured", "", "n/a: " + c.Error
+	case c.ServerMS > 0:
+		value = fmt.Sprintf("%.2f ms: Postgres %.2f + server %.2f + load generator %.2f (%.2f cores busy)",
+			c.PostgresMS+c.ServerMS+c.ProcessMS, c.PostgresMS, c.ServerMS, c.ProcessMS, c.Busy)
+	default:
+		value = fmt.Sprintf("%.2f ms: Postgres %.2f + this process (control plane and load generator) %.2f (%.2f cores busy)",
+			c.PostgresMS+c.ProcessMS, c.PostgresMS, c.ProcessMS, c.Busy)
+	}
+	return name, value, "", ""
 }
 
 // dbFigure is the per-job database work of the happy path.

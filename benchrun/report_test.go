@@ -53,3 +53,13 @@ func TestEachStackHasItsOwnPgbenchReference(t *testing.T) {
 	require.Equal(t, "600 (0.40 x pgbench)", two.Value)
 	require.Equal(t, "NO: 150/s short (80% of goal)", two.Met)
 }
+
+func TestCPUFigureNamesWhereTheTimeWent(t *testing.T) {
+	_, v, _, _ := cpuFigure("", &PeakCPU{PostgresMS: 3.9, ProcessMS: 2.3, Busy: 1.96})
+	require.Equal(t, "6.20 ms: Postgres 3.90 + this process (control plane and load generator) 2.30 (1.96 cores busy)", v)
+	_, v, _, _ = cpuFigure("two-process: ", &PeakCPU{PostgresMS: 3.9, ServerMS: 1.5, ProcessMS: 1.0, Busy: 1.9})
+	require.Equal(t, "6.40 ms: Postgres 3.90 + server 1.50 + load generator 1.00 (1.90 cores busy)", v)
+	_, v, _, met := cpuFigure("", &PeakCPU{Error: "no /proc"})
+	require.Equal(t, "not measured", v)
+	require.Equal(t, "n/a: no /proc", met)
+}

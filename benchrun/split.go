@@ -105,6 +105,7 @@ func runSplit(ctx context.Context, cfg Config, dbURL string) (*SplitResult, erro
 		_ = stop()
 		return nil, fmt.Errorf("%w; server output: %s", err, tail(&logs))
 	}
+	cfg.serverPID = srv.Process.Pid
 	r, err := RunClientOnly(ctx, cfg, base, dbURL)
 	if serr := stop(); err == nil && serr != nil {
 		err = fmt.Errorf("server process: %w; output: %s", serr, tail(&logs))

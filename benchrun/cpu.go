@@ -1,0 +1,72 @@
+package benchrun
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// cpuSample is CPU time spent so far (readCPU).
+type cpuSample struct{ postgres, self, server time.Duration }
+
+// PeakCPU is the CPU time the peak phase cost per committed job: the
+// figure that depends least on how fast the machine happens to be.
+type PeakCPU struct {
+	// PostgresMS is the postmaster's and its backends' (backends that
+	// exited during the phase are not counted; the pool keeps its own).
+	PostgresMS float64 `json:"postgres_ms_per_job"`
+	// ProcessMS is this process: the load generator, and in one-process
+	// mode the control plane too.
+	ProcessMS float64 `json:"this_process_ms_per_job"`
+	// ServerMS is the two-process server's (0 in one-process mode).
+	ServerMS float64 `json:"server_ms_per_job,omitempty"`
+	// Busy is how many cores those processes kept busy over the phase.
+	Busy  float64 `json:"cores_busy"`
+	Error string  `json:"error,omitempty"`
+}
+
+// cpuMeter measures a phase's CPU per job.
+type cpuMeter struct {
+	postmaster, server int
+	at                 time.Time
+	start              cpuSample
+	err                error
+}
+
+// startCPU finds the postmaster through one of pool's backends (it must
+// run on this machine) and takes the first sample.
+func startCPU(ctx context.Context, pool *pgxpool.Pool, server int) *cpuMeter {
+	m := &cpuMeter{server: server}
+	var backend int
+	if m.err = pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); m.err != nil {
+		return m
+	}
+	if m.postmaster, m.err = parentOf(backend); m.err != nil {
+		m.err = fmt.Errorf("Postgres backend %d is not a process of this machine: %w", backend, m.err)
+		return m
+	}
+	m.at = time.Now()
+	m.start, m.err = readCPU(m.postmaster, m.server)
+	return m
+}
+
+// per returns the CPU spent since the start, per job.
+func (m *cpuMeter) per(jobs int) *PeakCPU {
+	if m.err == nil && jobs <= 0 {
+		m.err = fmt.Errorf("no jobs")
+	}
+	var end cpuSample
+	if m.err == nil {
+		end, m.err = readCPU(m.postmaster, m.server)
+	}
+	if m.err != nil {
+		return &PeakCPU{Error: m.err.Error()}
+	}
+	window := time.Since(m.at)
+	pg, self, srv := end.postgres-m.start.postgres, end.self-m.start.self, end.server-m.start.server
+	n := float64(jobs)
+	return &PeakCPU{PostgresMS: ms(pg) / n, ProcessMS: ms(self) / n, ServerMS: ms(srv) / n,
+		Busy: float64(pg+self+srv) / float64(window)}
+}
