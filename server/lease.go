@@ -158,7 +158,7 @@ func (s *Service) lease(ctx context.Context, st *step, deviceID string, dev *lea
 		return protocol.Reply{}, OfferJob{}, err
 	}
 	if !found {
-		return protocol.Reply{Code: protocol.CodeNoJob}, OfferJob{Searched: dev.services}, nil
+		return protocol.Reply{Code: protocol.CodeNoJob}, job, nil // nothing was scanned into it
 	}
 	if job.Params == nil {
 		job.Params = map[string]string{}
