@@ -195,13 +195,13 @@ func (a *API) now(ctx context.Context) (time.Time, error) {
 	return a.clock.now(ctx)
 }
 
-// readDBClock reads the database's clock.
+// readDBClock reads the database's clock (the clock makes it UTC).
 func (a *API) readDBClock(ctx context.Context) (time.Time, error) {
 	var t time.Time
 	if err := a.pool.QueryRow(dbstat.WithOp(ctx, "api_clock"), `SELECT now()`).Scan(&t); err != nil {
 		return time.Time{}, fmt.Errorf("read database clock: %w", err)
 	}
-	return t.UTC(), nil
+	return t, nil
 }
 
 // Limit names, the label of metrics.RateLimited.

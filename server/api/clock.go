@@ -31,10 +31,9 @@ type dbClock struct {
 
 	reads singleflight.Group
 
-	mu    sync.Mutex
-	db    time.Time // the last reading
-	at    time.Time // the local instant its read began
-	valid bool
+	mu sync.Mutex
+	db time.Time // the last reading, UTC
+	at time.Time // the local instant its read began; zero: no reading yet
 }
 
 func (c *dbClock) now(ctx context.Context) (time.Time, error) {
@@ -52,11 +51,11 @@ func (c *dbClock) now(ctx context.Context) (time.Time, error) {
 		if err != nil {
 			return time.Time{}, err
 		}
+		// singleflight runs one read at a time, so this reading is the
+		// newest.
 		db = db.UTC()
 		c.mu.Lock()
-		if !c.valid || start.After(c.at) {
-			c.db, c.at, c.valid = db, start, true
-		}
+		c.db, c.at = db, start
 		c.mu.Unlock()
 		return db, nil
 	})
@@ -73,8 +72,8 @@ func (c *dbClock) now(ctx context.Context) (time.Time, error) {
 func (c *dbClock) carried(at time.Time) (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if age := at.Sub(c.at); c.valid && age >= 0 && age < c.maxAge {
-		return c.db.Add(age).UTC().Truncate(time.Microsecond), true
+	if age := at.Sub(c.at); !c.at.IsZero() && age >= 0 && age < c.maxAge {
+		return c.db.Add(age).Truncate(time.Microsecond), true
 	}
 	return time.Time{}, false
 }
