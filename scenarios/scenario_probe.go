@@ -235,9 +235,9 @@ func cmdWebhookEndpoint(r *scRun, st scStep) error {
 	if r.hook != nil {
 		return errors.New("webhook-endpoint: already started")
 	}
-	h := &scWebhookEndpoint{fail: int64(fail)}
+	h := &scWebhookEndpoint{fail: fail}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if h.posts.Add(1) <= h.fail {
+		if h.posts.Add(1) <= int64(h.fail) {
 			w.WriteHeader(http.StatusInternalServerError)
 			return
 		}
@@ -254,7 +254,7 @@ func cmdWebhookEndpoint(r *scRun, st scStep) error {
 // scWebhookEndpoint is cmdWebhookEndpoint's receiver.
 type scWebhookEndpoint struct {
 	srv   *httptest.Server
-	fail  int64
+	fail  int
 	posts atomic.Int64
 }
 
@@ -272,15 +272,13 @@ func cmdWebhooks(r *scRun, st scStep) error {
 	if h == nil {
 		return errors.New("webhooks: no webhook-endpoint step before it")
 	}
-	fail := int(h.fail)
-	srv, posts := h.srv, &h.posts
 	d, err := webhook.New(r.observer, scSigningKey, metrics.New(), slog.New(slog.DiscardHandler),
-		webhook.Config{Now: r.clock.Now, Client: srv.Client()})
+		webhook.Config{Now: r.clock.Now, Client: h.srv.Client()})
 	if err != nil {
 		return err
 	}
 	var failed, delivered int
-	for pass := 0; pass <= fail+1; pass++ {
+	for pass := 0; pass <= h.fail+1; pass++ {
 		res, err := d.DeliverDue(r.ctx, r.clock.Now())
 		if err != nil {
 			return fmt.Errorf("webhooks: pass %d: %w", pass, err)
@@ -288,9 +286,9 @@ func cmdWebhooks(r *scRun, st scStep) error {
 		failed, delivered = failed+res.Failed, delivered+res.Delivered
 		r.clock.Advance(webhook.DefaultBackoffMax)
 	}
-	r.tl.add(laneGateway, fmt.Sprintf("webhooks: %d POSTs, %d refused and retried, %d delivered", posts.Load(), failed, delivered))
-	if failed != fail || delivered != want {
-		return fmt.Errorf("webhooks: want %d failed then %d delivered, got %d failed and %d delivered", fail, want, failed, delivered)
+	r.tl.add(laneGateway, fmt.Sprintf("webhooks: %d POSTs, %d refused and retried, %d delivered", h.posts.Load(), failed, delivered))
+	if failed != h.fail || delivered != want {
+		return fmt.Errorf("webhooks: want %d failed then %d delivered, got %d failed and %d delivered", h.fail, want, failed, delivered)
 	}
 	r.count("webhook_retried", int64(failed))
 	r.reply(fmt.Sprintf("webhooks -> %d retried, %d delivered", failed, delivered))
