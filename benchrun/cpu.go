@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,7 +56,7 @@ func startCPU(ctx context.Context, pool *pgxpool.Pool, server int) *cpuMeter {
 // per returns the CPU spent since the start, per job.
 func (m *cpuMeter) per(jobs int) *PeakCPU {
 	if m.err == nil && jobs <= 0 {
-		m.err = fmt.Errorf("no jobs")
+		m.err = errors.New("no jobs")
 	}
 	var end cpuSample
 	if m.err == nil {
