@@ -248,7 +248,9 @@ type PgbenchResult struct {
 	Clients int     `json:"clients"`
 	Seconds int     `json:"seconds"`
 	TPS     float64 `json:"tps"`
-	Error   string  `json:"error,omitempty"`
+	// CPU is the run's CPU time per transaction, read as the stack's is.
+	CPU   *PgbenchCPU `json:"cpu,omitempty"`
+	Error string      `json:"error,omitempty"`
 }
 
 // CampaignRate is a time-boxed campaign.

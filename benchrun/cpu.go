@@ -15,8 +15,8 @@ type cpuSample struct{ postgres, self, server time.Duration }
 // PeakCPU is the CPU time the peak phase cost per committed job: the
 // figure that depends least on how fast the machine happens to be.
 type PeakCPU struct {
-	// PostgresMS is the postmaster's and its backends' (backends that
-	// exited during the phase are not counted; the pool keeps its own).
+	// PostgresMS is the postmaster's and its backends', those that exited
+	// during the phase included.
 	PostgresMS float64 `json:"postgres_ms_per_job"`
 	// ProcessMS is this process: the load generator, and in one-process
 	// mode the control plane too.
@@ -53,21 +53,41 @@ func startCPU(ctx context.Context, pool *pgxpool.Pool, server int) *cpuMeter {
 	return m
 }
 
+// since returns the CPU spent since the start and the wall time since.
+func (m *cpuMeter) since() (cpuSample, time.Duration, error) {
+	if m.err != nil {
+		return cpuSample{}, 0, m.err
+	}
+	end, err := readCPU(m.postmaster, m.server)
+	if err != nil {
+		return cpuSample{}, 0, err
+	}
+	return cpuSample{postgres: end.postgres - m.start.postgres, self: end.self - m.start.self,
+		server: end.server - m.start.server}, time.Since(m.at), nil
+}
+
 // per returns the CPU spent since the start, per job.
 func (m *cpuMeter) per(jobs int) *PeakCPU {
-	if m.err == nil && jobs <= 0 {
-		m.err = errors.New("no jobs")
+	d, window, err := m.since()
+	if err == nil && jobs <= 0 {
+		err = errors.New("no jobs")
 	}
-	var end cpuSample
-	if m.err == nil {
-		end, m.err = readCPU(m.postmaster, m.server)
+	if err != nil {
+		return &PeakCPU{Error: err.Error()}
 	}
-	if m.err != nil {
-		return &PeakCPU{Error: m.err.Error()}
-	}
-	window := time.Since(m.at)
-	pg, self, srv := end.postgres-m.start.postgres, end.self-m.start.self, end.server-m.start.server
 	n := float64(jobs)
-	return &PeakCPU{PostgresMS: ms(pg) / n, ProcessMS: ms(self) / n, ServerMS: ms(srv) / n,
-		Busy: float64(pg+self+srv) / float64(window)}
+	return &PeakCPU{PostgresMS: ms(d.postgres) / n, ProcessMS: ms(d.self) / n, ServerMS: ms(d.server) / n,
+		Busy: float64(d.postgres+d.self+d.server) / float64(window)}
 }
+
+// PgbenchCPU is a pgbench run's CPU time per transaction, the reference's
+// counterpart of PeakCPU.
+type PgbenchCPU struct {
+	PostgresMS float64 `json:"postgres_ms_per_tx"`
+	PgbenchMS  float64 `json:"pgbench_ms_per_tx"`
+	Busy       float64 `json:"cores_busy"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// TotalMS is the transaction's CPU time, both sides.
+func (c *PgbenchCPU) TotalMS() float64 { return c.PostgresMS + c.PgbenchMS }

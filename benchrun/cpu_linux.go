@@ -14,21 +14,25 @@ import (
 const userHZ = 100
 
 // readCPU returns the CPU time (user + system) spent so far by the
-// postmaster and every child of it (the Postgres backends), by this
-// process, and by server when it is non-zero (the two-process server).
+// postmaster and every child of it (the Postgres backends), those it has
+// reaped included (so a backend that exits within a phase still counts), by
+// this process, and by server when it is non-zero (the two-process server).
 // /proc is read by hand: no library reads another process's times, and
-// these are three fields of one line.
+// these are a few fields of one line. A backend reaped between the
+// postmaster's line and its own is missed: milliseconds at most.
 func readCPU(postmaster, server int) (cpuSample, error) {
 	var s cpuSample
-	self, _, err := procStat(os.Getpid())
+	self, err := procStat(os.Getpid())
 	if err != nil {
 		return s, err
 	}
-	s.self = self
+	s.self = self.cpu
 	if server > 0 {
-		if s.server, _, err = procStat(server); err != nil {
+		srv, err := procStat(server)
+		if err != nil {
 			return s, fmt.Errorf("server process %d: %w", server, err)
 		}
+		s.server = srv.cpu
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -39,12 +43,15 @@ func readCPU(postmaster, server int) (cpuSample, error) {
 		if err != nil {
 			continue
 		}
-		cpu, ppid, err := procStat(pid)
+		st, err := procStat(pid)
 		if err != nil {
 			continue // exited meanwhile
 		}
-		if pid == postmaster || ppid == postmaster {
-			s.postgres += cpu
+		switch {
+		case pid == postmaster:
+			s.postgres += st.cpu + st.reaped
+		case st.ppid == postmaster:
+			s.postgres += st.cpu
 		}
 	}
 	return s, nil
@@ -52,31 +59,44 @@ func readCPU(postmaster, server int) (cpuSample, error) {
 
 // parentOf is pid's parent.
 func parentOf(pid int) (int, error) {
-	_, ppid, err := procStat(pid)
-	return ppid, err
+	st, err := procStat(pid)
+	return st.ppid, err
 }
 
-// procStat reads pid's utime + stime and its parent from /proc/<pid>/stat.
-func procStat(pid int) (time.Duration, int, error) {
+// procTimes is one process's line of /proc/<pid>/stat.
+type procTimes struct {
+	cpu    time.Duration // utime + stime
+	reaped time.Duration // cutime + cstime: its children it has waited for
+	ppid   int
+}
+
+// procStat reads pid's /proc/<pid>/stat.
+func procStat(pid int) (procTimes, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, err
+		return procTimes{}, err
 	}
 	// The command name, in parentheses, may hold spaces: fields start after
-	// the last ')'. Then: state ppid ... utime (14th field) stime (15th).
+	// the last ')'. Then: state ppid ... utime (14th field) stime cutime
+	// cstime (17th).
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
-		return 0, 0, errors.New("unexpected /proc stat format")
+		return procTimes{}, errors.New("unexpected /proc stat format")
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, 0, errors.New("unexpected /proc stat format")
+	if len(f) < 15 {
+		return procTimes{}, errors.New("unexpected /proc stat format")
 	}
-	ppid, err1 := strconv.Atoi(f[1])
-	ut, err2 := strconv.ParseInt(f[11], 10, 64)
-	st, err3 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return 0, 0, fmt.Errorf("unexpected /proc stat format: %w", err)
+	ppid, err := strconv.Atoi(f[1])
+	ticks := make([]int64, 4)
+	for k := range ticks {
+		var e error
+		ticks[k], e = strconv.ParseInt(f[11+k], 10, 64)
+		err = errors.Join(err, e)
 	}
-	return time.Duration(ut+st) * time.Second / userHZ, ppid, nil
+	if err != nil {
+		return procTimes{}, fmt.Errorf("unexpected /proc stat format: %w", err)
+	}
+	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / userHZ }
+	return procTimes{cpu: tick(ticks[0] + ticks[1]), reaped: tick(ticks[2] + ticks[3]), ppid: ppid}, nil
 }

@@ -44,6 +44,7 @@ var (
 	SeedCreated  = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	SeedDeadline = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 	pgbenchTPS   = regexp.MustCompile(`(?m)^tps = ([0-9.]+)`)
+	pgbenchTx    = regexp.MustCompile(`(?m)^number of transactions actually processed: ([0-9]+)`)
 )
 
 // BenchID is the uuid the seeding SQL gives bench devices and buyers:
@@ -156,15 +157,28 @@ type PgbenchError struct {
 func (e *PgbenchError) Error() string { return fmt.Sprintf("pgbench: %v\n%s", e.Err, e.Output) }
 func (e *PgbenchError) Unwrap() error { return e.Err }
 
+// PgbenchRun is what one pgbench run measured.
+type PgbenchRun struct {
+	TPS          float64
+	Transactions int64 // "number of transactions actually processed"
+	// CPU is pgbench's own user + system time (its clients' side; the
+	// backends' is Postgres's).
+	CPU time.Duration
+	// Queued is how many jobs were left queued after it: 0 means the run
+	// went dry and its figures are void.
+	Queued int
+}
+
 // RunPgbench runs p on its database (over the same TCP endpoint as db's,
 // with -D n=0 starting each client's lease counter), then counts the jobs
-// still queued through db. queued == 0 means the run went dry and its
-// figure is void (tps 0, no error); otherwise it returns pgbench's tps. A
-// failed run is a *PgbenchError. Checking the rows is the caller's.
-func RunPgbench(ctx context.Context, db DB, p Pgbench) (tps float64, queued int, err error) {
+// still queued through db. Queued == 0 means the run went dry and its
+// figures are void (no error). A failed run is a *PgbenchError. Checking
+// the rows is the caller's.
+func RunPgbench(ctx context.Context, db DB, p Pgbench) (PgbenchRun, error) {
+	var run PgbenchRun
 	cc, err := pgconn.ParseConfig(p.URL)
 	if err != nil {
-		return 0, 0, err
+		return run, err
 	}
 	args := []string{"-n", "-f", p.Script, "-c", strconv.Itoa(p.Clients), "-j", strconv.Itoa(p.Clients),
 		"-T", strconv.Itoa(p.Seconds), "-D", "slots=" + strconv.Itoa(p.Slots), "-D", "n=0",
@@ -178,23 +192,29 @@ func RunPgbench(ctx context.Context, db DB, p Pgbench) (tps float64, queued int,
 		cmd.Env = append(cmd.Env, "PGSSLMODE=disable")
 	}
 	out, runErr := cmd.CombinedOutput()
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'queued'`).Scan(&queued); err != nil {
-		return 0, 0, err
+	if ps := cmd.ProcessState; ps != nil {
+		run.CPU = ps.UserTime() + ps.SystemTime()
 	}
-	if queued == 0 {
-		return 0, 0, nil
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'queued'`).Scan(&run.Queued); err != nil {
+		return run, err
+	}
+	if run.Queued == 0 {
+		return run, nil
 	}
 	if runErr != nil {
-		return 0, queued, &PgbenchError{Args: args, Err: runErr, Output: out}
+		return run, &PgbenchError{Args: args, Err: runErr, Output: out}
 	}
-	m := pgbenchTPS.FindSubmatch(out)
-	if m == nil {
-		return 0, queued, fmt.Errorf("pgbench printed no tps line:\n%s", out)
+	m, n := pgbenchTPS.FindSubmatch(out), pgbenchTx.FindSubmatch(out)
+	if m == nil || n == nil {
+		return run, fmt.Errorf("pgbench printed no tps or transaction count line:\n%s", out)
 	}
-	if tps, err = strconv.ParseFloat(string(m[1]), 64); err != nil {
-		return 0, queued, err
+	if run.TPS, err = strconv.ParseFloat(string(m[1]), 64); err != nil {
+		return run, err
 	}
-	return tps, queued, nil
+	if run.Transactions, err = strconv.ParseInt(string(n[1]), 10, 64); err != nil {
+		return run, err
+	}
+	return run, nil
 }
 
 // runPgbench seeds a fresh clone of the migrated template and runs the
@@ -214,13 +234,13 @@ func runPgbench(ctx context.Context, pg *pgprovider.Provider, cfg Config) Pgbenc
 	}
 	fmt.Fprintf(cfg.Log, "bench: pgbench -c %d -T %d %s\n", r.Clients, r.Seconds, script)
 	for jobs := PgbenchJobs; jobs <= 16*PgbenchJobs; jobs *= 4 {
-		tps, dry, err := pgbenchOnce(ctx, pg, bin, script, r.Clients, r.Seconds, jobs)
+		run, cpu, err := pgbenchOnce(ctx, pg, bin, script, r.Clients, r.Seconds, jobs)
 		if err != nil {
 			r.Error = err.Error()
 			return r
 		}
-		if !dry {
-			r.TPS = tps
+		if run.Queued > 0 {
+			r.TPS, r.CPU = run.TPS, cpu
 			return r
 		}
 	}
@@ -228,42 +248,61 @@ func runPgbench(ctx context.Context, pg *pgprovider.Provider, cfg Config) Pgbenc
 	return r
 }
 
-func pgbenchOnce(ctx context.Context, pg *pgprovider.Provider, bin, script string, clients, seconds, jobs int) (float64, bool, error) {
+// pgbenchOnce is one pgbench run on a fresh seeded database and its CPU
+// time per transaction, measured like the stack's (cpuMeter); a run that
+// went dry (Queued 0) is void.
+func pgbenchOnce(ctx context.Context, pg *pgprovider.Provider, bin, script string, clients, seconds, jobs int) (PgbenchRun, *PgbenchCPU, error) {
+	var run PgbenchRun
 	url, err := pg.NewDatabase(ctx, scenarios.TemplateName)
 	if err != nil {
-		return 0, false, err
+		return run, nil, err
 	}
 	defer func() { _ = pg.DropDatabase(context.WithoutCancel(ctx), url) }()
 	pool, err := store.OpenPool(ctx, url)
 	if err != nil {
-		return 0, false, err
+		return run, nil, err
 	}
 	defer pool.Close()
 	q := Queued{Jobs: jobs, Buyers: SeedBuyers, Service: benchService, PriceCents: 10,
 		Created: SeedCreated, Deadline: SeedDeadline}
 	if err := SeedQueued(ctx, pool, q); err != nil {
-		return 0, false, fmt.Errorf("seed: %w", err)
+		return run, nil, fmt.Errorf("seed: %w", err)
 	}
 	if err := SeedDevices(ctx, pool, clients, jobs/Slots+1, benchService, Slots); err != nil {
-		return 0, false, fmt.Errorf("seed devices: %w", err)
+		return run, nil, fmt.Errorf("seed devices: %w", err)
 	}
 	if _, err := pool.Exec(ctx, "ANALYZE"); err != nil {
-		return 0, false, err
+		return run, nil, err
 	}
-	tps, queued, err := RunPgbench(ctx, pool, Pgbench{Bin: bin, Script: script, URL: url,
+	m := startCPU(ctx, pool, 0)
+	run, err = RunPgbench(ctx, pool, Pgbench{Bin: bin, Script: script, URL: url,
 		Clients: clients, Seconds: seconds, Slots: Slots})
-	if err != nil {
-		return 0, false, err
-	}
-	if queued == 0 {
-		return 0, true, nil
+	cpu := pgbenchCPU(m, run)
+	if err != nil || run.Queued == 0 {
+		return run, nil, err
 	}
 	if v, err := store.CheckInvariants(ctx, pool); err != nil {
-		return 0, false, err
+		return run, nil, err
 	} else if len(v) > 0 {
-		return 0, false, fmt.Errorf("pgbench left %d invariant violations, first: %v", len(v), v[0])
+		return run, nil, fmt.Errorf("pgbench left %d invariant violations, first: %v", len(v), v[0])
 	}
-	return tps, false, nil
+	return run, cpu, nil
+}
+
+// pgbenchCPU is run's CPU time per transaction: the backends' (its
+// connections exit with it, so the postmaster's reaped time holds them)
+// and pgbench's own.
+func pgbenchCPU(m *cpuMeter, run PgbenchRun) *PgbenchCPU {
+	d, window, err := m.since()
+	if err == nil && run.Transactions <= 0 {
+		err = errors.New("no transactions")
+	}
+	if err != nil {
+		return &PgbenchCPU{Error: err.Error()}
+	}
+	n := float64(run.Transactions)
+	return &PgbenchCPU{PostgresMS: ms(d.postgres) / n, PgbenchMS: ms(run.CPU) / n,
+		Busy: float64(d.postgres+run.CPU) / float64(window)}
 }
 
 // FindScript returns the given path (absolute), else

@@ -26,13 +26,13 @@ type Figure struct {
 func (r *Result) Figures() []Figure {
 	var out []Figure
 	add := func(name, value, goal, met string) { out = append(out, Figure{name, value, goal, met}) }
-	ratio, ratioGoal := pgbenchRef(add, "", r.Pgbench)
-	r.stackFigures(add, "", r.Peak, r.Latency, r.Progress, r.DB, ratio, ratioGoal)
+	ref := pgbenchRef(add, "", r.Pgbench)
+	r.stackFigures(add, "", r.Peak, r.Latency, r.Progress, r.DB, ref)
 	if sp := r.Split; sp != nil {
 		if sp.Pgbench != nil { // else (--client-only) the same reference as above
-			ratio, ratioGoal = pgbenchRef(add, "two-process: ", *sp.Pgbench)
+			ref = pgbenchRef(add, "two-process: ", *sp.Pgbench)
 		}
-		r.stackFigures(add, "two-process: ", sp.Peak, sp.Latency, sp.Progress, sp.DB, ratio, ratioGoal)
+		r.stackFigures(add, "two-process: ", sp.Peak, sp.Latency, sp.Progress, sp.DB, ref)
 		add("two-process: SPEC section 4 invariant violations", fmt.Sprint(sp.InvariantViolations), "0",
 			map[bool]string{true: "yes", false: "NO"}[sp.InvariantViolations == 0])
 	}
@@ -138,44 +138,88 @@ func (r *Result) WriteJSON(path string) error {
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
-// pgbenchRef adds the row of the pgbench run pb and returns the ratio
-// formatters of the stack figures measured just after it.
-func pgbenchRef(add func(name, value, goal, met string), prefix string, pb PgbenchResult) (
-	ratio func(float64) string, ratioGoal func(float64) (string, string)) {
-	tps := pb.TPS
-	ratio = func(v float64) string {
-		if tps <= 0 {
-			return ""
-		}
-		return fmt.Sprintf(" (%.2f x pgbench)", v/tps)
-	}
-	ratioGoal = func(v float64) (string, string) {
-		if tps <= 0 {
-			return fmt.Sprintf(">= %.1f x pgbench", GoalRatioVsPgbench), "n/a: no pgbench (" + pb.Error + ")"
-		}
-		goal := fmt.Sprintf(">= %.1f x pgbench = %.0f/s", GoalRatioVsPgbench, GoalRatioVsPgbench*tps)
-		want := GoalRatioVsPgbench * tps
-		if v >= want {
-			return goal, "yes"
-		}
-		return goal, fmt.Sprintf("NO: %.0f/s short (%.0f%% of goal)", want-v, 100*v/want)
-	}
+// reference is the pgbench run a stack's figures are compared with.
+type reference PgbenchResult
+
+// pgbenchRef adds the row of the pgbench run pb, the reference of the stack
+// figures measured just after it.
+func pgbenchRef(add func(name, value, goal, met string), prefix string, pb PgbenchResult) reference {
 	name := prefix + "pgbench lease.pgbench tps, run just before the stack"
-	if tps > 0 {
-		add(name, fmt.Sprintf("%.0f (-c %d, %d s)", tps, pb.Clients, pb.Seconds), "reference", "")
-	} else {
+	if pb.TPS <= 0 {
 		add(name, "not run", "reference", pb.Error)
+		return reference(pb)
 	}
-	return ratio, ratioGoal
+	value := fmt.Sprintf("%.0f (-c %d, %d s)", pb.TPS, pb.Clients, pb.Seconds)
+	switch c := pb.CPU; {
+	case c == nil:
+	case c.Error != "":
+		value += "; CPU per tx not measured: " + c.Error
+	default:
+		value += fmt.Sprintf("; CPU %.2f ms per tx: Postgres %.2f + pgbench %.2f (%.2f cores busy)",
+			c.TotalMS(), c.PostgresMS, c.PgbenchMS, c.Busy)
+	}
+	add(name, value, "reference", "")
+	return reference(pb)
+}
+
+// ratio is " (R x pgbench)" for a rate v, or "" without a reference.
+func (ref reference) ratio(v float64) string {
+	if ref.TPS <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.2f x pgbench)", v/ref.TPS)
+}
+
+// goal is the goal and met columns of a rate v held to the ratio goal.
+func (ref reference) goal(v float64) (string, string) {
+	if ref.TPS <= 0 {
+		return fmt.Sprintf(">= %.1f x pgbench", GoalRatioVsPgbench), "n/a: no pgbench (" + ref.Error + ")"
+	}
+	want := GoalRatioVsPgbench * ref.TPS
+	goal := fmt.Sprintf(">= %.1f x pgbench = %.0f/s", GoalRatioVsPgbench, want)
+	if v >= want {
+		return goal, "yes"
+	}
+	return goal, fmt.Sprintf("NO: %.0f/s short (%.0f%% of goal)", want-v, 100*v/want)
+}
+
+// cpuBound is the ratio the CPU allows: on a machine whose cores both runs
+// keep busy, rates go as the inverse of CPU time per unit, so pgbench's
+// CPU per transaction over the stack's per job approximates the measured
+// ratio, and over Postgres's share of it bounds what any control plane
+// could reach with the same SQL on the same cores (its own cost taken as
+// nothing). Nil without both measurements.
+func (ref reference) cpuBound(prefix string, c *PeakCPU) *Figure {
+	pb := ref.CPU
+	if ref.TPS <= 0 || pb == nil || pb.Error != "" || c == nil || c.Error != "" || c.PostgresMS <= 0 {
+		return nil
+	}
+	job := c.PostgresMS + c.ServerMS + c.ProcessMS
+	need := pb.TotalMS() / GoalRatioVsPgbench
+	f := &Figure{
+		Name: prefix + "the ratio CPU time allows (pgbench's CPU per tx / CPU per job)",
+		Value: fmt.Sprintf("%.2f x: %.2f ms per tx / %.2f ms per job; Postgres's %.2f ms per job alone: %.2f x",
+			pb.TotalMS()/job, pb.TotalMS(), job, c.PostgresMS, pb.TotalMS()/c.PostgresMS),
+		Goal: fmt.Sprintf("%.1f x needs <= %.2f ms per job", GoalRatioVsPgbench, need),
+		Met:  "within",
+	}
+	switch {
+	case c.PostgresMS > need:
+		f.Met = fmt.Sprintf("NO: Postgres's share alone is %.2f ms over", c.PostgresMS-need)
+	case job > need:
+		f.Met = fmt.Sprintf("NO: %.2f ms over", job-need)
+	}
+	return f
 }
 
 // stackFigures adds the rows of one run of the stack phases.
 func (r *Result) stackFigures(add func(name, value, goal, met string), prefix string, peak PeakResult,
-	lat LatencyResult, prog ProgressResult, db DBResult, ratio func(float64) string, ratioGoal func(float64) (string, string)) {
-	g, m := ratioGoal(peak.LeasesPerSec)
+	lat LatencyResult, prog ProgressResult, db DBResult, ref reference) {
+	ratio := ref.ratio
+	g, m := ref.goal(peak.LeasesPerSec)
 	add(fmt.Sprintf("%sleases/s at peak (%d jobs up front, %d agents x %d slots)", prefix, peak.Jobs, r.Agents, max(r.Slots, 1)),
 		fmt.Sprintf("%.0f%s", peak.LeasesPerSec, ratio(peak.LeasesPerSec)), g, m)
-	g, m = ratioGoal(peak.CommitsPerSec)
+	g, m = ref.goal(peak.CommitsPerSec)
 	add(prefix+"commits/s at peak", fmt.Sprintf("%.0f%s", peak.CommitsPerSec, ratio(peak.CommitsPerSec)), g, m)
 	add(prefix+"job submits/s (POST /v1/jobs, 16 clients)", fmt.Sprintf("%.0f%s", peak.SubmitPerSec, ratio(peak.SubmitPerSec)), "", "")
 	add(fmt.Sprintf("%se2e latency p50 at %.0f/s (half peak), %d agents", prefix, lat.TargetPerSec, r.Agents),
@@ -192,6 +236,9 @@ func (r *Result) stackFigures(add func(name, value, goal, met string), prefix st
 	add(prefix+"progress frames/s (heartbeat as fast as progress_ok)", fmt.Sprintf("%.0f%s", prog.FramesPerSec, ratio(prog.FramesPerSec)), "", "")
 	add(dbFigure(prefix, db))
 	add(cpuFigure(prefix, peak.CPU))
+	if f := ref.cpuBound(prefix, peak.CPU); f != nil {
+		add(f.Name, f.Value, f.Goal, f.Met)
+	}
 }
 
 // cpuFigure is the peak's CPU per job.

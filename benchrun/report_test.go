@@ -63,3 +63,30 @@ func TestCPUFigureNamesWhereTheTimeWent(t *testing.T) {
 	require.Equal(t, "not measured", v)
 	require.Equal(t, "n/a: no /proc", met)
 }
+
+// The reference's CPU per transaction is printed with it, and against the
+// stack's CPU per job it names the ratio the CPU allows and whether
+// Postgres's share alone already rules the goal out.
+func TestCPUBoundComparesPerJobWithPerTransaction(t *testing.T) {
+	pb := PgbenchResult{Clients: 8, Seconds: 5, TPS: 1300,
+		CPU: &PgbenchCPU{PostgresMS: 1.25, PgbenchMS: 0.25, Busy: 1.98}}
+	r := &Result{Agents: 100, Slots: 1, Pgbench: pb,
+		Peak: PeakResult{Jobs: 500, LeasesPerSec: 400, CPU: &PeakCPU{PostgresMS: 4.0, ProcessMS: 2.0, Busy: 1.96}}}
+	figs := map[string]Figure{}
+	for _, f := range r.Figures() {
+		figs[f.Name] = f
+	}
+	require.Equal(t, "1300 (-c 8, 5 s); CPU 1.50 ms per tx: Postgres 1.25 + pgbench 0.25 (1.98 cores busy)",
+		figs["pgbench lease.pgbench tps, run just before the stack"].Value)
+	b := figs["the ratio CPU time allows (pgbench's CPU per tx / CPU per job)"]
+	require.Equal(t, "0.25 x: 1.50 ms per tx / 6.00 ms per job; Postgres's 4.00 ms per job alone: 0.38 x", b.Value)
+	require.Equal(t, "0.5 x needs <= 3.00 ms per job", b.Goal)
+	require.Equal(t, "NO: Postgres's share alone is 1.00 ms over", b.Met)
+
+	ref := reference(pb)
+	require.Equal(t, "NO: 1.00 ms over", ref.cpuBound("", &PeakCPU{PostgresMS: 2.5, ServerMS: 1.0, ProcessMS: 0.5}).Met)
+	require.Equal(t, "within", ref.cpuBound("", &PeakCPU{PostgresMS: 2.0, ProcessMS: 0.9}).Met)
+	require.Nil(t, ref.cpuBound("", &PeakCPU{Error: "no /proc"}), "no row without the stack's CPU")
+	ref.CPU = &PgbenchCPU{Error: "no transactions"}
+	require.Nil(t, ref.cpuBound("", &PeakCPU{PostgresMS: 2.0, ProcessMS: 0.9}), "no row without the reference's CPU")
+}

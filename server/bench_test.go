@@ -432,7 +432,7 @@ func runPgbench(b *testing.B, clients int) (float64, error) {
 func pgbenchOnce(b *testing.B, bin, script string, clients, jobs int) (tps float64, dry bool, err error) {
 	d := newBenchDB(b, 2)
 	d.seed(b, jobs, clients, jobs/benchSlots+1)
-	tps, queued, err := benchrun.RunPgbench(context.Background(), d.pool, benchrun.Pgbench{
+	run, err := benchrun.RunPgbench(context.Background(), d.pool, benchrun.Pgbench{
 		Bin: bin, Script: script, URL: d.url, Clients: clients, Seconds: pgbenchSeconds, Slots: benchSlots})
 	if pe := (*benchrun.PgbenchError)(nil); errors.As(err, &pe) {
 		return 0, false, fmt.Errorf("pgbench %v: %w\n%s", pe.Args, pe.Err, pe.Output)
@@ -440,11 +440,11 @@ func pgbenchOnce(b *testing.B, bin, script string, clients, jobs int) (tps float
 	if err != nil {
 		return 0, false, err
 	}
-	if queued == 0 {
+	if run.Queued == 0 {
 		return 0, true, nil
 	}
 	// The script's rows must be as sound as the service's.
 	d.requireInvariants(b)
-	b.Logf("pgbench -c %d: %.0f tps, %d of %d jobs left queued", clients, tps, queued, jobs)
-	return tps, false, nil
+	b.Logf("pgbench -c %d: %.0f tps, %d of %d jobs left queued", clients, run.TPS, run.Queued, jobs)
+	return run.TPS, false, nil
 }
