@@ -208,6 +208,21 @@ type LatencyResult struct {
 	P99ms        float64 `json:"p99_ms"`
 	Maxms        float64 `json:"max_ms"`
 	Definition   string  `json:"definition"`
+	// StagesP99 is each stage's own p99 over the phase's jobs, Slowest the
+	// slowest job's stages: where the tail's time went.
+	StagesP99 LatencyStages `json:"stages_p99"`
+	Slowest   LatencyStages `json:"slowest_job_stages"`
+}
+
+// LatencyStages split a job's submit -> commit_ok.
+type LatencyStages struct {
+	// ToOfferMS is POST /v1/jobs begun -> lease_offer at the agent: the
+	// create, its announcement, the gateway's offer pass and the lease.
+	ToOfferMS float64 `json:"submit_to_offer_ms"`
+	// WorkMS is lease_offer -> commit sent: progress and the upload.
+	WorkMS float64 `json:"offer_to_commit_ms"`
+	// CommitMS is commit sent -> commit_ok: tx1, verification, tx2.
+	CommitMS float64 `json:"commit_to_ok_ms"`
 }
 
 // ProgressResult is the heartbeat phase.

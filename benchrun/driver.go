@@ -177,12 +177,16 @@ type driver struct {
 	firstOffer time.Time
 	lastOffer  time.Time
 	lastCommit time.Time
-	commitAt   map[string]time.Time
+	jobAt      map[string]jobTimes
 }
+
+// jobTimes are the instants an agent saw of one job: its offer, its commit
+// sent (after progress and the upload), and its commit_ok.
+type jobTimes struct{ offered, sent, done time.Time }
 
 func newDriver(cfg Config, baseURL string, pool *pgxpool.Pool, svc *server.Service) *driver {
 	in := []byte("rendermac bench input")
-	return &driver{cfg: cfg, baseURL: baseURL, pool: pool, svc: svc, httpc: newHTTPClient(), commitAt: map[string]time.Time{},
+	return &driver{cfg: cfg, baseURL: baseURL, pool: pool, svc: svc, httpc: newHTTPClient(), jobAt: map[string]jobTimes{},
 		input: base64.StdEncoding.EncodeToString(in)}
 }
 
@@ -414,6 +418,7 @@ func (d *driver) work(ctx context.Context, a *agent, o *protocol.LeaseOffer, fre
 		d.firstOffer = now
 	}
 	d.lastOffer = now
+	d.jobAt[o.JobID] = jobTimes{offered: now}
 	d.mu.Unlock()
 	if d.peak.Load() {
 		d.rec.add(opLease, now.Sub(freed))
@@ -456,7 +461,9 @@ func (d *driver) work(ctx context.Context, a *agent, o *protocol.LeaseOffer, fre
 	case *protocol.CommitOK:
 		d.rec.add(opCommit, done.Sub(start))
 		d.mu.Lock()
-		d.commitAt[o.JobID] = done
+		t := d.jobAt[o.JobID]
+		t.sent, t.done = start, done
+		d.jobAt[o.JobID] = t
 		d.lastCommit = done
 		d.mu.Unlock()
 		d.commits.Add(1)
@@ -670,12 +677,22 @@ func (d *driver) latencyPhase(ctx context.Context, res *Result) error {
 	if err := d.waitCommits(ctx, base+int64(k), phaseTimeout); err != nil {
 		return err
 	}
-	var lat []time.Duration
+	var lat, toOffer, work, commit []time.Duration
+	var slowest LatencyStages
+	var worst time.Duration
 	d.mu.Lock()
 	for id, at := range submitAt {
-		if c, ok := d.commitAt[id]; ok {
-			lat = append(lat, c.Sub(at))
+		t, ok := d.jobAt[id]
+		if !ok || t.done.IsZero() {
+			continue
 		}
+		e2e := t.done.Sub(at)
+		if e2e > worst {
+			worst, slowest = e2e, stagesOf(at, t)
+		}
+		lat = append(lat, e2e)
+		toOffer, work, commit = append(toOffer, t.offered.Sub(at)), append(work, t.sent.Sub(t.offered)),
+			append(commit, t.done.Sub(t.sent))
 	}
 	d.mu.Unlock()
 	res.Latency.Completed = len(lat)
@@ -683,7 +700,15 @@ func (d *driver) latencyPhase(ctx context.Context, res *Result) error {
 	res.Latency.P90ms = ms(quantile(lat, 0.90))
 	res.Latency.P99ms = ms(quantile(lat, 0.99))
 	res.Latency.Maxms = ms(quantile(lat, 1))
+	res.Latency.StagesP99 = LatencyStages{ToOfferMS: ms(quantile(toOffer, 0.99)), WorkMS: ms(quantile(work, 0.99)),
+		CommitMS: ms(quantile(commit, 0.99))}
+	res.Latency.Slowest = slowest
 	return nil
+}
+
+// stagesOf is one job's stages, from its submit at.
+func stagesOf(at time.Time, t jobTimes) LatencyStages {
+	return LatencyStages{ToOfferMS: ms(t.offered.Sub(at)), WorkMS: ms(t.sent.Sub(t.offered)), CommitMS: ms(t.done.Sub(t.sent))}
 }
 
 // progressPhase gives every agent one job per slot and has it heartbeat as fast as

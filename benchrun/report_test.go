@@ -90,3 +90,17 @@ func TestCPUBoundComparesPerJobWithPerTransaction(t *testing.T) {
 	ref.CPU = &PgbenchCPU{Error: "no transactions"}
 	require.Nil(t, ref.cpuBound("", &PeakCPU{PostgresMS: 2.0, ProcessMS: 0.9}), "no row without the reference's CPU")
 }
+
+// The latency row is followed by where the time went, stage by stage.
+func TestLatencyStagesAreReported(t *testing.T) {
+	r := &Result{Agents: 100, Slots: 1, Latency: LatencyResult{Completed: 500, P99ms: 60,
+		StagesP99: LatencyStages{ToOfferMS: 41.5, WorkMS: 8, CommitMS: 20.25},
+		Slowest:   LatencyStages{ToOfferMS: 55, WorkMS: 2, CommitMS: 9}}}
+	var got string
+	for _, f := range r.Figures() {
+		if f.Name == "e2e latency by stage: p99 of each (the slowest job's own)" {
+			got = f.Value
+		}
+	}
+	require.Equal(t, "submit -> offer 41.5 (55.0), offer -> commit sent 8.0 (2.0), commit -> commit_ok 20.2 (9.0) ms", got)
+}
