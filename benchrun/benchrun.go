@@ -216,8 +216,11 @@ type LatencyResult struct {
 
 // LatencyStages split a job's submit -> commit_ok.
 type LatencyStages struct {
+	// PostMS is POST /v1/jobs begun -> answered: the create alone.
+	PostMS float64 `json:"post_ms"`
 	// ToOfferMS is POST /v1/jobs begun -> lease_offer at the agent: the
-	// create, its announcement, the gateway's offer pass and the lease.
+	// create, its announcement, the gateway's offer pass and the lease (the
+	// offer may arrive before the POST's answer).
 	ToOfferMS float64 `json:"submit_to_offer_ms"`
 	// WorkMS is lease_offer -> commit sent: progress and the upload.
 	WorkMS float64 `json:"offer_to_commit_ms"`

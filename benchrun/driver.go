@@ -181,8 +181,9 @@ type driver struct {
 }
 
 // jobTimes are the instants an agent saw of one job: its offer, its commit
-// sent (after progress and the upload), and its commit_ok.
-type jobTimes struct{ offered, sent, done time.Time }
+// sent (after progress and the upload), and its commit_ok; and, in the
+// latency phase, when the buyer's POST was answered.
+type jobTimes struct{ offered, sent, done, posted time.Time }
 
 func newDriver(cfg Config, baseURL string, pool *pgxpool.Pool, svc *server.Service) *driver {
 	in := []byte("rendermac bench input")
@@ -643,7 +644,7 @@ func (d *driver) latencyPhase(ctx context.Context, res *Result) error {
 	fmt.Fprintf(d.cfg.Log, "bench: latency: %d jobs at %.0f/s (half the peak commit rate)\n", k, rate)
 	base := d.commits.Load()
 	interval := time.Duration(float64(time.Second) / rate)
-	submitAt := make(map[string]time.Time, k)
+	submitAt := make(map[string][2]time.Time, k) // POST begun, answered
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxInflight)
@@ -665,8 +666,9 @@ func (d *driver) latencyPhase(ctx context.Context, res *Result) error {
 				errOnce.Do(func() { subErr = err })
 				return
 			}
+			posted := time.Now()
 			mu.Lock()
-			submitAt[id] = at
+			submitAt[id] = [2]time.Time{at, posted}
 			mu.Unlock()
 		})
 	}
@@ -677,20 +679,23 @@ func (d *driver) latencyPhase(ctx context.Context, res *Result) error {
 	if err := d.waitCommits(ctx, base+int64(k), phaseTimeout); err != nil {
 		return err
 	}
-	var lat, toOffer, work, commit []time.Duration
+	var lat, post, toOffer, work, commit []time.Duration
 	var slowest LatencyStages
 	var worst time.Duration
 	d.mu.Lock()
-	for id, at := range submitAt {
+	for id, sub := range submitAt {
 		t, ok := d.jobAt[id]
 		if !ok || t.done.IsZero() {
 			continue
 		}
+		at := sub[0]
+		t.posted = sub[1]
 		e2e := t.done.Sub(at)
 		if e2e > worst {
 			worst, slowest = e2e, stagesOf(at, t)
 		}
 		lat = append(lat, e2e)
+		post = append(post, t.posted.Sub(at))
 		toOffer, work, commit = append(toOffer, t.offered.Sub(at)), append(work, t.sent.Sub(t.offered)),
 			append(commit, t.done.Sub(t.sent))
 	}
@@ -700,15 +705,16 @@ func (d *driver) latencyPhase(ctx context.Context, res *Result) error {
 	res.Latency.P90ms = ms(quantile(lat, 0.90))
 	res.Latency.P99ms = ms(quantile(lat, 0.99))
 	res.Latency.Maxms = ms(quantile(lat, 1))
-	res.Latency.StagesP99 = LatencyStages{ToOfferMS: ms(quantile(toOffer, 0.99)), WorkMS: ms(quantile(work, 0.99)),
-		CommitMS: ms(quantile(commit, 0.99))}
+	res.Latency.StagesP99 = LatencyStages{PostMS: ms(quantile(post, 0.99)), ToOfferMS: ms(quantile(toOffer, 0.99)),
+		WorkMS: ms(quantile(work, 0.99)), CommitMS: ms(quantile(commit, 0.99))}
 	res.Latency.Slowest = slowest
 	return nil
 }
 
 // stagesOf is one job's stages, from its submit at.
 func stagesOf(at time.Time, t jobTimes) LatencyStages {
-	return LatencyStages{ToOfferMS: ms(t.offered.Sub(at)), WorkMS: ms(t.sent.Sub(t.offered)), CommitMS: ms(t.done.Sub(t.sent))}
+	return LatencyStages{PostMS: ms(t.posted.Sub(at)), ToOfferMS: ms(t.offered.Sub(at)), WorkMS: ms(t.sent.Sub(t.offered)),
+		CommitMS: ms(t.done.Sub(t.sent))}
 }
 
 // progressPhase gives every agent one job per slot and has it heartbeat as fast as

@@ -236,8 +236,9 @@ func (r *Result) stackFigures(add func(name, value, goal, met string), prefix st
 	if lat.Completed > 0 {
 		p, w := lat.StagesP99, lat.Slowest
 		add(prefix+"e2e latency by stage: p99 of each (the slowest job's own)",
-			fmt.Sprintf("submit -> offer %.1f (%.1f), offer -> commit sent %.1f (%.1f), commit -> commit_ok %.1f (%.1f) ms",
-				p.ToOfferMS, w.ToOfferMS, p.WorkMS, w.WorkMS, p.CommitMS, w.CommitMS), "", "")
+			fmt.Sprintf("submit -> offer %.1f (%.1f; of it the POST %.1f (%.1f)), offer -> commit sent %.1f (%.1f), "+
+				"commit -> commit_ok %.1f (%.1f) ms", p.ToOfferMS, w.ToOfferMS, p.PostMS, w.PostMS, p.WorkMS, w.WorkMS,
+				p.CommitMS, w.CommitMS), "", "")
 	}
 	add(prefix+"progress frames/s (heartbeat as fast as progress_ok)", fmt.Sprintf("%.0f%s", prog.FramesPerSec, ratio(prog.FramesPerSec)), "", "")
 	add(dbFigure(prefix, db))
