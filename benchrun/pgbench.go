@@ -57,6 +57,9 @@ func BenchDevice(w, i int) string { return BenchID(int64(w)<<24 + int64(i)) }
 
 const seedBuyerBase = 0xb00000000
 
+// BenchBuyer is the k-th seeded buyer (0 <= k < Queued.Buyers).
+func BenchBuyer(k int) string { return BenchID(seedBuyerBase + int64(k)) }
+
 // sqlBenchID is BenchID in SQL.
 const sqlBenchID = `('00000000-0000-4000-8000-' || lpad(to_hex(%s), 12, '0'))::uuid`
 

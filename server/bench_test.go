@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,18 +122,22 @@ func (d *benchDB) exec(b *testing.B, sql string, args ...any) {
 // seed fills the database with jobs queued jobs and workers x devices devices.
 func (d *benchDB) seed(b *testing.B, jobs, workers, devices int) {
 	b.Helper()
-	price := int64(0)
-	for _, s := range protocol.Services {
-		if s.Name == benchService {
-			price = s.PriceCents
-		}
-	}
 	ctx := context.Background()
-	q := benchrun.Queued{Jobs: jobs, Buyers: benchBuyers, Service: benchService, PriceCents: price,
+	q := benchrun.Queued{Jobs: jobs, Buyers: benchBuyers, Service: benchService, PriceCents: benchPrice(),
 		Created: benchCreated, Deadline: benchDead}
 	seedOK(b, benchrun.SeedQueued(ctx, d.pool, q))
 	seedOK(b, benchrun.SeedDevices(ctx, d.pool, workers, devices, benchService, benchSlots))
 	d.exec(b, "ANALYZE")
+}
+
+// benchPrice is benchService's price in the catalogue.
+func benchPrice() int64 {
+	for _, s := range protocol.Services {
+		if s.Name == benchService {
+			return s.PriceCents
+		}
+	}
+	return 0
 }
 
 // seedOK fails the benchmark on a seeding error, as exec does.
@@ -284,6 +290,41 @@ func BenchmarkCommit(b *testing.B) {
 				return nil
 			})
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "commits/s")
+			reportRetries(b, svc)
+			d.requireInvariants(b)
+		})
+	}
+}
+
+// BenchmarkCreateJob measures Service.CreateJob (POST /v1/jobs without the
+// HTTP) with 1, 2 and 8 concurrent workers, worker w creating for seeded
+// buyer w, so that the workers contend where buyers do: on the buyer row
+// each create locks for its whole transaction (8 workers share no buyer).
+func BenchmarkCreateJob(b *testing.B) {
+	for _, workers := range benchWorkers {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			b.StopTimer()
+			ctx := context.Background()
+			d := newBenchDB(b, workers+2)
+			d.seed(b, 0, workers, 1)
+			// Funds for every create, conserved: initial = balance + held + captured.
+			d.exec(b, `UPDATE buyers SET balance_cents = balance_cents + @extra, initial_cents = initial_cents + @extra`,
+				pgx.NamedArgs{"extra": int64(b.N) * benchPrice()})
+			svc := newBenchService(d, nil)
+			elapsed := runWorkers(b, workers, func(w, k int) error {
+				r, err := svc.CreateJob(ctx, benchNow, protocol.CreateJobRequest{BuyerID: benchrun.BenchBuyer(w),
+					Service: benchService, Params: map[string]string{"seed": strconv.Itoa(k)},
+					Input:       protocol.InputRef{URL: "https://in/x", Bytes: 10, SHA256: strings.Repeat("a1", 32)},
+					MaxAttempts: 3, AdmissionWindow: time.Hour})
+				if err != nil {
+					return err
+				}
+				if r.Code != protocol.CodeCreated {
+					return fmt.Errorf("create %d: %+v", k, r)
+				}
+				return nil
+			})
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "creates/s")
 			reportRetries(b, svc)
 			d.requireInvariants(b)
 		})
