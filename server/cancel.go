@@ -44,11 +44,10 @@ func notifyLost(ctx context.Context, tx pgx.Tx, a attemptRow) error {
 	return nil
 }
 
-func notifyJobs(ctx context.Context, tx pgx.Tx, service string) error {
-	if _, err := tx.Exec(ctx, sqlNotify, JobsChannel, service); err != nil {
-		return fmt.Errorf("notify jobs (%s): %w", service, err)
-	}
-	return nil
+// notifyJobs announces a queued job of service; in a pipelined step it is
+// queued with the step's writes (a NOTIFY is delivered at COMMIT either way).
+func (st *step) notifyJobs(ctx context.Context, service string) error {
+	return st.write(ctx, "notify jobs ("+service+")", false, sqlNotify, JobsChannel, service)
 }
 
 // CancelNotice is the JSON payload of a CancelChannel notification.

@@ -49,7 +49,10 @@ var paramKey = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
 
 // CreateJob places a buyer's order: validation, idempotency, funds, then the
 // job, its hold and its journal row in one transaction. A job id is drawn
-// from the IDSource only when the job row is inserted.
+// from the IDSource only when the job row is inserted. Its round trips:
+// BEGIN with the buyer's lock and the Idempotency-Key lookup; the job's
+// writes; COMMIT. The buyer's lock, which this buyer's other creates and
+// hold settlements wait for, is held across the last two only.
 func (s *Service) CreateJob(ctx context.Context, now time.Time, req protocol.CreateJobRequest) (protocol.Reply, error) {
 	return s.CreateJobWithInput(ctx, now, req, nil)
 }
@@ -69,52 +72,89 @@ func (s *Service) CreateJobWithInput(ctx context.Context, now time.Time, req pro
 	}
 	d := draws{ids: s.ids}
 	var r protocol.Reply
-	err = s.inTx(ctx, OpCreateJob, func(tx pgx.Tx) error {
-		st := &step{tx: tx, actor: protocol.ActorBuyer}
-		var err error
-		if st.now, err = resolveNow(ctx, tx, now); err != nil {
-			return err
-		}
-		r, err = s.createJob(ctx, st, req, field, fingerprint, &d)
-		if err == nil && beforeCommit != nil && r.Code == protocol.CodeCreated && !r.Existing {
-			if err = beforeCommit(ctx, r.JobID); err != nil {
-				err = fmt.Errorf("create job %s: before commit: %w", r.JobID, err)
+	var buyer createBuyer
+	err = s.pipelined(ctx, OpCreateJob, now, protocol.ActorBuyer, func(b *pgx.Batch) { buyer.queue(b, req, field) },
+		func(ctx context.Context, st *step) error {
+			var err error
+			r, err = s.createJob(ctx, st, req, field, fingerprint, &buyer, &d)
+			if err != nil || beforeCommit == nil || r.Code != protocol.CodeCreated || r.Existing {
+				return err
 			}
-		}
-		return err
-	})
+			// The job's rows go out first: an input is stored only for a
+			// job the database accepted.
+			if err = st.flush(ctx); err != nil {
+				return err
+			}
+			if err = beforeCommit(ctx, r.JobID); err != nil {
+				return fmt.Errorf("create job %s: before commit: %w", r.JobID, err)
+			}
+			return nil
+		})
 	return r, err
 }
 
-func (s *Service) createJob(ctx context.Context, st *step, req protocol.CreateJobRequest, field, fingerprint string, d *draws) (protocol.Reply, error) {
-	var balance int64
-	err := pgx.ErrNoRows
-	if protocol.ValidID(req.BuyerID) {
-		err = st.tx.QueryRow(ctx, sqlLockBuyer, req.BuyerID).Scan(&balance)
+// createBuyer is what CreateJob reads first, in the round trip of BEGIN:
+// the buyer's row, locked, and then the job created earlier with the
+// request's Idempotency-Key. The lookup is the pipeline's next statement,
+// so it runs under a snapshot taken after the lock is held and sees any
+// create of this buyer that held the lock before. It is sent only for a
+// valid request, so no unvalidated text reaches the database.
+type createBuyer struct {
+	found               bool
+	balance             int64
+	existing            bool
+	existingID          string
+	existingFingerprint string
+}
+
+func (cb *createBuyer) queue(b *pgx.Batch, req protocol.CreateJobRequest, field string) {
+	*cb = createBuyer{}
+	if !protocol.ValidID(req.BuyerID) {
+		return
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
+	b.Queue(sqlLockBuyer, req.BuyerID).QueryRow(func(r pgx.Row) error {
+		err := r.Scan(&cb.balance)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("lock buyer: %w", err)
+		}
+		cb.found = true
+		return nil
+	})
+	if field != "" || req.IdempotencyKey == "" {
+		return
+	}
+	b.Queue(sqlFindIdempotent, req.BuyerID, req.IdempotencyKey).QueryRow(func(r pgx.Row) error {
+		err := r.Scan(&cb.existingID, &cb.existingFingerprint)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("find idempotent job: %w", err)
+		}
+		cb.existing = true
+		return nil
+	})
+}
+
+func (s *Service) createJob(ctx context.Context, st *step, req protocol.CreateJobRequest, field, fingerprint string,
+	buyer *createBuyer, d *draws) (protocol.Reply, error) {
+	if !buyer.found {
 		return protocol.Reply{Code: protocol.CodeNotFound, Field: "buyer"}, nil
-	}
-	if err != nil {
-		return protocol.Reply{}, fmt.Errorf("lock buyer: %w", err)
 	}
 	if field != "" {
 		return protocol.Reply{Code: protocol.CodeValidation, Field: field}, nil
 	}
-	if req.IdempotencyKey != "" {
-		var id, fp string
-		err := st.tx.QueryRow(ctx, sqlFindIdempotent, req.BuyerID, req.IdempotencyKey).Scan(&id, &fp)
-		switch {
-		case err == nil && fp == fingerprint:
-			return protocol.Reply{Code: protocol.CodeCreated, JobID: id, Existing: true}, nil
-		case err == nil:
-			return protocol.Reply{Code: protocol.CodeIdempotencyConflict}, nil
-		case !errors.Is(err, pgx.ErrNoRows):
-			return protocol.Reply{}, fmt.Errorf("find idempotent job: %w", err)
-		}
+	switch {
+	case buyer.existing && buyer.existingFingerprint == fingerprint:
+		return protocol.Reply{Code: protocol.CodeCreated, JobID: buyer.existingID, Existing: true}, nil
+	case buyer.existing:
+		return protocol.Reply{Code: protocol.CodeIdempotencyConflict}, nil
 	}
 	svc, _ := s.service(req.Service)
-	if svc.PriceCents > balance {
+	if svc.PriceCents > buyer.balance {
 		return protocol.Reply{Code: protocol.CodeInsufficientFunds}, nil
 	}
 	faultpoint.Hit(ctx, faultpoint.CreateBeforeInsert) // the buyer's row lock is held
@@ -132,21 +172,20 @@ func insertJob(ctx context.Context, st *step, jobID string, req protocol.CreateJ
 		params = map[string]string{}
 	}
 	deadline := at(st.now, req.AdmissionWindow)
-	if _, err := st.tx.Exec(ctx, sqlInsertJob, jobID, req.BuyerID, req.Service, params, req.Input.Bytes,
+	if err := st.write(ctx, "insert job", false, sqlInsertJob, jobID, req.BuyerID, req.Service, params, req.Input.Bytes,
 		req.Input.SHA256, req.MaxAttempts, req.IdempotencyKey, fingerprint, st.now, deadline); err != nil {
-		return fmt.Errorf("insert job: %w", err)
+		return err
 	}
-	if _, err := st.tx.Exec(ctx, sqlInsertHold, jobID, req.BuyerID, price, st.now); err != nil {
-		return fmt.Errorf("insert hold: %w", err)
+	if err := st.write(ctx, "insert hold", false, sqlInsertHold, jobID, req.BuyerID, price, st.now); err != nil {
+		return err
 	}
-	tag, err := st.tx.Exec(ctx, sqlDebitBuyer, req.BuyerID, price)
-	if err := wantOne("debit buyer "+req.BuyerID, tag.RowsAffected(), err); err != nil {
+	if err := st.write(ctx, "debit buyer "+req.BuyerID, true, sqlDebitBuyer, req.BuyerID, price); err != nil {
 		return err
 	}
 	if err := st.journal(ctx, jobID, "", "", string(protocol.JobQueued), ""); err != nil {
 		return err
 	}
-	return notifyJobs(ctx, st.tx, req.Service)
+	return st.notifyJobs(ctx, req.Service)
 }
 
 // invalidField is CreateJob's validation after the buyer lookup, in the

@@ -9,8 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 func TestCreateJobCreated(t *testing.T) {
@@ -183,4 +185,30 @@ func TestCreateJobWithInputWritesNothingWhenTheInputFails(t *testing.T) {
 	require.Equal(t, protocol.CodeCreated, r.Code)
 	require.Equal(t, seen, r.JobID)
 	require.Equal(t, protocol.JobQueued, b.job(t, r.JobID).Status)
+}
+
+// TestCreateJobRoundTrips checks, with the pool's tracer, that a create is
+// pipelined: BEGIN with the buyer's lock (and the Idempotency-Key lookup),
+// then the job's writes in one batch, then COMMIT; a replay of the same key
+// writes nothing, so it costs the first batch and COMMIT.
+func TestCreateJobRoundTrips(t *testing.T) {
+	t.Parallel()
+	b := setup(t, server.Config{})
+	c := store.DBCounter(b.pool)
+	require.NotNil(t, c)
+	count := func(create func()) dbstat.Counts {
+		before := c.Snapshot()[server.OpCreateJob]
+		create()
+		return c.Snapshot()[server.OpCreateJob].Sub(before)
+	}
+	// lock buyer; insert job, hold, debit, notify, journal
+	require.Equal(t, dbstat.Counts{Transactions: 1, Commits: 1, InTx: 6, RoundTrips: 3},
+		count(func() { b.createJob(t, t0, nil) }))
+	withKey := func(r *protocol.CreateJobRequest) { r.IdempotencyKey = "order-1" }
+	require.Equal(t, dbstat.Counts{Transactions: 1, Commits: 1, InTx: 7, RoundTrips: 3},
+		count(func() { b.createJob(t, t0, withKey) }), "the key's lookup rides in the first batch")
+	require.Equal(t, dbstat.Counts{Transactions: 1, Commits: 1, InTx: 2, RoundTrips: 2},
+		count(func() { b.createJob(t, t0, withKey) }), "a replay writes nothing")
+	require.Len(t, b.snapshot(t).Jobs, 2)
+	b.requireInvariants(t)
 }

@@ -271,7 +271,7 @@ func (st *step) afterAttemptEnded(ctx context.Context, j *jobRow, a attemptRow, 
 		if err := st.moveJob(ctx, j, protocol.JobQueued, ""); err != nil {
 			return true, err
 		}
-		return true, notifyJobs(ctx, st.tx, j.Service)
+		return true, st.notifyJobs(ctx, j.Service)
 	default:
 		return false, st.moveJob(ctx, j, protocol.JobFailed, code)
 	}
