@@ -93,7 +93,7 @@ var Catalogue = []Mutant{
 		What: "an expired grant is still accepted"},
 	// Money and idempotency.
 	{ID: "idempotency-no-fingerprint", Kind: "idempotency", File: "server/create.go",
-		Old: "case err == nil && fp == fingerprint:", New: "case err == nil:",
+		Old: "case buyer.existing && buyer.existingFingerprint == fingerprint:", New: "case buyer.existing:",
 		What: "a reused idempotency key with a different request returns the first job instead of a conflict"},
 	{ID: "release-without-credit", Kind: "money", File: "server/transitions.go",
 		Old: "WHEN $2 = 'released' THEN h.amount_cents", New: "WHEN $2 = 'released' THEN 0",
