@@ -132,12 +132,8 @@ func (d *benchDB) seed(b *testing.B, jobs, workers, devices int) {
 
 // benchPrice is benchService's price in the catalogue.
 func benchPrice() int64 {
-	for _, s := range protocol.Services {
-		if s.Name == benchService {
-			return s.PriceCents
-		}
-	}
-	return 0
+	s, _ := protocol.LookupService(benchService)
+	return s.PriceCents
 }
 
 // seedOK fails the benchmark on a seeding error, as exec does.

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -112,31 +111,12 @@ func (cb *createBuyer) queue(b *pgx.Batch, req protocol.CreateJobRequest, field 
 	if !protocol.ValidID(req.BuyerID) {
 		return
 	}
-	b.Queue(sqlLockBuyer, req.BuyerID).QueryRow(func(r pgx.Row) error {
-		err := r.Scan(&cb.balance)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("lock buyer: %w", err)
-		}
-		cb.found = true
-		return nil
-	})
+	b.Queue(sqlLockBuyer, req.BuyerID).QueryRow(optionalRow(&cb.found, "lock buyer", &cb.balance))
 	if field != "" || req.IdempotencyKey == "" {
 		return
 	}
-	b.Queue(sqlFindIdempotent, req.BuyerID, req.IdempotencyKey).QueryRow(func(r pgx.Row) error {
-		err := r.Scan(&cb.existingID, &cb.existingFingerprint)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("find idempotent job: %w", err)
-		}
-		cb.existing = true
-		return nil
-	})
+	b.Queue(sqlFindIdempotent, req.BuyerID, req.IdempotencyKey).QueryRow(
+		optionalRow(&cb.existing, "find idempotent job", &cb.existingID, &cb.existingFingerprint))
 }
 
 func (s *Service) createJob(ctx context.Context, st *step, req protocol.CreateJobRequest, field, fingerprint string,

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -104,17 +103,7 @@ func (dv *leaseDevice) queue(b *pgx.Batch, deviceID string) {
 	if !protocol.ValidID(deviceID) {
 		return
 	}
-	b.Queue(sqlLockDevice, deviceID).QueryRow(func(r pgx.Row) error {
-		err := r.Scan(&dv.services, &dv.slots, &dv.status)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("lock device %s: %w", deviceID, err)
-		}
-		dv.found = true
-		return nil
-	})
+	b.Queue(sqlLockDevice, deviceID).QueryRow(optionalRow(&dv.found, "lock device "+deviceID, &dv.services, &dv.slots, &dv.status))
 	b.Queue(sqlCountLive, deviceID).QueryRow(func(r pgx.Row) error {
 		if err := r.Scan(&dv.live); err != nil {
 			return fmt.Errorf("count live attempts of %s: %w", deviceID, err)
@@ -143,17 +132,8 @@ func (s *Service) lease(ctx context.Context, st *step, deviceID string, dev *lea
 	if s.v.ignoreAdmissionDeadline() {
 		admittedAfter = time.Time{} // every deadline is after year 1
 	}
-	st.pipe.Queue(sqlPickJob, dev.services, admittedAfter).QueryRow(func(r pgx.Row) error {
-		err := r.Scan(&jobID, &count, &job.Service, &job.Params, &job.InputBytes, &job.InputSHA256)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("pick job: %w", err)
-		}
-		found = true
-		return nil
-	})
+	st.pipe.Queue(sqlPickJob, dev.services, admittedAfter).QueryRow(
+		optionalRow(&found, "pick job", &jobID, &count, &job.Service, &job.Params, &job.InputBytes, &job.InputSHA256))
 	if err := st.flush(ctx); err != nil {
 		return protocol.Reply{}, OfferJob{}, err
 	}

@@ -60,6 +60,23 @@ func lockJob(ctx context.Context, tx pgx.Tx, id string) (j jobRow, ok bool, err 
 	return j, ok, err
 }
 
+// optionalRow scans a batch's row that may be missing into dest: a row sets
+// *found, no row leaves it false and is not an error, and any other error is
+// wrapped with what.
+func optionalRow(found *bool, what string, dest ...any) func(pgx.Row) error {
+	return func(r pgx.Row) error {
+		err := r.Scan(dest...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		*found = true
+		return nil
+	}
+}
+
 func scanJob(row pgx.Row, id string, j *jobRow) (bool, error) {
 	err := row.Scan(&j.ID, &j.BuyerID, &j.Service, &j.Status, &j.MaxAttempts, &j.AttemptCount, &j.AdmissionDeadline)
 	if errors.Is(err, pgx.ErrNoRows) {
