@@ -1,7 +1,3 @@
-// Package clock is the time source that logic takes as a parameter. The
-// control plane's decisions use the database clock (or a pinned instant in
-// the harness); Clock serves what runs outside a transaction: timers for
-// heartbeats, backoff and lease renewals.
 package clock
 
 import (
@@ -9,15 +5,35 @@ import (
 	"time"
 )
 
-// Clock tells the time and makes timers.
+// Clock tells the time, makes timers and says whether it pins decisions.
 type Clock interface {
 	Now() time.Time
+	// Pinned reports whether the control plane's decisions take this
+	// clock's time (true, with that time) or the database's now() (false).
+	Pinned() (time.Time, bool)
 	// After returns a channel that receives once d has passed.
 	After(d time.Duration) <-chan time.Time
 	// AfterFunc calls f in its own goroutine once d has passed, unless the
 	// returned Timer is stopped first. Unlike a goroutine waiting on After,
 	// nothing runs until then.
 	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Stored is t in the form every row stores and every decision compares:
+// UTC, whole microseconds (Postgres's timestamptz resolution).
+func Stored(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// PinnedNow is the instant a decision is handed: c's pinned time in stored
+// form, or the zero time, which the control plane reads as "the database's
+// now()". A nil c is the database's clock too.
+func PinnedNow(c Clock) time.Time {
+	if c == nil {
+		return time.Time{}
+	}
+	if t, ok := c.Pinned(); ok {
+		return Stored(t)
+	}
+	return time.Time{}
 }
 
 // Timer is a pending AfterFunc call.
@@ -27,11 +43,16 @@ type Timer interface {
 	Stop() bool
 }
 
-// Real is the wall clock.
+// Real is the wall clock. It does not pin decisions: those take the
+// database's clock, the single authority, so processes with skewed wall
+// clocks agree.
 type Real struct{}
 
 // Now returns time.Now().
 func (Real) Now() time.Time { return time.Now() }
+
+// Pinned reports false: the database's clock decides.
+func (Real) Pinned() (time.Time, bool) { return time.Time{}, false }
 
 // After wraps time.After.
 func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
@@ -39,8 +60,9 @@ func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
 // AfterFunc wraps time.AfterFunc.
 func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
-// Stub is a manual clock for tests: time moves only when Advance is called,
-// and timers fire when the stub's time reaches their deadline.
+// Stub is a manual clock for tests and the harness: time moves only when
+// Advance is called, timers fire when the stub's time reaches their
+// deadline, and it pins decisions to its time.
 type Stub struct {
 	mu      sync.Mutex
 	now     time.Time
@@ -62,6 +84,9 @@ func (s *Stub) Now() time.Time {
 	defer s.mu.Unlock()
 	return s.now
 }
+
+// Pinned reports the stub's time: every decision is taken at it.
+func (s *Stub) Pinned() (time.Time, bool) { return s.Now(), true }
 
 // After returns a channel that fires once the stub has been advanced by d.
 func (s *Stub) After(d time.Duration) <-chan time.Time {

@@ -62,3 +62,20 @@ func TestRealAfterFuncStops(t *testing.T) {
 	Real{}.AfterFunc(time.Millisecond, func() { ran <- struct{}{} })
 	<-ran
 }
+
+func TestOnlyAStubPinsDecisions(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 1500, time.FixedZone("x", 3600))
+	_, pinned := Real{}.Pinned()
+	require.False(t, pinned)
+	require.True(t, PinnedNow(Real{}).IsZero())
+	require.True(t, PinnedNow(nil).IsZero())
+	s := NewStub(at)
+	got, pinned := s.Pinned()
+	require.True(t, pinned)
+	require.Equal(t, at, got)
+	stored := PinnedNow(s)
+	require.Equal(t, time.UTC, stored.Location())
+	require.Equal(t, at.Truncate(time.Microsecond).UnixNano(), stored.UnixNano())
+	require.Equal(t, stored, Stored(at))
+}
