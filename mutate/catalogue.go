@@ -26,7 +26,7 @@ var Catalogue = []Mutant{
 		Old: "WHERE device_id = $1 AND status IN", New: "WHERE $1::text IS NOT NULL AND status IN",
 		What: "the slot count counts every device's live attempts, not the leasing device's"},
 	{ID: "cancel-lock-skips-committing", Kind: "where-predicate", File: "server/cancel.go",
-		Old: "'uploading', 'committing')\nFOR UPDATE", New: "'uploading')\nFOR UPDATE",
+		Old: "status IN ` + store.SQLLiveStatuses + `\nFOR UPDATE", New: "status IN ` + store.SQLLeasePhases + `\nFOR UPDATE",
 		What: "cancelling a verifying job does not find (nor lock) its committing attempt"},
 	{ID: "silent-devices-all", Kind: "where-predicate", File: "server/sweep.go",
 		Old: "AND last_seen_at <= $1 ORDER BY id", New: "AND $1::timestamptz IS NOT NULL ORDER BY id",
@@ -46,7 +46,7 @@ var Catalogue = []Mutant{
 		What: "a device gets one lease more than it has slots"},
 	// Clocks.
 	{ID: "sweep-wall-clock", Kind: "wall-clock", File: "server/sweep.go",
-		Old: "resolveNow(ctx, s.pool, now)", New: "resolveNow(ctx, s.pool, time.Now())",
+		Old: "store.ResolveNow(ctx, s.pool, now)", New: "store.ResolveNow(ctx, s.pool, time.Now())",
 		What: "the sweeper decides by the wall clock instead of the injected or database clock"},
 	{ID: "heartbeat-window-sign", Kind: "clock-arith", File: "server/sweep.go",
 		Old: "at(now, -s.cfg.HeartbeatWindow)", New: "at(now, s.cfg.HeartbeatWindow)",

@@ -159,7 +159,7 @@ func (t *StackTarget) hello(ctx context.Context, baseURL string, d faults.WorldD
 // the device is revoked for one slots report; build then puts every device
 // row back as seeded.
 func (t *StackTarget) latch(ctx context.Context, deviceID string) error {
-	if _, err := t.r.pool.Exec(ctx, `UPDATE devices SET status = 'revoked' WHERE id = $1`, deviceID); err != nil {
+	if err := t.svc.RevokeDevice(ctx, deviceID); err != nil {
 		return fmt.Errorf("latch %s: %w", deviceID, err)
 	}
 	done := t.r.txF.arm()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/faultpoint"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // CancelChannel is the Postgres NOTIFY channel on which Cancel announces
@@ -38,7 +39,7 @@ func notifyLost(ctx context.Context, tx pgx.Tx, a attemptRow) error {
 	if err != nil {
 		return fmt.Errorf("encode lost notice: %w", err)
 	}
-	if _, err := tx.Exec(ctx, sqlNotify, LostChannel, string(payload)); err != nil {
+	if _, err := tx.Exec(ctx, store.SQLNotify, LostChannel, string(payload)); err != nil {
 		return fmt.Errorf("notify lost attempt %s: %w", a.ID, err)
 	}
 	return nil
@@ -47,7 +48,7 @@ func notifyLost(ctx context.Context, tx pgx.Tx, a attemptRow) error {
 // notifyJobs announces a queued job of service; in a pipelined step it is
 // queued with the step's writes (a NOTIFY is delivered at COMMIT either way).
 func (st *step) notifyJobs(ctx context.Context, service string) error {
-	return st.write(ctx, "notify jobs ("+service+")", false, sqlNotify, JobsChannel, service)
+	return st.write(ctx, "notify jobs ("+service+")", false, store.SQLNotify, JobsChannel, service)
 }
 
 // CancelNotice is the JSON payload of a CancelChannel notification.
@@ -61,10 +62,8 @@ const (
 	// Locked after the job, as everywhere.
 	sqlLockLiveAttempt = `
 SELECT id::text, device_id::text FROM job_attempts
-WHERE job_id = $1 AND status IN ('leased', 'downloading', 'running', 'uploading', 'committing')
+WHERE job_id = $1 AND status IN ` + store.SQLLiveStatuses + `
 FOR UPDATE`
-
-	sqlNotify = `SELECT pg_notify($1, $2)`
 )
 
 // Cancel is a buyer's cancel. A queued job is cancelled at once; an active
@@ -78,7 +77,7 @@ func (s *Service) Cancel(ctx context.Context, now time.Time, buyerID, jobID stri
 	err := s.inTx(ctx, OpCancel, func(tx pgx.Tx) error {
 		st := &step{tx: tx, actor: protocol.ActorBuyer}
 		var err error
-		if st.now, err = resolveNow(ctx, tx, now); err != nil {
+		if st.now, err = store.ResolveNow(ctx, tx, now); err != nil {
 			return err
 		}
 		r, err = s.cancel(ctx, st, buyerID, jobID)
@@ -126,7 +125,7 @@ func notifyCancel(ctx context.Context, tx pgx.Tx, jobID string) error {
 	if err != nil {
 		return fmt.Errorf("cancel notice: %w", err)
 	}
-	if _, err := tx.Exec(ctx, sqlNotify, CancelChannel, string(payload)); err != nil {
+	if _, err := tx.Exec(ctx, store.SQLNotify, CancelChannel, string(payload)); err != nil {
 		return fmt.Errorf("notify cancel of %s: %w", jobID, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/faultpoint"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // Fail gives the device's attempt up with a failure code. The control plane,
@@ -24,7 +25,7 @@ func (s *Service) Fail(ctx context.Context, now time.Time, deviceID string, f pr
 	err := s.inTx(ctx, OpFail, func(tx pgx.Tx) error {
 		st := &step{tx: tx, actor: protocol.ActorDevice}
 		var err error
-		if st.now, err = resolveNow(ctx, tx, now); err != nil {
+		if st.now, err = store.ResolveNow(ctx, tx, now); err != nil {
 			return err
 		}
 		r, err = s.fail(ctx, st, deviceID, f)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/faultpoint"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 const (
@@ -17,11 +18,7 @@ const (
 
 	sqlCountLive = `
 SELECT count(*) FROM job_attempts
-WHERE device_id = $1 AND status IN ('leased', 'downloading', 'running', 'uploading', 'committing')`
-
-	// Revoked stays revoked: a heartbeat never resurrects a device.
-	sqlTouchDevice = `
-UPDATE devices SET last_seen_at = $2, status = 'online' WHERE id = $1 AND status <> 'revoked'`
+WHERE device_id = $1 AND status IN ` + store.SQLLiveStatuses
 
 	// The matcher: the oldest eligible queued job, skipping jobs other
 	// transactions hold, so concurrent leases never wait on each other.

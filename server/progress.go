@@ -9,6 +9,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // sqlProgress is a whole Progress in one statement, so in one implicit
@@ -27,7 +28,8 @@ import (
 // primary-key lookup) and no phase regression, plus the locked job not
 // cancelling, so at READ COMMITTED a concurrent writer that committed
 // between the snapshot and the lock is re-checked against the newest row.
-// The phase ranks are protocol.PhaseRank's (unknown phase 0).
+// The phase ranks are store.SQLPhaseRanks, protocol.PhaseRank's (an
+// unknown phase ranks 0).
 //
 // $1 job, $2 attempt, $3 device, $4 epoch, $5 phase, $6 now (NULL: the
 // database clock), $7 LeaseTTL in microseconds, $8 the journal's actor.
@@ -41,18 +43,18 @@ u AS (
     UPDATE job_attempts x SET status = $5, lease_expires_at = t.now + $7::bigint * interval '1 microsecond'
     FROM t, a, j
     WHERE x.id = $2 AND x.id = a.id AND x.job_id = j.id AND x.device_id = $3 AND x.lease_epoch = $4
-      AND a.status IN ('leased', 'downloading', 'running', 'uploading')
+      AND a.status IN ` + store.SQLLeasePhases + `
       AND j.status <> 'cancelling'
       AND t.now < x.lease_expires_at
-      AND coalesce(array_position('{leased,downloading,running,uploading}'::text[], $5::text), 0)
-          >= array_position('{leased,downloading,running,uploading}'::text[], a.status)
+      AND coalesce(array_position(` + store.SQLPhaseRanks + `, $5::text), 0)
+          >= array_position(` + store.SQLPhaseRanks + `, a.status)
     RETURNING x.lease_expires_at, a.status AS old_status),
 e AS (
-    INSERT INTO job_events (kind, job_id, attempt_id, from_status, to_status, code, actor, at)
+    ` + store.SQLJournalInsert + `
     SELECT 'attempt', $1, $2, u.old_status, $5, '', $8, t.now FROM u, t WHERE u.old_status <> $5),
 h AS (
-    UPDATE devices SET last_seen_at = t.now, status = 'online' FROM t
-    WHERE id = $3 AND status <> 'revoked' AND EXISTS (SELECT 1 FROM u))
+    UPDATE devices SET ` + store.SQLHeartbeatSet + ` FROM t
+    WHERE id = $3 AND ` + store.SQLHeartbeatGuard + ` AND EXISTS (SELECT 1 FROM u))
 SELECT t.now, j.status, a.id::text, a.device_id::text, a.status, a.lease_epoch, a.lease_expires_at,
        (SELECT lease_expires_at FROM u)
 FROM t LEFT JOIN j ON true LEFT JOIN a ON true`
@@ -70,14 +72,10 @@ func (s *Service) Progress(ctx context.Context, now time.Time, deviceID string, 
 	if anyDevice {
 		q = strings.Replace(q, "x.device_id = $3", "$3::uuid IS NOT NULL", 1)
 	}
-	var nowArg any // NULL: the database clock
-	if !now.IsZero() {
-		nowArg = now.UTC().Truncate(time.Microsecond)
-	}
 	var rows progressRows
 	ctx = dbstat.WithOp(ctx, OpProgress)
 	err := s.retrying(ctx, OpProgress, func() error {
-		return rows.scan(s.pool.QueryRow(ctx, q, p.JobID, p.AttemptID, deviceID, p.LeaseEpoch, string(p.Phase), nowArg,
+		return rows.scan(s.pool.QueryRow(ctx, q, p.JobID, p.AttemptID, deviceID, p.LeaseEpoch, string(p.Phase), store.NowArg(now),
 			s.cfg.LeaseTTL.Microseconds(), string(protocol.ActorDevice)))
 	})
 	if err != nil {

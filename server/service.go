@@ -11,9 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // Configuration defaults (docs/semantics.md, common rules).
@@ -197,7 +199,7 @@ func (s *Service) retrying(ctx context.Context, op string, once func() error) er
 
 // pipelined runs one operation's transaction in as few round trips as its
 // decisions allow: BEGIN, the database clock (when now is zero, see
-// resolveNow) and the first reads, which open queues, go out in one batch;
+// store.ResolveNow) and the first reads, which open queues, go out in one batch;
 // the writes body makes are queued on its step and go out together when
 // body flushes to read again or returns; then COMMIT. The locks, checks and
 // effects are inTx's, in the same order; only the round trips are fewer.
@@ -211,11 +213,11 @@ func (s *Service) pipelined(ctx context.Context, op string, now time.Time, actor
 
 func (s *Service) pipelineOnce(ctx context.Context, now time.Time, actor protocol.Actor, open func(*pgx.Batch),
 	body func(context.Context, *step) error) (err error) {
-	st := &step{now: now.UTC().Truncate(time.Microsecond), actor: actor, pipe: &pgx.Batch{}}
+	st := &step{now: clock.Stored(now), actor: actor, pipe: &pgx.Batch{}}
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if now.IsZero() {
-		b.Queue(sqlNow, nil).QueryRow(func(r pgx.Row) error {
+		b.Queue(store.SQLNow, nil).QueryRow(func(r pgx.Row) error {
 			var db time.Time
 			if err := r.Scan(&db); err != nil {
 				return fmt.Errorf("read database clock: %w", err)
@@ -265,31 +267,8 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
-// sqlNow is the database clock; every decision of a transaction uses the
-// one instant it returns, so checks and written timestamps agree.
-const sqlNow = `SELECT coalesce($1::timestamptz, now())`
-
-// rowQuerier is a pool or a transaction.
-type rowQuerier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// resolveNow returns now in the form every row stores (UTC, microseconds),
-// or the database's clock when now is zero: the database is the single
-// authority on time, so gateways with skewed clocks agree.
-func resolveNow(ctx context.Context, q rowQuerier, now time.Time) (time.Time, error) {
-	if !now.IsZero() {
-		return now.UTC().Truncate(time.Microsecond), nil
-	}
-	var db time.Time
-	if err := q.QueryRow(ctx, sqlNow, nil).Scan(&db); err != nil {
-		return time.Time{}, fmt.Errorf("read database clock: %w", err)
-	}
-	return db.UTC(), nil
-}
-
 // at is t + d in the stored form.
-func at(t time.Time, d time.Duration) time.Time { return t.Add(d).Truncate(time.Microsecond) }
+func at(t time.Time, d time.Duration) time.Time { return clock.Stored(t.Add(d)) }
 
 func internalf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInternal}, args...)...)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/faultpoint"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // The sweeper's scans. They only pick candidates; each candidate is then
@@ -18,7 +19,7 @@ import (
 const (
 	sqlExpiredLeases = `
 SELECT a.job_id::text, a.id::text FROM job_attempts a JOIN jobs j ON j.id = a.job_id
-WHERE a.status IN ('leased', 'downloading', 'running', 'uploading') AND a.lease_expires_at <= $1
+WHERE a.status IN ` + store.SQLLeasePhases + ` AND a.lease_expires_at <= $1
 ORDER BY j.created_at, j.id`
 
 	sqlAbandonedCommits = `
@@ -44,7 +45,7 @@ WHERE id IN (SELECT id FROM devices WHERE status = 'online' AND last_seen_at <= 
 // together with the joined errors.
 func (s *Service) Sweep(ctx context.Context, now time.Time) (protocol.SweepResult, error) {
 	var res protocol.SweepResult
-	now, err := resolveNow(ctx, s.pool, now)
+	now, err := store.ResolveNow(ctx, s.pool, now)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", OpSweep, err)
 	}

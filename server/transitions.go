@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // Status writes. Each is guarded by the status it was read in (and, for
@@ -52,15 +53,13 @@ SELECT j.id, $2, $3, $4, $4, CASE WHEN b.webhook_url IS NULL THEN $4::timestampt
        CASE WHEN b.webhook_url IS NULL THEN 'no webhook url' END
 FROM jobs j JOIN buyers b ON b.id = j.buyer_id WHERE j.id = $1`
 
-	sqlJournal = `
-INSERT INTO job_events (kind, job_id, attempt_id, from_status, to_status, code, actor, at)
+	sqlJournal = store.SQLJournalInsert + `
 VALUES ($1, $2, nullif($3, '')::uuid, nullif($4, ''), $5, $6, $7, $8)`
 
 	// sqlJournalRows is sqlJournal for several rows of one step (one actor,
 	// one instant) in one statement: unnest keeps the arrays' order, so the
 	// rows get their serial ids in the order the step journalled them.
-	sqlJournalRows = `
-INSERT INTO job_events (kind, job_id, attempt_id, from_status, to_status, code, actor, at)
+	sqlJournalRows = store.SQLJournalInsert + `
 SELECT k, j, nullif(a, '')::uuid, nullif(f, ''), t, c, $7, $8
 FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(k, j, a, f, t, c)`
 )
@@ -160,7 +159,7 @@ func (st *step) journal(ctx context.Context, jobID, attemptID, from, to string, 
 // In a pipelined step (Service.pipelined) the write is queued with the
 // step's others, so it costs no round trip of its own.
 func (st *step) heartbeat(ctx context.Context, deviceID string) error {
-	return st.write(ctx, "heartbeat device "+deviceID, false, sqlTouchDevice, deviceID, st.now)
+	return st.write(ctx, "heartbeat device "+deviceID, false, store.SQLHeartbeat, deviceID, st.now)
 }
 
 // endAttempt moves a locked attempt to a terminal status under fence f.

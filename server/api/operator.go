@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // Operator credentials: what `rendermac admin` mints. Each secret is
@@ -115,7 +116,7 @@ func CreatePairingCode(ctx context.Context, pool *pgxpool.Pool, now time.Time, t
 		}
 		norm := NormalizePairingCode(code)
 		var expires time.Time
-		err = pool.QueryRow(ctx, sqlInsertPairingCode, HashSecret(norm), nullTime(now), ttl.Microseconds(), norm[:pairingIDLen]).Scan(&expires)
+		err = pool.QueryRow(ctx, sqlInsertPairingCode, HashSecret(norm), store.NowArg(now), ttl.Microseconds(), norm[:pairingIDLen]).Scan(&expires)
 		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23505" && try < pairingIDTries { // unique_violation: id taken
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/ratelimit"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // Pairing limits.
@@ -30,8 +31,6 @@ const (
 )
 
 const (
-	sqlNow = `SELECT coalesce($1::timestamptz, now())`
-
 	// The code row is locked first, so two devices presenting one code
 	// serialise here and the second sees it used. A code with an id is
 	// found by its id (so that a wrong secret can be counted against it);
@@ -144,13 +143,13 @@ func (a *API) redeem(ctx context.Context, code, deviceID string, b pairBody, tok
 	}
 	var wrong bool
 	err := pgx.BeginTxFunc(ctx, a.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		var now time.Time
-		if err := tx.QueryRow(ctx, sqlNow, nullTime(a.pinned())).Scan(&now); err != nil {
+		now, err := store.ResolveNow(ctx, tx, a.pinned())
+		if err != nil {
 			return fmt.Errorf("read clock: %w", err)
 		}
 		var storedHash string
 		var usable bool
-		err := tx.QueryRow(ctx, sqlLockPairingCode, codeID, codeHash, now).Scan(&storedHash, &usable)
+		err = tx.QueryRow(ctx, sqlLockPairingCode, codeID, codeHash, now).Scan(&storedHash, &usable)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return errBadPairingCode
@@ -196,13 +195,4 @@ func (a *API) wrongGuess(ctx context.Context, tx pgx.Tx, storedHash string, now 
 		a.log.WarnContext(ctx, "pairing code burned after wrong guesses", "code_id", codeID, "max_guesses", a.cfg.PairMaxGuesses)
 	}
 	return nil
-}
-
-// nullTime is t as a query argument, with the zero time as SQL NULL (the
-// database clock).
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t
 }

@@ -6,23 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/store"
 )
-
-// nowArg is now as a SQL argument: NULL (the database clock, through
-// coalesce) unless a Clock pins it.
-func (g *Gateway) nowArg() any {
-	if g.cfg.Clock == nil {
-		return nil
-	}
-	return g.cfg.Clock.Now().UTC().Truncate(time.Microsecond)
-}
 
 // describeDevice records what hello says the device offers: its services
 // and its slots_total, which Lease counts live attempts against, so the
@@ -43,7 +34,7 @@ func (g *Gateway) describeDevice(ctx context.Context, deviceID string, h *protoc
 		if err := tx.QueryRow(ctx, sqlCountLive, deviceID).Scan(&live); err != nil {
 			return fmt.Errorf("count live attempts: %w", err)
 		}
-		tag, err := tx.Exec(ctx, sqlDescribeDevice, deviceID, uniq(h.Services), h.SlotsTotal, live, g.nowArg())
+		tag, err := tx.Exec(ctx, sqlDescribeDevice, deviceID, uniq(h.Services), h.SlotsTotal, live, store.NowArg(g.now()))
 		if err != nil {
 			return fmt.Errorf("update device: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // Run runs the background loops until ctx ends: the LISTEN/NOTIFY
@@ -56,7 +57,7 @@ func (g *Gateway) poll(ctx context.Context) {
 	if sessions, _ := g.welcomed(); len(sessions) == 0 {
 		return
 	}
-	rows, err := g.pool.Query(dbstat.WithOp(ctx, OpPoll), sqlQueuedServices, g.nowArg())
+	rows, err := g.pool.Query(dbstat.WithOp(ctx, OpPoll), sqlQueuedServices, store.NowArg(g.now()))
 	if err == nil {
 		var services []string
 		services, err = pgx.CollectRows(rows, pgx.RowTo[string])

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // session is one device connection. Its one long-lived goroutine is the
@@ -303,7 +304,7 @@ func (s *session) write(msg any) bool {
 // constant no-op outside a -tags mutations build.
 func (s *session) touchIfRejectedMutation() {
 	if s.g.v.heartbeatRejected() {
-		if _, err := s.g.pool.Exec(s.g.ctx, sqlTouchDevice, s.deviceID, s.g.nowArg()); err != nil {
+		if _, err := s.g.pool.Exec(s.g.ctx, store.SQLHeartbeat, s.deviceID, store.NowArg(s.g.now())); err != nil {
 			s.log.Warn("heartbeat device", "err", err)
 		}
 	}

@@ -1,5 +1,7 @@
 package gateway
 
+import "github.com/rendermac/rendermac/server/store"
+
 // The gateway's own SQL. Every decision about jobs and attempts belongs to
 // the service layer; these statements only authenticate, describe and
 // heartbeat devices and find cancel targets.
@@ -13,39 +15,33 @@ const (
 
 	sqlCountLive = `
 SELECT count(*) FROM job_attempts
-WHERE device_id = $1 AND status IN ('leased', 'downloading', 'running', 'uploading', 'committing')`
+WHERE device_id = $1 AND status IN ` + store.SQLLiveStatuses
 
 	// hello describes what the device offers now. slots_total never drops
 	// below the live attempts, so invariant 9 holds while an agent that
 	// shrank its slots finishes what it holds; Lease then gives it nothing
-	// until it is below the new total.
+	// until it is below the new total. It is a heartbeat too, at $5 (NULL:
+	// the database clock).
 	sqlDescribeDevice = `
-UPDATE devices SET services = $2, slots_total = greatest($3::int, $4::int), last_seen_at = coalesce($5::timestamptz, now()),
-       status = 'online'
-WHERE id = $1 AND status <> 'revoked'`
-
-	// The per-frame heartbeat. Revoked stays revoked.
-	sqlTouchDevice = `
-UPDATE devices SET last_seen_at = coalesce($2::timestamptz, now()), status = 'online'
-WHERE id = $1 AND status <> 'revoked'`
+UPDATE devices SET services = $2, slots_total = greatest($3::int, $4::int), ` + store.SQLHeartbeatSet + `
+FROM (SELECT coalesce($5::timestamptz, now()) AS now) t
+WHERE id = $1 AND ` + store.SQLHeartbeatGuard
 
 	// Live attempts of cancelling jobs on the given devices: the cancel
 	// notices a session or the listener may have missed.
 	sqlPendingCancels = `
 SELECT a.job_id::text, a.id::text, a.device_id::text FROM job_attempts a JOIN jobs j ON j.id = a.job_id
 WHERE j.status = 'cancelling' AND a.device_id = ANY($1::uuid[])
-  AND a.status IN ('leased', 'downloading', 'running', 'uploading', 'committing')
+  AND a.status IN ` + store.SQLLiveStatuses + `
 ORDER BY a.job_id`
 
 	sqlLiveAttemptDevice = `
 SELECT id::text, device_id::text FROM job_attempts
-WHERE job_id = $1 AND status IN ('leased', 'downloading', 'running', 'uploading', 'committing')`
+WHERE job_id = $1 AND status IN ` + store.SQLLiveStatuses
 
 	// The poll fallback: which services have leasable work.
 	sqlQueuedServices = `
 SELECT DISTINCT service FROM jobs WHERE status = 'queued' AND admission_deadline > coalesce($1::timestamptz, now())`
-
-	sqlNotify = `SELECT pg_notify($1, $2)`
 
 	// A transaction-scoped advisory lock: held for one sweep pass, released
 	// by commit, rollback or a dead connection, so a crashed gateway never

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/internal/dbstat"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // touch is the gateway's own heartbeat of the device, for a frame whose
@@ -20,7 +21,7 @@ func (s *session) touch() {
 	if !due {
 		return
 	}
-	if _, err := s.g.pool.Exec(dbstat.WithOp(s.g.ctx, OpTouch), sqlTouchDevice, s.deviceID, s.g.nowArg()); err != nil {
+	if _, err := s.g.pool.Exec(dbstat.WithOp(s.g.ctx, OpTouch), store.SQLHeartbeat, s.deviceID, store.NowArg(s.g.now())); err != nil {
 		s.log.Warn("heartbeat device", "err", err)
 		return
 	}

@@ -23,22 +23,19 @@ type invariantCheck struct {
 	query     string
 }
 
-// liveStatuses is the SQL list of live attempt statuses (leased..committing).
-const liveStatuses = `('leased', 'downloading', 'running', 'uploading', 'committing')`
-
 // invariantChecks are SPEC section 4 as SQL over the real rows. Invariant 4's
 // table and replay checks are in Go (checkJournal), against the protocol
 // package's transition tables rather than a second copy of them.
 var invariantChecks = []invariantCheck{
 	{1, `SELECT format('job %s has %s live attempts', job_id, count(*)) FROM job_attempts
-	     WHERE status IN ` + liveStatuses + ` GROUP BY job_id HAVING count(*) > 1`},
+	     WHERE status IN ` + SQLLiveStatuses + ` GROUP BY job_id HAVING count(*) > 1`},
 	{1, `SELECT format('job %s: attempt_count %s but attempts numbered %s..%s (%s rows)',
 	            j.id, j.attempt_count, a.lo, a.hi, coalesce(a.n, 0))
 	     FROM jobs j LEFT JOIN (SELECT job_id, count(*) n, min(attempt_number) lo, max(attempt_number) hi
 	                            FROM job_attempts GROUP BY job_id) a ON a.job_id = j.id
 	     WHERE coalesce(a.n, 0) <> j.attempt_count OR (a.n > 0 AND (a.lo <> 1 OR a.hi <> a.n))`},
 	{2, `SELECT format('job %s is %s but its live attempt is %s', j.id, j.status, coalesce(a.status, 'missing'))
-	     FROM jobs j LEFT JOIN job_attempts a ON a.job_id = j.id AND a.status IN ` + liveStatuses + `
+	     FROM jobs j LEFT JOIN job_attempts a ON a.job_id = j.id AND a.status IN ` + SQLLiveStatuses + `
 	     WHERE (j.status IN ('queued', 'succeeded', 'cancelled', 'failed') AND a.id IS NOT NULL)
 	        OR (j.status IN ('active', 'verifying', 'cancelling') AND a.id IS NULL)
 	        OR (j.status = 'active' AND a.status = 'committing')
@@ -98,7 +95,7 @@ var invariantChecks = []invariantCheck{
 	        OR j.output_bytes IS DISTINCT FROM a.claimed_output_bytes
 	        OR j.output_sha256 IS DISTINCT FROM a.claimed_output_sha256`},
 	{9, `SELECT format('device %s has %s live attempts but %s slots', d.id, count(a.id), d.slots_total)
-	     FROM devices d JOIN job_attempts a ON a.device_id = d.id AND a.status IN ` + liveStatuses + `
+	     FROM devices d JOIN job_attempts a ON a.device_id = d.id AND a.status IN ` + SQLLiveStatuses + `
 	     GROUP BY d.id HAVING count(a.id) > d.slots_total`},
 }
 
