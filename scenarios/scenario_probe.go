@@ -273,7 +273,7 @@ func cmdWebhooks(r *scRun, st scStep) error {
 		return errors.New("webhooks: no webhook-endpoint step before it")
 	}
 	d, err := webhook.New(r.observer, scSigningKey, metrics.New(), slog.New(slog.DiscardHandler),
-		webhook.Config{Now: r.clock.Now, Client: h.srv.Client()})
+		webhook.Config{Clock: r.clock, Client: h.srv.Client()})
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		gcfg.Heartbeat = stackHeartbeat // no ping fires within a scenario's logical time
 	}
 	st.gw = gateway.New(st.svc, pool, signer, m, log, gcfg)
-	a := api.New(st.svc, pool, r.store, signer, m, log, api.Config{Gateway: st.gw.Handler(), Now: r.clock.Now})
+	a := api.New(st.svc, pool, r.store, signer, m, log, api.Config{Gateway: st.gw.Handler(), Clock: r.clock})
 	st.srv.Config.Handler = a.Handler()
 	st.srv.Start()
 	runCtx, stopRun := context.WithCancel(context.Background())

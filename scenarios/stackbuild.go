@@ -71,7 +71,7 @@ func (t *StackTarget) build(ctx context.Context, mutation server.Mutation) error
 	}
 	log := slog.New(slog.DiscardHandler)
 	t.signer = signer
-	t.api = api.New(t.svc, t.r.pool, t.store, signer, metrics.New(), log, api.Config{Now: t.clock.Now}).Handler()
+	t.api = api.New(t.svc, t.r.pool, t.store, signer, metrics.New(), log, api.Config{Clock: t.clock}).Handler()
 	// TouchWindow: a microsecond of the pinned clock, not the (endless)
 	// heartbeat, so that the gateway's own liveness writes still happen
 	// after every time move (and normalization 3 still undoes them), while

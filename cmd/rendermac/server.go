@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/controlplane"
@@ -166,7 +167,7 @@ func envDuration(name string, fallback time.Duration) (time.Duration, error) {
 // config turns the flags into a control plane configuration.
 func (f serverFlags) config(key []byte, log *slog.Logger) controlplane.Config {
 	return controlplane.Config{DB: f.db, Listen: f.listen, Artifacts: f.artifacts, PublicURL: f.publicURL,
-		SigningKey: key, LeaseTTL: f.leaseTTL, Heartbeat: f.heartbeat, Log: log,
+		SigningKey: key, LeaseTTL: f.leaseTTL, Heartbeat: f.heartbeat, Log: log, Clock: clock.Real{},
 		Limits: f.limits, PairMaxGuesses: f.pairMaxGuesses, MetricsListen: f.metricsListen}
 }
 

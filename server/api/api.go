@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
@@ -18,6 +18,7 @@ import (
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
 	"github.com/rendermac/rendermac/server/ratelimit"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // Defaults of Config.
@@ -43,9 +44,10 @@ type Config struct {
 	// Gateway, when set, serves GET /v1/provider/ws (the device WebSocket),
 	// so that it is counted and logged like every other route.
 	Gateway http.Handler
-	// Now pins the instant of every decision (tests and the harness). Nil
-	// means the database clock, the single authority in production.
-	Now func() time.Time
+	// Clock, when pinned (tests and the harness pass a clock.Stub), is the
+	// instant of every decision. Unpinned (nil is clock.Real), decisions
+	// take the database clock, the single authority in production.
+	Clock clock.Clock
 	// Limits are the abuse limits on pairing, API-key failures and job
 	// creation (zero rules: the defaults of package ratelimit).
 	Limits ratelimit.Limits
@@ -101,11 +103,14 @@ func New(svc *server.Service, pool *pgxpool.Pool, st artifact.Store, signer *gra
 	if cfg.PairMaxGuesses <= 0 {
 		cfg.PairMaxGuesses = DefaultPairMaxGuesses
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
 	cfg.Limits = cfg.Limits.WithDefaults()
 	a := &API{svc: svc, pool: pool, store: st, signer: signer, metrics: m, log: log, cfg: cfg, mux: http.NewServeMux(),
 		limits: apiLimits{pair: cfg.Limits.Keyed(cfg.Limits.PairPerIP), authFailures: cfg.Limits.Keyed(cfg.Limits.AuthFailuresPerIP),
 			jobs: cfg.Limits.Keyed(cfg.Limits.JobsPerBuyer)}}
-	a.clock = dbClock{read: a.readDBClock, local: time.Now, maxAge: dbClockMaxAge}
+	a.clock = dbClock{read: a.readDBClock, local: cfg.Clock.Now, maxAge: dbClockMaxAge}
 	a.routes()
 	return a
 }
@@ -175,14 +180,9 @@ func (a *API) noRoute(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, string(protocol.CodeNotFound), "no such route")
 }
 
-// pinned is the instant handed to the service layer: the pinned clock, or
+// pinned is the instant handed to the service layer: the pinned clock's, or
 // the zero time, which the service reads as "use the database clock".
-func (a *API) pinned() time.Time {
-	if a.cfg.Now == nil {
-		return time.Time{}
-	}
-	return a.cfg.Now().UTC().Truncate(time.Microsecond)
-}
+func (a *API) pinned() time.Time { return clock.PinnedNow(a.cfg.Clock) }
 
 // now is the instant of a decision the API takes itself (grant expiry,
 // signing download grants): the pinned clock, or the database's, so that
@@ -195,13 +195,9 @@ func (a *API) now(ctx context.Context) (time.Time, error) {
 	return a.clock.now(ctx)
 }
 
-// readDBClock reads the database's clock (the clock makes it UTC).
+// readDBClock reads the database's clock.
 func (a *API) readDBClock(ctx context.Context) (time.Time, error) {
-	var t time.Time
-	if err := a.pool.QueryRow(dbstat.WithOp(ctx, "api_clock"), `SELECT now()`).Scan(&t); err != nil {
-		return time.Time{}, fmt.Errorf("read database clock: %w", err)
-	}
-	return t, nil
+	return store.ResolveNow(dbstat.WithOp(ctx, "api_clock"), a.pool, time.Time{})
 }
 
 // Limit names, the label of metrics.RateLimited.

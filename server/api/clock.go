@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/rendermac/rendermac/internal/clock"
 )
 
 // dbClockMaxAge bounds how long one reading of the database clock is
@@ -73,7 +75,7 @@ func (c *dbClock) carried(at time.Time) (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if age := at.Sub(c.at); !c.at.IsZero() && age >= 0 && age < c.maxAge {
-		return c.db.Add(age).Truncate(time.Microsecond), true
+		return clock.Stored(c.db.Add(age)), true
 	}
 	return time.Time{}, false
 }

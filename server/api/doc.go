@@ -21,9 +21,9 @@
 //
 // # Time
 //
-// Decisions use the database clock, like the service layer: Config.Now pins
-// the instant for tests, and when it is nil the service receives a zero
-// time (meaning "database clock"). Pairing reads now() in its own
+// Decisions use the database clock, like the service layer: a pinned
+// Config.Clock (clock.Stub) pins the instant for tests, and an unpinned one
+// hands the service a zero time (meaning "database clock"). Pairing reads now() in its own
 // transaction; grant expiry uses now() from Postgres as read at most once a
 // second and carried forward on the monotonic clock in between (dbClock), so
 // an artifact request costs no round trip for the time.

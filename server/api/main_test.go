@@ -10,13 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/protocol"
@@ -58,7 +58,7 @@ type bundle struct {
 	svc                    *server.Service
 	store                  *artifact.FS
 	signer                 *grant.Signer
-	now                    atomic.Int64 // unix microseconds of the pinned clock
+	stub                   *clock.Stub // the pinned clock
 	key, otherKey, poorKey string
 }
 
@@ -74,13 +74,13 @@ func setup(t *testing.T, opts ...func(*api.Config)) *bundle {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = fs.Close() })
 	b := &bundle{pool: pool, store: fs}
-	b.now.Store(t0.UnixMicro())
+	b.stub = clock.NewStub(t0)
 	b.svc = server.NewService(pool, fs, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, server.Config{})
 	b.signer, err = grant.NewSigner(signingKey, "http://rendermac.test")
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := api.Config{
-		Now: b.clock, MaxArtifactBytes: 1 << 20, MaxInputBytes: 1 << 16,
+		Clock: b.stub, MaxArtifactBytes: 1 << 20, MaxInputBytes: 1 << 16,
 		Gateway: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }),
 	}
 	for _, o := range opts {
@@ -96,9 +96,9 @@ func setup(t *testing.T, opts ...func(*api.Config)) *bundle {
 	return b
 }
 
-func (b *bundle) clock() time.Time { return time.UnixMicro(b.now.Load()).UTC() }
+func (b *bundle) clock() time.Time { return b.stub.Now() }
 
-func (b *bundle) advance(d time.Duration) { b.now.Add(d.Microseconds()) }
+func (b *bundle) advance(d time.Duration) { b.stub.Advance(d) }
 
 func (b *bundle) buyer(t *testing.T, id string, cents int64) string {
 	t.Helper()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
@@ -51,7 +52,10 @@ type Config struct {
 	SweepInterval, PollInterval time.Duration
 	// Mutation runs a deliberately broken service layer (harness only).
 	Mutation server.Mutation
-	Log      *slog.Logger
+	// Clock is the gateway's, the API's and the deliverer's (nil:
+	// clock.Real, so every decision takes the database clock).
+	Clock clock.Clock
+	Log   *slog.Logger
 	// Limits are the abuse limits of the API and the gateway (zero rules:
 	// the defaults of package ratelimit).
 	Limits ratelimit.Limits
@@ -149,12 +153,12 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 	m := metrics.New()
 	m.RegisterDB(store.DBCounter(pool))
 	gw := gateway.New(svc, pool, signer, m, log, gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat,
-		SweepInterval: f.SweepInterval, PollInterval: f.PollInterval, Limits: f.Limits})
-	deliverer, err := webhook.New(pool, key, m, log, webhook.Config{})
+		SweepInterval: f.SweepInterval, PollInterval: f.PollInterval, Limits: f.Limits, Clock: f.Clock})
+	deliverer, err := webhook.New(pool, key, m, log, webhook.Config{Clock: f.Clock})
 	if err != nil {
 		return err
 	}
-	a := api.New(svc, pool, fs, signer, m, log, api.Config{Gateway: gw.Handler(), Limits: f.Limits, PairMaxGuesses: f.PairMaxGuesses,
+	a := api.New(svc, pool, fs, signer, m, log, api.Config{Gateway: gw.Handler(), Clock: f.Clock, Limits: f.Limits, PairMaxGuesses: f.PairMaxGuesses,
 		MetricsTokenHash: f.MetricsTokenHash, MetricsElsewhere: metricsLn != nil})
 	srv := &http.Server{
 		Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,

@@ -68,10 +68,10 @@ type Config struct {
 	// MaxBadMessages is how many bad_message frames a session gets before
 	// it is closed with 1008.
 	MaxBadMessages int
-	// Clock, when set, pins time: every service call and heartbeat uses
-	// Clock.Now() and the loops' timers use Clock.After (the harness passes
-	// a clock.Stub). Nil means the database clock decides (a zero now) and
-	// timers are real.
+	// Clock makes the loops' and heartbeats' timers and measures touch
+	// windows. A pinned clock (the harness's clock.Stub) also pins every
+	// service call and heartbeat to its time; an unpinned one (nil is
+	// clock.Real) leaves them to the database clock (a zero now).
 	Clock clock.Clock
 	// Mutation selects a deliberately broken gateway (MutationNone in
 	// production; see Mutations).
@@ -83,6 +83,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = server.DefaultLeaseTTL
 	}

@@ -76,7 +76,8 @@
 //
 // # Time
 //
-// With a nil Config.Clock every decision uses the database clock (a zero
-// now), so gateways with skewed clocks agree; with a clock.Stub the harness
-// pins every decision and the loops' timers.
+// With an unpinned Config.Clock (nil is clock.Real) every decision uses the
+// database clock (a zero now), so gateways with skewed clocks agree; with a
+// pinned one (clock.Stub) the harness pins every decision and the loops'
+// timers.
 package gateway

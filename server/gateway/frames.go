@@ -18,7 +18,7 @@ import (
 // work. welcomed is set only after welcome is written, so no offer can
 // overtake it.
 func (s *session) onHello(m *protocol.Hello) {
-	at := s.g.localNow()
+	at := s.g.cfg.Clock.Now()
 	ok, err := s.g.describeDevice(s.g.ctx, s.deviceID, m)
 	if err != nil {
 		s.log.Error("describe device from hello", "err", err)
@@ -79,7 +79,7 @@ func (s *session) onProgress(m *protocol.Progress) {
 			return
 		}
 	}
-	at := s.g.localNow()
+	at := s.g.cfg.Clock.Now()
 	r, err := s.g.svc.Progress(s.g.ctx, s.g.now(), s.deviceID, *m)
 	if err != nil {
 		s.log.Warn("progress", "job_id", m.JobID, "attempt_id", m.AttemptID, "err", err)

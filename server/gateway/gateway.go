@@ -37,7 +37,6 @@ type Gateway struct {
 	m      *metrics.Metrics
 	log    *slog.Logger
 	cfg    Config
-	timers clock.Clock
 
 	// ctx is what service calls run under: a dropped connection must not
 	// abort a transaction half-way, only a forced stop may.
@@ -82,25 +81,16 @@ func New(svc *server.Service, pool *pgxpool.Pool, signer *grant.Signer, m *metri
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var timers clock.Clock = clock.Real{}
-	if cfg.Clock != nil {
-		timers = cfg.Clock
-	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Gateway{svc: svc, pool: pool, signer: signer, m: m, log: log.With("component", "gateway"), cfg: cfg, v: newVariant(cfg.Mutation),
-		timers: timers, ctx: ctx, stop: stop, listening: make(chan struct{}),
+		ctx: ctx, stop: stop, listening: make(chan struct{}),
 		connectsPerIP: cfg.Limits.Keyed(cfg.Limits.ConnectsPerIP), connectsPerDevice: cfg.Limits.Keyed(cfg.Limits.ConnectsPerDevice),
 		all: map[*session]struct{}{}, byDevice: map[string]map[*session]struct{}{}}
 }
 
-// now is the instant service calls decide at: zero (the database clock)
-// unless a Clock pins it.
-func (g *Gateway) now() time.Time {
-	if g.cfg.Clock == nil {
-		return time.Time{}
-	}
-	return g.cfg.Clock.Now()
-}
+// now is the instant service calls decide at: the pinned clock's, else
+// zero (the database clock).
+func (g *Gateway) now() time.Time { return clock.PinnedNow(g.cfg.Clock) }
 
 // Listening returns a channel that is closed once Run's listener has
 // subscribed to the notification channels for the first time and has

@@ -91,7 +91,7 @@ func (s *session) offerOne() int {
 		s.g.m.LeasesSkipped.Inc()
 		return offerNoJob
 	}
-	at := s.g.localNow()
+	at := s.g.cfg.Clock.Now()
 	r, job, err := s.g.svc.LeaseJob(s.g.ctx, s.g.now(), s.deviceID)
 	if err != nil {
 		s.unclaim(1)

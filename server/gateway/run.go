@@ -45,7 +45,7 @@ func (g *Gateway) tick(ctx context.Context, interval time.Duration, fn func(cont
 		select {
 		case <-ctx.Done():
 			return
-		case <-g.timers.After(interval):
+		case <-g.cfg.Clock.After(interval):
 		}
 		fn(ctx)
 	}

@@ -316,7 +316,7 @@ func (s *session) armPing() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ended {
-		s.pingTimer = s.g.timers.AfterFunc(s.g.cfg.Heartbeat, s.heartbeat)
+		s.pingTimer = s.g.cfg.Clock.AfterFunc(s.g.cfg.Heartbeat, s.heartbeat)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // less than TouchWindow ago (itself, or through a lease or an accepted
 // progress). A failure only delays the device's online status.
 func (s *session) touch() {
-	at := s.g.localNow()
+	at := s.g.cfg.Clock.Now()
 	s.mu.Lock()
 	due := s.lastTouch.IsZero() || at.Sub(s.lastTouch) >= s.g.cfg.TouchWindow
 	s.mu.Unlock()
@@ -36,14 +36,4 @@ func (s *session) touched(at time.Time) {
 		s.lastTouch = at
 	}
 	s.mu.Unlock()
-}
-
-// localNow is the instant touch coalescing measures windows by: the pinned
-// clock when there is one, else this process's (monotonic) clock. It only
-// decides whether to write, never what is written.
-func (g *Gateway) localNow() time.Time {
-	if g.cfg.Clock == nil {
-		return time.Now()
-	}
-	return g.cfg.Clock.Now()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // Defaults of Config.
@@ -39,11 +40,10 @@ const (
 
 // Config tunes a Deliverer. Zero fields take the defaults.
 type Config struct {
-	// Clock paces Run's polling; nil is the wall clock.
-	Clock clock.Clock
-	// Now pins the instant of every decision (tests); nil means the
-	// database clock.
-	Now          func() time.Time
+	// Clock paces Run's polling. A pinned clock (tests: clock.Stub) is
+	// also the instant of Run's decisions; an unpinned one (nil is
+	// clock.Real) leaves them to the database clock.
+	Clock        clock.Clock
 	PollInterval time.Duration
 	// BatchSize bounds the rows one pass claims (and POSTs concurrently).
 	BatchSize int
@@ -133,7 +133,7 @@ type Result struct {
 // logged and retried at the next poll. It returns nil when ctx ends.
 func (d *Deliverer) Run(ctx context.Context) error {
 	for {
-		res, err := d.DeliverDue(ctx, d.pinned())
+		res, err := d.DeliverDue(ctx, clock.PinnedNow(d.cfg.Clock))
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -150,13 +150,6 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	}
 }
 
-func (d *Deliverer) pinned() time.Time {
-	if d.cfg.Now == nil {
-		return time.Time{}
-	}
-	return d.cfg.Now().UTC().Truncate(time.Microsecond)
-}
-
 // DeliverDue runs one pass at now (zero: the database clock): rows of
 // buyers without a URL are marked delivered, then up to BatchSize due rows
 // are claimed and POSTed concurrently, and each outcome is recorded.
@@ -164,9 +157,9 @@ func (d *Deliverer) DeliverDue(ctx context.Context, now time.Time) (Result, erro
 	var res Result
 	ctx = dbstat.WithOp(ctx, "webhook")
 	pinned := now
-	now, err := d.resolve(ctx, now)
+	now, err := store.ResolveNow(ctx, d.pool, now)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("webhook: %w", err)
 	}
 	tag, err := d.pool.Exec(ctx, sqlMarkNoURL, now)
 	if err != nil {
@@ -202,18 +195,6 @@ func (d *Deliverer) DeliverDue(ctx context.Context, now time.Time) (Result, erro
 	return res, errors.Join(errs...)
 }
 
-// resolve returns now in stored form, or the database clock for zero.
-func (d *Deliverer) resolve(ctx context.Context, now time.Time) (time.Time, error) {
-	if !now.IsZero() {
-		return now.UTC().Truncate(time.Microsecond), nil
-	}
-	var t time.Time
-	if err := d.pool.QueryRow(ctx, `SELECT now()`).Scan(&t); err != nil {
-		return time.Time{}, fmt.Errorf("webhook: read database clock: %w", err)
-	}
-	return t.UTC(), nil
-}
-
 func (d *Deliverer) claim(ctx context.Context, now time.Time) ([]row, error) {
 	rows, err := d.pool.Query(ctx, sqlClaim, now, d.cfg.BatchSize, now.Add(d.cfg.ClaimTTL))
 	if err != nil {
@@ -239,9 +220,9 @@ func (d *Deliverer) attempt(ctx context.Context, w row, pinned time.Time) (outco
 	if w.URL != "" { // else the URL was removed after the no-URL pass
 		postErr = d.post(ctx, w)
 	}
-	at, err := d.resolve(ctx, pinned)
+	at, err := store.ResolveNow(ctx, d.pool, pinned)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("webhook: %w", err)
 	}
 	switch {
 	case w.URL == "":

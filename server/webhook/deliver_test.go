@@ -189,7 +189,7 @@ func TestRunPollsOnItsClock(t *testing.T) {
 	rc := newReceiver(t)
 	b := setup(t, rc)
 	stub := clock.NewStub(t0)
-	d := b.deliverer(t, rc, webhook.Config{Clock: stub, Now: stub.Now, PollInterval: time.Second})
+	d := b.deliverer(t, rc, webhook.Config{Clock: stub, PollInterval: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
