@@ -14,8 +14,8 @@
 // # Time and ids
 //
 // Every operation takes now. A zero now means the database clock
-// (coalesce($1::timestamptz, now())), read once per transaction (Progress
-// is one statement, see sqlProgress), so every
+// (store.SQLNow, read by store.ResolveNow), read once per transaction
+// (Progress is one statement, see sqlProgress), so every
 // check and timestamp in a transaction uses one instant and gateways with
 // skewed clocks agree; the code never calls time.Now for a decision. Ids and
 // commit tokens come from a protocol.IDSource and are drawn only when a row

@@ -16,4 +16,11 @@
 // (protocol.Snapshot), and CheckInvariants evaluates SPEC section 4 over the
 // real rows. Both take a Querier, so they run on a pool or inside a
 // transaction.
+//
+// The SQL facts the control plane's statements share are written once, in
+// facts.go, and spliced into them: the live statuses, the lease phases and
+// their ranks (built from protocol's statuses and checked against its
+// predicates, as are the migrations' live partial indexes), the device
+// heartbeat, the journal insert, NOTIFY and the database clock
+// (ResolveNow, NowArg).
 package store

@@ -35,5 +35,6 @@
 // # Time
 //
 // The deliverer's decisions (what is due, when to retry) use the database
-// clock unless Config.Now pins an instant; Config.Clock only paces polling.
+// clock unless Config.Clock is pinned (clock.Stub), whose instant they then
+// take; either way Config.Clock paces polling.
 package webhook
