@@ -18,6 +18,7 @@ import (
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
+	"github.com/rendermac/rendermac/server/store"
 	"github.com/rendermac/rendermac/server/webhook"
 )
 
@@ -206,7 +207,7 @@ func cmdConstraint(r *scRun, st scStep) error {
 INSERT INTO job_attempts (id, job_id, attempt_number, device_id, status, lease_epoch, commit_token_hash,
                           lease_expires_at, created_at)
 SELECT gen_random_uuid(), job_id, attempt_number + 100, device_id, 'leased', 1, repeat('a', 64), lease_expires_at, created_at
-FROM job_attempts WHERE job_id = $1 AND status IN ('leased', 'downloading', 'running', 'uploading', 'committing')`, id)
+FROM job_attempts WHERE job_id = $1 AND status IN `+store.SQLLiveStatuses, id)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "job_attempts_one_live_idx":

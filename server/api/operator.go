@@ -64,7 +64,7 @@ RETURNING expires_at`
 	sqlListDevices = `
 SELECT d.id::text, d.name, d.status, d.services, d.slots_total, d.last_seen_at, d.created_at,
        (SELECT count(*) FROM job_attempts a WHERE a.device_id = d.id
-          AND a.status IN ('leased', 'downloading', 'running', 'uploading', 'committing'))
+          AND a.status IN ` + store.SQLLiveStatuses + `)
 FROM devices d ORDER BY d.created_at, d.id`
 )
 
