@@ -13,6 +13,17 @@ type CreateJobRequest struct {
 	IdempotencyKey  string            `json:"-"`
 }
 
+// CreateJobFields are the fields a CreateJob refusal names, in the order
+// the checks run (docs/semantics.md, CreateJob step 1): a request invalid
+// in several fields is refused naming the first of them. "buyer" is the
+// not_found of an unknown buyer, the rest are validation_error fields. The
+// model and the server keep their own checks (they share no logic); this
+// table is what tests hold every implementation, the HTTP API included, to.
+var CreateJobFields = []string{
+	"buyer", "service", "max_attempts", "admission_window",
+	"input.bytes", "input.sha256", "params", "idempotency_key",
+}
+
 // Admission windows accepted by CreateJob.
 const (
 	AdmissionWindowMin     = time.Second

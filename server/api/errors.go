@@ -93,28 +93,46 @@ func notUTF8(body []byte) *requestError {
 // well-formed one with a wrong or unknown field is 422 naming that field,
 // an oversized one 413.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any) *requestError {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err == nil && !utf8.Valid(body) {
+	body, rerr := readBody(w, r, limit)
+	if rerr != nil {
+		return rerr
+	}
+	if !utf8.Valid(body) {
 		return notUTF8(body)
 	}
+	return parseJSON(body, dst)
+}
+
+// readBody reads a body of at most limit bytes (413 beyond).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *requestError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &tooLarge):
+		return nil, &requestError{status: http.StatusRequestEntityTooLarge,
+			body: Error{Code: CodeBodyTooLarge, Message: fmt.Sprintf("request body exceeds %d bytes", limit)}}
+	}
+	return nil, &requestError{status: http.StatusBadRequest,
+		body: Error{Code: CodeBadRequest, Message: "request body could not be read: " + err.Error()}}
+}
+
+// parseJSON decodes one JSON object into dst, refusing unknown fields and
+// trailing data: 400 when malformed, 422 naming a wrong or unknown field.
+func parseJSON(body []byte, dst any) *requestError {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err == nil {
-		err = dec.Decode(dst)
-	}
+	err := dec.Decode(dst)
 	if err == nil {
 		if _, extra := dec.Token(); !errors.Is(extra, io.EOF) {
 			err = errors.Join(errors.New("trailing data after the JSON object"), extra)
 		}
 	}
-	var tooLarge *http.MaxBytesError
 	var typeErr *json.UnmarshalTypeError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &tooLarge):
-		return &requestError{status: http.StatusRequestEntityTooLarge,
-			body: Error{Code: CodeBodyTooLarge, Message: fmt.Sprintf("request body exceeds %d bytes", limit)}}
 	case errors.As(err, &typeErr):
 		return invalid(typeErr.Field, "%s must be %s, got %s", typeErr.Field, typeErr.Type, typeErr.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

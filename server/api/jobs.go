@@ -18,16 +18,6 @@ import (
 // jsonSlackBytes is what a create body may carry besides input_base64.
 const jsonSlackBytes = 64 << 10
 
-// createJobBody is the body of POST /v1/jobs. Pointers tell an absent
-// field (which takes its default) from an explicit zero (which is refused).
-type createJobBody struct {
-	Service          string            `json:"service"`
-	Params           map[string]string `json:"params"`
-	InputBase64      string            `json:"input_base64"`
-	MaxAttempts      *int              `json:"max_attempts"`
-	AdmissionWindowS *int64            `json:"admission_window_s"`
-}
-
 // bodyField maps the service layer's validation fields to the names the
 // client sent, so a 422 names something the client can find in its request.
 var bodyField = map[string]string{
@@ -46,7 +36,7 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request, buyerID string) 
 		a.refuse(w, limitJobs, "job creations by this buyer", wait)
 		return
 	}
-	req, input, rerr := a.readCreate(w, r, buyerID)
+	req, input, why, rerr := a.readCreate(w, r, buyerID)
 	if rerr != nil {
 		rerr.write(w)
 		return
@@ -75,7 +65,11 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request, buyerID string) 
 		if f, ok := bodyField[field]; ok {
 			field = f
 		}
-		invalid(field, "%s is invalid", field).write(w)
+		message, ok := why[reply.Field]
+		if !ok {
+			message = field + " is invalid"
+		}
+		invalid(field, "%s", message).write(w)
 	case protocol.CodeInsufficientFunds:
 		writeError(w, http.StatusPaymentRequired, string(reply.Code), "balance does not cover the service's price")
 	case protocol.CodeIdempotencyConflict:
@@ -88,44 +82,72 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request, buyerID string) 
 	}
 }
 
-// readCreate decodes and checks the body's shape; the service layer
-// validates the values, in the contract's order, and writes nothing when
-// one is refused.
-func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string) (protocol.CreateJobRequest, []byte, *requestError) {
-	var body createJobBody
+// readCreate decodes the body into a request. Only a body it cannot read
+// as one (malformed, too large, an unknown field) is refused here: the
+// service layer validates the values, in the contract's order, and writes
+// nothing when one is refused. A field the API cannot convert becomes a
+// value the service layer refuses for that field, and why, keyed by the
+// service layer's field, says what was wrong with it.
+func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string) (
+	req protocol.CreateJobRequest, input []byte, why map[string]string, rerr *requestError) {
 	limit := base64.StdEncoding.EncodedLen(int(a.cfg.MaxInputBytes)) + jsonSlackBytes
-	if rerr := decodeJSON(w, r, int64(limit), &body); rerr != nil {
-		return protocol.CreateJobRequest{}, nil, rerr
+	raw, rerr := readBody(w, r, int64(limit))
+	if rerr != nil {
+		return req, nil, nil, rerr
 	}
-	input, err := base64.StdEncoding.DecodeString(body.InputBase64)
-	if err != nil {
-		return protocol.CreateJobRequest{}, nil, invalid("input_base64", "input_base64 is not standard base64: %v", err)
+	// Not decodeJSON: a param value that is not UTF-8 is the service
+	// layer's to refuse, in its place in the order.
+	var body createJobBody
+	if rerr := parseJSON(raw, &body); rerr != nil {
+		return req, nil, nil, rerr
 	}
-	if int64(len(input)) > a.cfg.MaxInputBytes {
-		return protocol.CreateJobRequest{}, nil, &requestError{status: http.StatusRequestEntityTooLarge,
-			body: Error{Code: CodeBodyTooLarge, Field: "input_base64",
-				Message: fmt.Sprintf("input exceeds %d bytes", a.cfg.MaxInputBytes)}}
-	}
-	sum := sha256.Sum256(input)
-	req := protocol.CreateJobRequest{
-		BuyerID: buyerID, Service: body.Service, Params: body.Params,
-		Input:           protocol.InputRef{Bytes: int64(len(input)), SHA256: hex.EncodeToString(sum[:])},
+	why = map[string]string{}
+	req = protocol.CreateJobRequest{
+		BuyerID: buyerID, Service: body.Service.v, Params: body.Params.m,
 		MaxAttempts:     protocol.MaxAttemptsDefault,
 		AdmissionWindow: protocol.AdmissionWindowDefault,
 		IdempotencyKey:  r.Header.Get("Idempotency-Key"),
 	}
-	if body.MaxAttempts != nil {
-		req.MaxAttempts = *body.MaxAttempts
+	if err := body.Service.err; err != nil {
+		req.Service, why["service"] = unknownService, typeMessage("service", err)
 	}
-	if s := body.AdmissionWindowS; s != nil {
+	if err := body.Params.err; err != nil {
+		req.Params, why["params"] = map[string]string{invalidParamKeyName: ""}, typeMessage(body.Params.at, err)
+	}
+	switch m := body.MaxAttempts; {
+	case m.err != nil:
+		req.MaxAttempts, why["max_attempts"] = invalidMaxAttempts, typeMessage("max_attempts", m.err)
+	case m.set:
+		req.MaxAttempts = m.v
+	}
+	switch s := body.AdmissionWindowS; {
+	case s.err != nil:
+		req.AdmissionWindow, why["admission_window"] = invalidWindow, typeMessage("admission_window_s", s.err)
+	case s.set:
 		// Out-of-range values are the service's to refuse; only values whose
-		// conversion would overflow are mapped to an equally invalid -1.
-		req.AdmissionWindow = -1
-		if *s >= 0 && *s <= math.MaxInt64/int64(time.Second) {
-			req.AdmissionWindow = time.Duration(*s) * time.Second
+		// conversion would overflow are mapped to an equally invalid one.
+		req.AdmissionWindow = invalidWindow
+		if s.v >= 0 && s.v <= math.MaxInt64/int64(time.Second) {
+			req.AdmissionWindow = time.Duration(s.v) * time.Second
 		}
 	}
-	return req, input, nil
+	input, err := base64.StdEncoding.DecodeString(body.InputBase64.v)
+	switch {
+	case body.InputBase64.err != nil:
+		why["input.bytes"] = typeMessage("input_base64", body.InputBase64.err)
+	case err != nil:
+		why["input.bytes"] = fmt.Sprintf("input_base64 is not standard base64: %v", err)
+	case int64(len(input)) > a.cfg.MaxInputBytes:
+		return req, nil, nil, &requestError{status: http.StatusRequestEntityTooLarge,
+			body: Error{Code: CodeBodyTooLarge, Field: "input_base64",
+				Message: fmt.Sprintf("input exceeds %d bytes", a.cfg.MaxInputBytes)}}
+	default:
+		sum := sha256.Sum256(input)
+		req.Input = protocol.InputRef{Bytes: int64(len(input)), SHA256: hex.EncodeToString(sum[:])}
+		return req, input, why, nil
+	}
+	req.Input.Bytes = invalidInputBytes
+	return req, nil, why, nil
 }
 
 // storeInput returns the callback that writes a job's input at

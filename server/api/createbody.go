@@ -1,0 +1,114 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// A create body is read field by field, and a field the API cannot convert
+// (a value of the wrong JSON type, base64 that does not decode, a param
+// value that is not UTF-8) is not refused on the spot: that would answer it
+// before a field the contract checks first (docs/semantics.md, CreateJob
+// step 1). The API instead hands the service layer a value it refuses for
+// the same field, so the service layer alone decides which invalid field is
+// named, as it does for every caller, and the API only keeps its own, more
+// precise message for that field.
+
+// Values the service layer refuses for their field whatever else the request
+// holds: they stand for a field the API could not convert.
+const (
+	unknownService      = ""                          // no catalogue entry has an empty name
+	invalidMaxAttempts  = protocol.MaxAttemptsMin - 1 // below 1..10
+	invalidWindow       = -1                          // below [1s, 7d]
+	invalidInputBytes   = -1                          // input bytes < 0
+	invalidParamKeyName = ""                          // not [a-z0-9_]{1,32}
+)
+
+// createJobBody is the body of POST /v1/jobs. An absent field (or JSON
+// null) takes its default; an explicit zero is refused.
+type createJobBody struct {
+	Service          bodyValue[string] `json:"service"`
+	Params           bodyParams        `json:"params"`
+	InputBase64      bodyValue[string] `json:"input_base64"`
+	MaxAttempts      bodyValue[int]    `json:"max_attempts"`
+	AdmissionWindowS bodyValue[int64]  `json:"admission_window_s"`
+}
+
+// bodyValue is one field of a create body. A value of the wrong JSON type
+// is kept as err, for the service layer to rank among the request's other
+// invalid fields.
+type bodyValue[T any] struct {
+	v   T
+	set bool
+	err error
+}
+
+// UnmarshalJSON never fails, so decoding goes on to the other fields.
+func (f *bodyValue[T]) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	f.set = true
+	f.err = json.Unmarshal(b, &f.v)
+	return nil
+}
+
+// bodyParams is the params object. encoding/json would turn bytes that are
+// not UTF-8 into U+FFFD, storing a value the client did not send, where the
+// contract refuses it (params); so such a value is kept as bytes that are
+// still not UTF-8, and the service layer refuses it in its place.
+type bodyParams struct {
+	m   map[string]string
+	err error
+	// at names what err is about: params, or the offending params.KEY.
+	at string
+}
+
+// UnmarshalJSON never fails, so decoding goes on to the other fields.
+func (p *bodyParams) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		p.err, p.at = err, "params"
+		return nil
+	}
+	p.m = make(map[string]string, len(raw))
+	for _, k := range slices.Sorted(maps.Keys(raw)) { // the same key named every time
+		s, err := paramText(raw[k])
+		if err != nil {
+			p.err, p.at = err, "params."+k
+			return nil
+		}
+		p.m[k] = s
+	}
+	return nil
+}
+
+// paramText decodes a JSON string. One holding bytes that are not UTF-8 is
+// returned undecoded: it is refused whatever its escapes mean, and its
+// inner bytes are not UTF-8 either (the quotes are ASCII).
+func paramText(raw json.RawMessage) (string, error) {
+	if utf8.Valid(raw) || raw[0] != '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	return string(raw[1 : len(raw)-1]), nil
+}
+
+// typeMessage says why the API could not convert field.
+func typeMessage(field string, err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return fmt.Sprintf("%s must be %s, got %s", field, typeErr.Type, typeErr.Value)
+	}
+	return fmt.Sprintf("%s: %v", field, err)
+}
