@@ -34,5 +34,5 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	conformance.Exercise(t, func(*testing.T) faults.Target {
 		return modelTarget{faults.NewModelTarget(1, sim.MutationNone)}
-	}, conformance.Options{Strangers: true, RawRequests: true})
+	}, conformance.Options{Strangers: true, RawRequests: true, MalformedFrames: true})
 }

@@ -25,6 +25,11 @@ type Options struct {
 	// RawRequests: CreateJob sees the request as it is, input reference
 	// and sub-second admission window included.
 	RawRequests bool
+	// MalformedFrames: device messages the wire's strict decoder refuses
+	// as bad_message (an empty failure code, a phase outside the lease
+	// phases, a negative size or malformed sha256 in a commit) reach the
+	// contract.
+	MalformedFrames bool
 }
 
 // Revoker is implemented by a target that can revoke a device (an admin
