@@ -12,21 +12,6 @@ import (
 	"github.com/rendermac/rendermac/server"
 )
 
-func TestCancelQueued(t *testing.T) {
-	t.Parallel()
-	b := setup(t, server.Config{})
-	id := b.createJob(t, t0, nil)
-	r, err := b.svc.Cancel(context.Background(), t0, buyerID, id)
-	require.NoError(t, err)
-	require.Equal(t, protocol.Reply{Code: protocol.CodeCancelled}, r)
-	j := b.job(t, id)
-	require.Equal(t, protocol.JobCancelled, j.Status)
-	require.Equal(t, protocol.HoldReleased, j.HoldStatus)
-	require.Equal(t, 1, j.Webhooks)
-	require.Equal(t, protocol.BuyerRow{ID: buyerID, BalanceCents: balance}, b.buyer(t, buyerID))
-	require.Equal(t, []string{"job ->queued  buyer", "job queued->cancelled  buyer"}, b.journalOf(t, id))
-}
-
 func TestCancelActiveNotifiesAndIsIdempotent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, server.Config{})
@@ -59,40 +44,4 @@ func TestCancelActiveNotifiesAndIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, protocol.Reply{Code: protocol.CodeCancelling}, r)
 	require.Equal(t, before, b.snapshot(t), "cancelling is idempotent")
-}
-
-func TestCancelTerminal(t *testing.T) {
-	t.Parallel()
-	b := setup(t, server.Config{})
-	ctx := context.Background()
-	id := b.createJob(t, t0, nil)
-	_, err := b.svc.Cancel(ctx, t0, buyerID, id)
-	require.NoError(t, err)
-	r, err := b.svc.Cancel(ctx, t0, buyerID, id)
-	require.NoError(t, err)
-	require.Equal(t, protocol.Reply{Code: protocol.CodeJobTerminal}, r)
-
-	_, c := b.uploaded(t, t0)
-	r, err = b.svc.Commit(ctx, t0, deviceID, c)
-	require.NoError(t, err)
-	require.Equal(t, protocol.CodeCommitOK, r.Code)
-	r, err = b.svc.Cancel(ctx, t0, buyerID, c.JobID)
-	require.NoError(t, err)
-	require.Equal(t, protocol.Reply{Code: protocol.CodeJobTerminal}, r)
-}
-
-func TestCancelNotFound(t *testing.T) {
-	t.Parallel()
-	b := setup(t, server.Config{})
-	id := b.createJob(t, t0, nil)
-	for name, c := range map[string][2]string{
-		"other buyer": {otherBuyerID, id},
-		"missing job": {buyerID, missingID},
-		"bad id":      {buyerID, "nope"},
-	} {
-		r, err := b.svc.Cancel(context.Background(), t0, c[0], c[1])
-		require.NoError(t, err)
-		require.Equal(t, protocol.Reply{Code: protocol.CodeNotFound}, r, name)
-	}
-	require.Equal(t, protocol.JobQueued, b.job(t, id).Status)
 }
