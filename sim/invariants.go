@@ -6,19 +6,6 @@ import (
 	"github.com/rendermac/rendermac/protocol"
 )
 
-// Violation is one broken invariant of SPEC section 4.
-type Violation struct {
-	// Invariant is the SPEC section 4 number, 1..9.
-	Invariant int
-	// Message names the job, attempt, device or journal row concerned.
-	Message string
-}
-
-// String renders the violation on one line, invariant number first.
-func (v Violation) String() string {
-	return fmt.Sprintf("invariant %d: %s", v.Invariant, v.Message)
-}
-
 // checker is the incremental invariant checker's state. It is written only
 // by CheckInvariants and read by nothing else, except that Lease hands it
 // each plaintext token (offered), which no operation keeps.
@@ -33,7 +20,7 @@ type checker struct {
 	plaintexts map[string]struct{}
 	pending    []string
 	hashes     map[string]string
-	out        []Violation
+	out        []protocol.Violation
 }
 
 func newChecker() checker {
@@ -54,7 +41,7 @@ func (c *checker) touchBuyer(b *buyer) {
 }
 
 func (c *checker) fail(inv int, format string, args ...any) {
-	c.out = append(c.out, Violation{Invariant: inv, Message: fmt.Sprintf(format, args...)})
+	c.out = append(c.out, protocol.Violation{Invariant: inv, Message: fmt.Sprintf(format, args...)})
 }
 
 // CheckInvariants returns every violation of SPEC section 4 introduced since
@@ -64,7 +51,7 @@ func (c *checker) fail(inv int, format string, args ...any) {
 // tallies; the cost is proportional to what changed, not to the model's
 // size, so it can run after every step. A violation is reported when it is
 // introduced (or when its job is touched again), not on every later call.
-func (m *ExecutionModel) CheckInvariants() []Violation {
+func (m *ExecutionModel) CheckInvariants() []protocol.Violation {
 	c := &m.chk
 	c.out = nil
 	m.checkJournal()

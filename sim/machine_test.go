@@ -55,7 +55,7 @@ type machine struct {
 	codes  map[protocol.Code]int
 	err    error
 	// violations are the last non-empty CheckInvariants result.
-	violations []Violation
+	violations []protocol.Violation
 }
 
 func newMachine(mut Mutation, seed uint64, strict bool) *machine {

@@ -50,7 +50,7 @@ var mutationCases = []struct {
 	}},
 }
 
-func invariantsOf(vs []Violation) []int {
+func invariantsOf(vs []protocol.Violation) []int {
 	out := make([]int, 0, len(vs))
 	for _, v := range vs {
 		out = append(out, v.Invariant)
@@ -142,7 +142,7 @@ func TestInvariant6CatchesBrokenTokens(t *testing.T) {
 		m := New(Config{}, brokenIDs{IDSource: seededIDs(3), leakPlaintext: leak})
 		m.AddBuyer(buyerRich, 100)
 		m.AddDevice(devA, []string{svcSynthetic}, 2)
-		var vs []Violation
+		var vs []protocol.Violation
 		for range 2 {
 			require.Equal(t, protocol.CodeCreated, m.CreateJob(t0, request(buyerRich, svcSynthetic)).Code)
 			require.Equal(t, protocol.CodeLeaseOffer, m.Lease(t0, devA).Code)
@@ -151,10 +151,4 @@ func TestInvariant6CatchesBrokenTokens(t *testing.T) {
 		require.NotEmpty(t, vs)
 		require.Equal(t, 6, vs[0].Invariant, "%v", vs)
 	}
-}
-
-func TestViolationString(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, "invariant 9: device d occupies 1 slots but has 0 live attempts",
-		Violation{Invariant: 9, Message: "device d occupies 1 slots but has 0 live attempts"}.String())
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rendermac/rendermac/faults"
 	"github.com/rendermac/rendermac/internal/provenance"
+	"github.com/rendermac/rendermac/internal/vcsstamp"
 	"github.com/rendermac/rendermac/server/store"
 	"github.com/rendermac/rendermac/sim"
 )
@@ -14,7 +15,8 @@ import (
 // currentBuild is this binary's provenance, recorded on cards and replay
 // files and compared by replay.
 func currentBuild() provenance.Build {
-	return provenance.Current(store.SchemaVersion(), sim.ModelVersion(), faults.GeneratorVersion())
+	commit, dirty := vcsstamp.Commit()
+	return provenance.Current(commit, dirty, store.SchemaVersion(), sim.ModelVersion(), faults.GeneratorVersion())
 }
 
 // checkProvenance refuses (exit 2) to replay what another build recorded,

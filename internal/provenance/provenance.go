@@ -1,7 +1,9 @@
 // Package provenance says which build produced a result: the commit (and
 // whether the tree was dirty), the Go toolchain, and the versions of the
 // schema, the model and the generator, so that a card or replay file made
-// by another build is recognised before it is trusted.
+// by another build is recognised before it is trusted. It is a pure leaf
+// (no I/O beyond the fs.FS it is handed): sim and faults hash their sources
+// through it, and reading the commit from git lives in internal/vcsstamp.
 package provenance
 
 import (
@@ -9,9 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"os/exec"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,37 +50,10 @@ func SourceVersion(rules int, src fs.FS) string {
 	return strconv.Itoa(rules) + "+" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// Commit returns the commit this binary was built from and whether the tree
-// had changes: from the build's VCS stamp when `go build` recorded one,
-// else from git in the working directory (`go run`, `go test`), else
-// "unknown".
-func Commit() (commit string, dirty bool) {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev string
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-		if rev != "" {
-			return rev, dirty
-		}
-	}
-	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
-	if err != nil {
-		return "unknown", false
-	}
-	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
-	return strings.TrimSpace(string(out)), err == nil && len(st) > 0
-}
-
-// Current is this build's provenance, given the versions only the caller's
-// imports know.
-func Current(schema int64, model, generator string) Build {
-	commit, dirty := Commit()
+// Current is this build's provenance: the commit and dirty flag the
+// caller read (internal/vcsstamp), this toolchain, and the versions only
+// the caller's imports know.
+func Current(commit string, dirty bool, schema int64, model, generator string) Build {
 	return Build{Commit: commit, Dirty: dirty, GoVersion: runtime.Version(), SchemaVersion: schema,
 		ModelVersion: model, GeneratorVersion: generator}
 }

@@ -3,18 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/rendermac/rendermac/protocol"
 )
-
-// Violation is one broken SPEC section 4 invariant, found in the rows.
-type Violation struct {
-	// Invariant is the number of the invariant in SPEC section 4 (1..9).
-	Invariant int
-	// Message names the rows involved and what is wrong with them.
-	Message string
-}
-
-// String renders the violation for test failures and evidence cards.
-func (v Violation) String() string { return fmt.Sprintf("invariant %d: %s", v.Invariant, v.Message) }
 
 // invariantCheck is one SQL check: every row it returns is one violation,
 // rendered as a message by the query itself.
@@ -104,15 +95,15 @@ var invariantChecks = []invariantCheck{
 // error is only for trouble running the checks. Invariant 8 is checked
 // against the recorded rows here; CheckOutputs re-reads the stored bytes. Invariant 9's in-memory half (gateway slots) is
 // checked by the gateway.
-func CheckInvariants(ctx context.Context, q Querier) ([]Violation, error) {
-	var out []Violation
+func CheckInvariants(ctx context.Context, q Querier) ([]protocol.Violation, error) {
+	var out []protocol.Violation
 	for _, c := range invariantChecks {
 		msgs, err := collect(ctx, q, c.query, scanString)
 		if err != nil {
 			return nil, fmt.Errorf("check invariant %d: %w", c.invariant, err)
 		}
 		for _, m := range msgs {
-			out = append(out, Violation{Invariant: c.invariant, Message: m})
+			out = append(out, protocol.Violation{Invariant: c.invariant, Message: m})
 		}
 	}
 	journal, err := checkJournal(ctx, q)

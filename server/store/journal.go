@@ -37,7 +37,7 @@ type journalSubject struct {
 // the protocol tables, each entity's rows form one chain from its insert
 // (null -> queued for a job, null -> leased for an attempt), and replaying
 // the chain ends at the entity's current status.
-func checkJournal(ctx context.Context, q Querier) ([]Violation, error) {
+func checkJournal(ctx context.Context, q Querier) ([]protocol.Violation, error) {
 	entries, err := collect(ctx, q, sqlJournalEntries, func(r pgx.Row) (journalEntry, error) {
 		var e journalEntry
 		return e, r.Scan(&e.id, &e.kind, &e.entity, &e.job, &e.from, &e.to)
@@ -52,9 +52,9 @@ func checkJournal(ctx context.Context, q Querier) ([]Violation, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Violation
+	var out []protocol.Violation
 	bad := func(format string, args ...any) {
-		out = append(out, Violation{Invariant: 4, Message: fmt.Sprintf(format, args...)})
+		out = append(out, protocol.Violation{Invariant: 4, Message: fmt.Sprintf(format, args...)})
 	}
 	replayed := map[string]string{} // entity -> status after its last row
 	for _, e := range entries {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
 )
 
@@ -32,7 +33,7 @@ type recordedOutput struct {
 // bytes served agree with the rows (an upload after the claim, a store
 // that lost or changed an object). The error is only for trouble running
 // the check (a store that cannot be read is an error, not a violation).
-func CheckOutputs(ctx context.Context, q Querier, st artifact.Store) ([]Violation, error) {
+func CheckOutputs(ctx context.Context, q Querier, st artifact.Store) ([]protocol.Violation, error) {
 	outs, err := collect(ctx, q, sqlSucceededOutputs, func(r pgx.Row) (recordedOutput, error) {
 		var o recordedOutput
 		return o, r.Scan(&o.jobID, &o.key, &o.bytes, &o.sha)
@@ -40,17 +41,17 @@ func CheckOutputs(ctx context.Context, q Querier, st artifact.Store) ([]Violatio
 	if err != nil {
 		return nil, fmt.Errorf("check invariant 8 (stored outputs): %w", err)
 	}
-	var vs []Violation
+	var vs []protocol.Violation
 	for _, o := range outs {
 		n, sum, err := hashObject(ctx, st, o.key)
 		switch {
 		case errors.Is(err, artifact.ErrNotFound):
-			vs = append(vs, Violation{Invariant: OutputInvariant,
+			vs = append(vs, protocol.Violation{Invariant: OutputInvariant,
 				Message: fmt.Sprintf("succeeded job %s: no stored object at its output %s", o.jobID, o.key)})
 		case err != nil:
 			return vs, fmt.Errorf("check invariant 8: read %s: %w", o.key, err)
 		case n != o.bytes || sum != o.sha:
-			vs = append(vs, Violation{Invariant: OutputInvariant,
+			vs = append(vs, protocol.Violation{Invariant: OutputInvariant,
 				Message: fmt.Sprintf("succeeded job %s: stored output %s is %d bytes sha256 %s, recorded %d bytes sha256 %s",
 					o.jobID, o.key, n, sum, o.bytes, o.sha)})
 		}

@@ -1,0 +1,100 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+type listed struct {
+	ImportPath   string
+	Imports      []string
+	Deps         []string
+	TestImports  []string
+	XTestImports []string
+	Error        *struct{ Err string }
+}
+
+// goList lists every package of the module under the build tags, as the
+// go command sees them (file-level build constraints included).
+func goList(t *testing.T, tags string) ([]Package, map[string][]string) {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-e", "-tags", tags, "-json=ImportPath,Imports,Deps,TestImports,XTestImports,Error", Module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list: %s", stderr.String())
+	var pkgs []Package
+	deps := map[string][]string{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var l listed
+		if err := dec.Decode(&l); errors.Is(err, io.EOF) {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		require.Nil(t, l.Error, "go list %s", l.ImportPath)
+		r, ok := rel(l.ImportPath)
+		require.True(t, ok, l.ImportPath)
+		pkgs = append(pkgs, Package{Path: r, Imports: l.Imports, TestImports: append(l.TestImports, l.XTestImports...)})
+		deps[r] = l.Deps
+	}
+	require.NotEmpty(t, pkgs)
+	return pkgs, deps
+}
+
+// TestTheTreeFollowsTheImportTable checks the real tree under each build
+// the project makes: the production build and the harness's tagged one.
+func TestTheTreeFollowsTheImportTable(t *testing.T) {
+	for _, tags := range []string{"", "faultpoints", "faultpoints,mutations"} {
+		t.Run("tags="+tags, func(t *testing.T) {
+			pkgs, deps := goList(t, tags)
+			var bad []string
+			bad = append(bad, CheckLayers(pkgs)...)
+			bad = append(bad, CheckReach(deps)...)
+			bad = append(bad, CheckTestLinks(pkgs)...)
+			if len(bad) > 0 {
+				t.Fatalf("the import table (internal/archtest/table.go, README Architecture) is broken:\n%s", strings.Join(bad, "\n"))
+			}
+		})
+	}
+}
+
+// The checks must fail on the imports they exist to refuse.
+func TestInjectedBadImportsAreNamed(t *testing.T) {
+	m := func(p string) string { return Module + "/" + p }
+	pkgs := []Package{
+		{Path: "protocol", Imports: []string{"fmt", "github.com/jackc/pgx/v5"}},
+		{Path: "sim", Imports: []string{m("protocol"), m("server")}},
+		{Path: "faults", Imports: []string{m("sim"), m("internal/vcsstamp")}},
+		{Path: "benchrun", Imports: []string{m("scenarios")}},
+		{Path: "agent", Imports: []string{m("server/gateway")}},
+		{Path: "server", Imports: []string{m("protocol")}, TestImports: []string{m("loadgen")}},
+		{Path: "loadgen", Imports: []string{m("benchrun")}},
+		{Path: "newthing"},
+	}
+	require.Equal(t, []string{
+		"agent imports server/gateway: not allowed (the agent talks to the control plane only through protocol; may import protocol, agent/..., internal/clock, internal/mp4)",
+		"benchrun imports scenarios: not allowed (benchmarks and soaks use the targets and load clients, never the scenario catalogue; may import faults/targets, loadgen, benchrun, server/..., server, internal/..., evidence, protocol, sim, faults, internal/provenance)",
+		"faults imports internal/vcsstamp: not allowed (the generator and runner are pure: never pgx, never server; may import protocol, sim, internal/provenance)",
+		"loadgen imports benchrun: not allowed (load clients drive the real stack; they know nothing of the model or the catalogue; may import protocol, server/..., server, internal/...)",
+		"newthing: not in the import table (internal/archtest.Layers): place it in the architecture",
+		"protocol imports github.com/jackc/pgx/v5: not allowed (the contract is stdlib only)",
+		"sim imports server: not allowed (the model knows only the contract; may import protocol, internal/provenance)",
+	}, CheckLayers(pkgs))
+	require.Equal(t, []string{ // scenarios through benchrun
+		"tests of server link benchrun: the control plane's and the agent's tests must not link the harness",
+		"tests of server link scenarios: the control plane's and the agent's tests must not link the harness",
+	}, CheckTestLinks(pkgs))
+	require.Equal(t, []string{
+		"faults reaches github.com/rendermac/rendermac/internal/vcsstamp: not allowed (the model and the generator are deterministic: they never run a program (git))",
+		"sim reaches os/exec: not allowed (the model and the generator are deterministic: they never run a program (git))",
+	}, CheckReach(map[string][]string{"sim": {"fmt", "os/exec"}, "faults": {m("internal/vcsstamp")}, "benchrun": {"os/exec"}}))
+}

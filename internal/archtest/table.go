@@ -1,0 +1,217 @@
+package archtest
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Module is the import path prefix of the project's packages.
+const Module = "github.com/rendermac/rendermac"
+
+// Layer is one row of the import table: the packages Pkgs (relative to
+// Module; "x/..." is x and everything below it) may import only the project
+// packages May. Stdlib and third-party imports are governed by NoReach.
+type Layer struct {
+	Pkgs []string
+	May  []string
+	Why  string
+}
+
+// Reach forbids packages Pkgs from depending, directly or not, on any
+// package matching Deps (full import paths; "x/..." is a subtree).
+type Reach struct {
+	Pkgs []string
+	Deps []string
+	Why  string
+}
+
+// Package is what the checks need of `go list -json`: relative path, the
+// project and external packages it imports, and (for the linking rule) the
+// imports of its tests.
+type Package struct {
+	Path        string // relative to Module ("" for the module root)
+	Imports     []string
+	TestImports []string // TestImports and XTestImports together
+}
+
+var core = []string{"protocol", "sim", "faults", "internal/provenance"}
+
+// Layers is the import table (README, "Architecture").
+var Layers = []Layer{
+	{Pkgs: []string{"protocol"}, Why: "the contract is stdlib only"},
+	{Pkgs: []string{"internal/..."}, May: []string{"internal/..."}, Why: "internal packages are leaves under the project"},
+	{Pkgs: []string{"sim"}, May: []string{"protocol", "internal/provenance"}, Why: "the model knows only the contract"},
+	{Pkgs: []string{"faults"}, May: []string{"protocol", "sim", "internal/provenance"}, Why: "the generator and runner are pure: never pgx, never server"},
+	{Pkgs: []string{"faults/conformance"}, May: []string{"protocol", "faults"}, Why: "one suite every Target implementation runs"},
+	{Pkgs: []string{"evidence"}, May: []string{"internal/provenance", "internal/shard"}, Why: "callers convert their results into the card's types"},
+	{Pkgs: []string{"server/...", "server"}, May: []string{"protocol", "server/...", "server", "internal/clock", "internal/dbstat", "internal/mp4"},
+		Why: "the control plane never imports the model or the harness"},
+	{Pkgs: []string{"agent/...", "agent"}, May: []string{"protocol", "agent/...", "internal/clock", "internal/mp4"},
+		Why: "the agent talks to the control plane only through protocol"},
+	{Pkgs: []string{"loadgen/...", "loadgen"}, May: []string{"protocol", "server/...", "server", "internal/..."},
+		Why: "load clients drive the real stack; they know nothing of the model or the catalogue"},
+	{Pkgs: []string{"faults/targets"}, May: append([]string{"server/...", "server", "internal/...", "evidence", "loadgen"}, core...),
+		Why: "the Postgres and full-stack targets"},
+	{Pkgs: []string{"linearize"}, May: append([]string{"faults/targets", "server/...", "server", "internal/...", "evidence", "loadgen"}, core...),
+		Why: "the porcupine check over the targets"},
+	{Pkgs: []string{"scenarios"}, May: append([]string{"faults/targets", "linearize", "server/...", "server", "internal/...", "evidence", "loadgen"}, core...),
+		Why: "the phase-fault catalogue runs on the targets"},
+	{Pkgs: []string{"benchrun", "soak"}, May: append([]string{"faults/targets", "loadgen", "benchrun", "server/...", "server", "internal/...", "evidence"}, core...),
+		Why: "benchmarks and soaks use the targets and load clients, never the scenario catalogue"},
+	{Pkgs: []string{"mutate"}, May: []string{"evidence", "internal/..."}, Why: "the mutation campaign edits copies of the tree and runs the CLI"},
+	{Pkgs: []string{"cmd/..."}, May: []string{"..."}, Why: "main packages wire everything"},
+	{Pkgs: []string{"e2e"}, May: []string{"..."}, Why: "end-to-end tests of the shipped binaries"},
+}
+
+// Reaches are the transitive rules.
+var Reaches = []Reach{
+	{Pkgs: []string{"protocol", "sim", "faults", "faults/conformance"}, Deps: []string{"os/exec", Module + "/internal/vcsstamp"},
+		Why: "the model and the generator are deterministic: they never run a program (git)"},
+	{Pkgs: []string{"protocol", "sim", "faults", "faults/conformance"}, Deps: []string{"github.com/jackc/pgx/v5/...", "net/http"},
+		Why: "the pure core does no I/O"},
+	{Pkgs: []string{"server/...", "server", "agent/...", "agent"}, Deps: []string{Module + "/cmd/..."},
+		Why: "nothing imports cmd"},
+}
+
+// Harness is what the control plane's and the agent's tests must not link.
+var Harness = []string{"sim", "faults", "faults/...", "linearize", "scenarios", "benchrun", "soak", "mutate", "evidence"}
+
+func match(pattern, path string) bool {
+	switch {
+	case pattern == "...":
+		return true
+	case strings.HasSuffix(pattern, "/..."):
+		base := strings.TrimSuffix(pattern, "/...")
+		return path == base || strings.HasPrefix(path, base+"/")
+	default:
+		return pattern == path
+	}
+}
+
+func matchAny(patterns []string, path string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return match(p, path) })
+}
+
+// layerOf returns the most specific layer naming pkg: an exact name beats a
+// subtree, a longer subtree beats a shorter one.
+func layerOf(pkg string) (Layer, bool) {
+	best, bestLen := Layer{}, -1
+	for _, l := range Layers {
+		for _, p := range l.Pkgs {
+			if !match(p, pkg) {
+				continue
+			}
+			n := len(p)
+			if !strings.HasSuffix(p, "/...") {
+				n += 1 << 16 // exact
+			}
+			if n > bestLen {
+				best, bestLen = l, n
+			}
+		}
+	}
+	return best, bestLen >= 0
+}
+
+// rel returns the path of a project package relative to Module, or false.
+func rel(importPath string) (string, bool) {
+	if importPath == Module {
+		return "", true
+	}
+	r, ok := strings.CutPrefix(importPath, Module+"/")
+	return r, ok
+}
+
+// CheckLayers returns one line per import the table forbids and per
+// project package the table does not place.
+func CheckLayers(pkgs []Package) []string {
+	var out []string
+	for _, p := range pkgs {
+		l, ok := layerOf(p.Path)
+		if !ok {
+			out = append(out, fmt.Sprintf("%s: not in the import table (internal/archtest.Layers): place it in the architecture", p.Path))
+			continue
+		}
+		for _, imp := range p.Imports {
+			r, ok := rel(imp)
+			if !ok || r == p.Path {
+				continue
+			}
+			if !matchAny(l.May, r) {
+				out = append(out, fmt.Sprintf("%s imports %s: not allowed (%s; may import %s)", p.Path, r, l.Why, strings.Join(l.May, ", ")))
+			}
+		}
+		if match("protocol", p.Path) {
+			for _, imp := range p.Imports {
+				if first, _, _ := strings.Cut(imp, "/"); strings.Contains(first, ".") {
+					out = append(out, fmt.Sprintf("protocol imports %s: not allowed (%s)", imp, l.Why))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// closure returns every package reachable from roots through the imports
+// of the packages in graph (full import paths; packages outside graph, the
+// stdlib and third party, are included but not followed).
+func closure(graph map[string][]string, roots []string) map[string]bool {
+	seen := map[string]bool{}
+	stack := slices.Clone(roots)
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		stack = append(stack, graph[p]...)
+	}
+	return seen
+}
+
+// CheckReach returns one line per forbidden transitive dependency, given
+// the full dependency list of each package (go list's Deps).
+func CheckReach(deps map[string][]string) []string {
+	var out []string
+	for _, r := range Reaches {
+		for pkg, ds := range deps {
+			if !matchAny(r.Pkgs, pkg) {
+				continue
+			}
+			for _, d := range ds {
+				if matchAny(r.Deps, d) {
+					out = append(out, fmt.Sprintf("%s reaches %s: not allowed (%s)", pkg, d, r.Why))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CheckTestLinks returns one line per harness package linked into the
+// tests of a server or agent package.
+func CheckTestLinks(pkgs []Package) []string {
+	graph := map[string][]string{}
+	for _, p := range pkgs {
+		graph[Module+"/"+p.Path] = p.Imports
+	}
+	var out []string
+	for _, p := range pkgs {
+		if !matchAny([]string{"server", "server/...", "agent", "agent/..."}, p.Path) {
+			continue
+		}
+		roots := append(slices.Clone(p.Imports), p.TestImports...)
+		for d := range closure(graph, roots) {
+			if r, ok := rel(d); ok && matchAny(Harness, r) {
+				out = append(out, fmt.Sprintf("tests of %s link %s: the control plane's and the agent's tests must not link the harness", p.Path, r))
+			}
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
