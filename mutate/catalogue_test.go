@@ -70,3 +70,11 @@ func TestScenariosNameCatalogueMutants(t *testing.T) {
 	}
 	require.Positive(t, named)
 }
+
+// A service-layer or store mutant is also tested with the conformance suite,
+// which holds the contract cases server tests no longer repeat.
+func TestTestPackagesIncludeConformanceForTheServiceLayer(t *testing.T) {
+	require.Equal(t, []string{"./server", "./faults/conformance"}, testPackages("server/lease.go"))
+	require.Equal(t, []string{"./server/...", "./faults/conformance"}, testPackages("server/store/migrations/00001_init.sql"))
+	require.Equal(t, []string{"./server/api"}, testPackages("server/api/auth.go"))
+}

@@ -154,18 +154,30 @@ func runOne(ctx context.Context, o Options, dir string, m Mutant) (r evidence.Mu
 	}
 	r.Outcome = "survived"
 	if o.Tests {
-		pkg := "./" + path.Dir(m.File)
-		if strings.HasSuffix(m.File, ".sql") {
-			pkg = "./server/..."
-		}
-		out, err := command(ctx, dir, "go", "test", "-tags", Tags, "-count=1", pkg)
+		pkgs := testPackages(m.File)
+		out, err := command(ctx, dir, "go", append([]string{"test", "-tags", Tags, "-count=1"}, pkgs...)...)
 		if err != nil && ctx.Err() == nil {
 			r.Outcome = "killed"
-			r.KilledBy = []string{"test " + pkg + ": " + strings.Join(failedTests(out), ", ")}
+			r.KilledBy = []string{"test " + strings.Join(pkgs, " ") + ": " + strings.Join(failedTests(out), ", ")}
 			r.Detail = firstLines(out, 3)
 		}
 	}
 	return r
+}
+
+// testPackages is what a mutant of file is tested with after the gate:
+// its own package (every server package for a migration), and for the
+// service layer and the store also the conformance suite, which holds the
+// contract cases the model and the server once each wrote for themselves.
+func testPackages(file string) []string {
+	pkg := "./" + path.Dir(file)
+	if strings.HasSuffix(file, ".sql") {
+		pkg = "./server/..."
+	}
+	if pkg == "./server" || strings.HasPrefix(pkg, "./server/store") || pkg == "./server/..." {
+		return []string{pkg, "./faults/conformance"}
+	}
+	return []string{pkg}
 }
 
 // qualify runs the gate binary and reads its card: which campaigns and
