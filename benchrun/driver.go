@@ -5,9 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/internal/mp4"
+	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
@@ -57,8 +56,6 @@ var opWhat = map[string]string{
 	opUpload:   "artifact PUT through the signed grant URL (not a transaction)",
 	opCommit:   "WebSocket round trip of Commit: tx1, MP4 verification, tx2",
 }
-
-type buyer struct{ id, key string }
 
 type device struct{ id, token string }
 
@@ -152,9 +149,9 @@ type driver struct {
 	gw    *gateway.Gateway
 	httpc *http.Client
 	rec   recorder
-	input string // base64 of the tiny input every job carries
+	input []byte // the tiny input every job carries
 
-	buyers  []buyer
+	buyers  []*loadgen.Buyer
 	devices []device // agents first, then idle sessions
 	next    atomic.Uint64
 
@@ -186,9 +183,8 @@ type driver struct {
 type jobTimes struct{ offered, sent, done, posted time.Time }
 
 func newDriver(cfg Config, baseURL string, pool *pgxpool.Pool, svc *server.Service) *driver {
-	in := []byte("rendermac bench input")
 	return &driver{cfg: cfg, baseURL: baseURL, pool: pool, svc: svc, httpc: newHTTPClient(), jobAt: map[string]jobTimes{},
-		input: base64.StdEncoding.EncodeToString(in)}
+		input: []byte("rendermac bench input")}
 }
 
 // metricsBase is the base URL of the server's /metrics.
@@ -264,7 +260,7 @@ func (d *driver) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d.buyers = append(d.buyers, buyer{id: id, key: key})
+		d.buyers = append(d.buyers, &loadgen.Buyer{BaseURL: d.baseURL, Key: key, HTTP: d.httpc})
 	}
 	n := d.cfg.Agents + d.cfg.IdleSessions
 	d.devices = make([]device, n)
@@ -308,30 +304,15 @@ func parallel(workers, n int, fn func(i int) error) error {
 // instant the request began.
 func (d *driver) submit(ctx context.Context, tag string) (string, time.Time, error) {
 	b := d.buyers[d.next.Add(1)%uint64(len(d.buyers))]
-	body := fmt.Sprintf(`{"service":%q,"params":{"bench":%q},"input_base64":%q}`, benchService, tag, d.input)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.baseURL+"/v1/jobs", bytes.NewBufferString(body))
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+b.key)
-	req.Header.Set("Content-Type", "application/json")
 	start := time.Now()
-	resp, err := d.httpc.Do(req)
+	job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: benchService, Params: map[string]string{"bench": tag},
+		Input: d.input})
+	// Timed whenever the server answered, as a refusal's round trip is one too.
+	if se := (*loadgen.StatusError)(nil); err == nil || errors.As(err, &se) {
+		d.rec.add(opCreate, time.Since(start))
+	}
 	if err != nil {
 		return "", start, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", start, err
-	}
-	d.rec.add(opCreate, time.Since(start))
-	if resp.StatusCode != http.StatusCreated {
-		return "", start, fmt.Errorf("POST /v1/jobs: HTTP %d: %s", resp.StatusCode, data)
-	}
-	var job api.Job
-	if err := json.Unmarshal(data, &job); err != nil || job.ID == "" {
-		return "", start, fmt.Errorf("POST /v1/jobs: bad body %q: %v", data, err)
 	}
 	return job.ID, start, nil
 }

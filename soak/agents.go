@@ -1,21 +1,17 @@
 package soak
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	mrand "math/rand/v2"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/rendermac/rendermac/benchrun"
+	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
@@ -214,7 +210,7 @@ func nextFor(ctx context.Context, c *gatewaytest.Client, o *protocol.LeaseOffer)
 // some cancelled a moment after they were accepted.
 func (s *stack) submit(ctx context.Context) {
 	rng := mrand.New(mrand.NewPCG(s.cfg.Seed, 2))
-	input := base64.StdEncoding.EncodeToString([]byte("rendermac soak input"))
+	input := []byte("rendermac soak input")
 	gap := time.Duration(float64(time.Second) / s.cfg.Rate)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -231,64 +227,22 @@ func (s *stack) submit(ctx context.Context) {
 		b := s.buyers[n%len(s.buyers)]
 		wg.Go(func() {
 			s.submitted.Add(1)
-			id, err := s.createJob(ctx, b, input, n)
+			job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: service,
+				Params: map[string]string{"soak": fmt.Sprint(n)}, Input: input, MaxAttempts: 3})
 			if err != nil {
 				s.refused.Add(1)
 				return
 			}
-			s.accept(id)
+			s.accept(job.ID)
 			if cancelIt {
 				select {
 				case <-ctx.Done():
 				case <-time.After(cancelAfter):
 				}
-				if s.cancelJob(context.WithoutCancel(ctx), b, id) == nil {
+				if _, _, err := b.Cancel(context.WithoutCancel(ctx), job.ID); err == nil {
 					s.cancels.Add(1)
 				}
 			}
 		})
 	}
-}
-
-func (s *stack) buyerCall(ctx context.Context, b buyerCred, method, path string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+b.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.httpc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, data, err
-}
-
-func (s *stack) createJob(ctx context.Context, b buyerCred, input string, n int) (string, error) {
-	body, _ := json.Marshal(map[string]any{"service": service, "params": map[string]string{"soak": fmt.Sprint(n)},
-		"input_base64": input, "max_attempts": 3})
-	status, data, err := s.buyerCall(ctx, b, http.MethodPost, "/v1/jobs", body)
-	if err != nil {
-		return "", err
-	}
-	var job struct {
-		ID string `json:"id"`
-	}
-	if status != http.StatusCreated || json.Unmarshal(data, &job) != nil || job.ID == "" {
-		return "", fmt.Errorf("POST /v1/jobs: HTTP %d: %s", status, data)
-	}
-	return job.ID, nil
-}
-
-func (s *stack) cancelJob(ctx context.Context, b buyerCred, id string) error {
-	status, data, err := s.buyerCall(ctx, b, http.MethodPost, "/v1/jobs/"+id+"/cancel", nil)
-	if err != nil {
-		return err
-	}
-	if status/100 != 2 {
-		return fmt.Errorf("cancel: HTTP %d: %s", status, data)
-	}
-	return nil
 }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/tcpproxy"
+	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server/api"
@@ -135,7 +136,7 @@ type stack struct {
 	addr   string // the control plane's fixed listen address
 	base   string
 	httpc  *http.Client
-	buyers []buyerCred
+	buyers []*loadgen.Buyer
 	agents []*agent
 
 	planeMu   sync.Mutex
@@ -150,8 +151,6 @@ type stack struct {
 	commits, fails, cancels       atomic.Int64
 	faults                        faultCounts
 }
-
-type buyerCred struct{ id, key string }
 
 func (s *stack) stats() Stats {
 	return Stats{Submitted: s.submitted.Load(), Accepted: s.acceptedN.Load(), Refused: s.refused.Load(),
@@ -291,7 +290,7 @@ func (s *stack) seed(ctx context.Context) error {
 		if err := api.SetWebhookURL(ctx, s.obs, id, s.hook.url(id)); err != nil {
 			return err
 		}
-		s.buyers = append(s.buyers, buyerCred{id: id, key: key})
+		s.buyers = append(s.buyers, &loadgen.Buyer{BaseURL: s.base, Key: key, HTTP: s.httpc})
 	}
 	for i := range s.cfg.Agents {
 		a, err := newAgent(mrand.New(mrand.NewPCG(s.cfg.Seed, 100+uint64(i))))
