@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/rendermac/rendermac/internal/pgprovider"
@@ -468,19 +467,4 @@ func newHTTPClient() *http.Client {
 	tr.MaxIdleConns = 512
 	tr.MaxIdleConnsPerHost = 512
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
-}
-
-// recorder collects client-side timings by operation.
-type recorder struct {
-	mu  sync.Mutex
-	ops map[string][]time.Duration
-}
-
-func (r *recorder) add(op string, d time.Duration) {
-	r.mu.Lock()
-	if r.ops == nil {
-		r.ops = map[string][]time.Duration{}
-	}
-	r.ops[op] = append(r.ops[op], d)
-	r.mu.Unlock()
 }

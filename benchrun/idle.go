@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
@@ -64,7 +65,7 @@ func (d *driver) memoryPhase(ctx context.Context, res *Result) error {
 	m.OpenFilesLimit = limit
 	plan := idlePlan{URL: gatewaytest.WSURL(d.baseURL, "/v1/provider/ws"), Service: benchService, Dialers: dialers}
 	for _, dev := range d.devices[d.cfg.Agents : d.cfg.Agents+n] {
-		plan.Tokens = append(plan.Tokens, dev.token)
+		plan.Tokens = append(plan.Tokens, dev.Token)
 	}
 	planJSON, err := json.Marshal(plan)
 	if err != nil {
@@ -209,7 +210,7 @@ func IdleClients(ctx context.Context, in io.Reader, out, log io.Writer) error {
 	defer cancel()
 	clients := make([]*gatewaytest.Client, n)
 	t0 := time.Now()
-	err = parallel(max(plan.Dialers, 1), n, func(i int) error {
+	err = loadgen.Parallel(max(plan.Dialers, 1), n, func(i int) error {
 		c, resp, err := gatewaytest.Dial(dctx, plan.URL, plan.Tokens[i])
 		if err != nil {
 			if resp != nil {

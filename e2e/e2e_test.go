@@ -2,9 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -71,10 +71,9 @@ func TestCancelMidRun(t *testing.T) {
 	// The delay outlives the test's deadline: only a cancel can end it.
 	job := s.createJob(runner.ServiceSynthetic, map[string]string{"seed": "cancel", "delay_ms": "600000"}, nil)
 	s.waitAttemptStatus(job.ID, 1, protocol.AttemptRunning)
-	status, data := s.do(http.MethodPost, "/v1/jobs/"+job.ID+"/cancel", nil)
-	require.Equal(t, http.StatusAccepted, status, "cancel: %s", data)
-	var reply api.JobDetail
-	require.NoError(t, json.Unmarshal(data, &reply))
+	status, reply, err := s.buyer.Cancel(context.Background(), job.ID)
+	require.NoError(t, err, "cancel")
+	require.Equal(t, http.StatusAccepted, status, "cancel: %+v", reply)
 	// 202 says the cancel left the job cancelling. The body is the job as
 	// read after that commit, and the agent may have failed the attempt,
 	// finalizing the cancellation, before the read (the notice, the cancel

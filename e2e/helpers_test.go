@@ -5,9 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,6 +25,7 @@ import (
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/syncbuf"
+	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/controlplane"
@@ -94,8 +93,9 @@ type stack struct {
 	// restarts counts completed starts after the first.
 	restarts int
 
-	client   *http.Client
-	buyerKey string
+	client *http.Client
+	// buyer is the test's buyer, through the public API.
+	buyer *loadgen.Buyer
 }
 
 // newStack starts a control plane on 127.0.0.1:<free port>. When the test
@@ -121,8 +121,9 @@ func newStack(t *testing.T) *stack {
 	ctx := context.Background()
 	buyerID := protocol.UUIDFrom(rand.Reader)
 	require.NoError(t, s.plane.Service.CreateBuyer(ctx, buyerID, "e2e buyer", buyerBalanceCents))
-	s.buyerKey, err = api.CreateAPIKey(ctx, s.plane.Pool, buyerID)
+	apiKey, err := api.CreateAPIKey(ctx, s.plane.Pool, buyerID)
 	require.NoError(t, err)
+	s.buyer = &loadgen.Buyer{BaseURL: s.baseURL(), Key: apiKey, HTTP: s.client}
 	return s
 }
 
@@ -197,43 +198,13 @@ func requireInvariants(t *testing.T, db string) {
 	require.Empty(t, violations, "SPEC section 4 invariants")
 }
 
-// do sends an API request as the buyer and returns the status and body.
-func (s *stack) do(method, path string, body any) (int, []byte) {
-	t := s.t
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		require.NoError(t, err)
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, s.baseURL()+path, rd)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+s.buyerKey)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := s.client.Do(req)
-	require.NoError(t, err, "%s %s", method, path)
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, data
-}
-
 // createJob submits a job through POST /v1/jobs; a non-nil input is sent
 // as input_base64.
 func (s *stack) createJob(service string, params map[string]string, input []byte) api.JobDetail {
 	t := s.t
 	t.Helper()
-	body := map[string]any{"service": service, "params": params}
-	if input != nil {
-		body["input_base64"] = base64.StdEncoding.EncodeToString(input)
-	}
-	status, data := s.do(http.MethodPost, "/v1/jobs", body)
-	require.Equal(t, http.StatusCreated, status, "create job: %s", data)
-	var d api.JobDetail
-	require.NoError(t, json.Unmarshal(data, &d))
+	d, err := s.buyer.CreateJob(context.Background(), loadgen.JobRequest{Service: service, Params: params, Input: input})
+	require.NoError(t, err, "create job")
 	// The job is announced from the creating transaction, so an idle agent
 	// may already hold it when the API reads it back for the reply.
 	require.Contains(t, []protocol.JobStatus{protocol.JobQueued, protocol.JobActive}, d.Status)
@@ -244,10 +215,8 @@ func (s *stack) createJob(service string, params map[string]string, input []byte
 func (s *stack) job(id string) api.JobDetail {
 	t := s.t
 	t.Helper()
-	status, data := s.do(http.MethodGet, "/v1/jobs/"+id, nil)
-	require.Equal(t, http.StatusOK, status, "get job: %s", data)
-	var d api.JobDetail
-	require.NoError(t, json.Unmarshal(data, &d))
+	d, err := s.buyer.Job(context.Background(), id)
+	require.NoError(t, err, "get job")
 	return d
 }
 
@@ -255,13 +224,9 @@ func (s *stack) job(id string) api.JobDetail {
 func (s *stack) events(id string) []api.Event {
 	t := s.t
 	t.Helper()
-	status, data := s.do(http.MethodGet, "/v1/jobs/"+id+"/events", nil)
-	require.Equal(t, http.StatusOK, status, "events: %s", data)
-	var reply struct {
-		Events []api.Event `json:"events"`
-	}
-	require.NoError(t, json.Unmarshal(data, &reply))
-	return reply.Events
+	events, err := s.buyer.Events(context.Background(), id)
+	require.NoError(t, err, "events")
+	return events
 }
 
 // waitJob polls GET /v1/jobs/{id} until cond holds, failing with the last

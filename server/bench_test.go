@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rendermac/rendermac/benchrun"
+	"github.com/rendermac/rendermac/internal/benchdb"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/protocol"
@@ -45,13 +45,13 @@ var benchWorkers = []int{1, 2, 8}
 
 const (
 	// benchSlots is every bench device's slot count; worker w's k-th lease
-	// uses device benchrun.BenchDevice(w, k/benchSlots), so no device is
+	// uses device benchdb.Device(w, k/benchSlots), so no device is
 	// ever full and the live-attempt count Lease makes stays a device's
 	// real load.
-	benchSlots = benchrun.Slots
+	benchSlots = benchdb.Slots
 	// benchBuyers spread the jobs, so that hold settlement (which updates
 	// the buyer row) does not serialise every commit on one row.
-	benchBuyers = benchrun.SeedBuyers
+	benchBuyers = benchdb.SeedBuyers
 	// benchService is the catalogue's synthetic service.
 	benchService = "synthetic.mp4"
 	// pgbenchSeconds is pgbench's -T.
@@ -63,12 +63,12 @@ const (
 // after the real clock, which the pgbench script uses).
 var (
 	benchNow     = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	benchCreated = benchrun.SeedCreated
-	benchDead    = benchrun.SeedDeadline
+	benchCreated = benchdb.SeedCreated
+	benchDead    = benchdb.SeedDeadline
 )
 
 // sqlSeedUploading leases every queued job, the k-th by created_at on
-// device benchrun.BenchDevice(0, k/@slots), and reports uploading, as
+// device benchdb.Device(0, k/@slots), and reports uploading, as
 // Lease and Progress would have: each attempt's token is "bench-" + its job
 // id, its lease expires at @expires, and the journal has both transitions.
 var sqlSeedUploading = []string{
@@ -123,10 +123,10 @@ func (d *benchDB) exec(b *testing.B, sql string, args ...any) {
 func (d *benchDB) seed(b *testing.B, jobs, workers, devices int) {
 	b.Helper()
 	ctx := context.Background()
-	q := benchrun.Queued{Jobs: jobs, Buyers: benchBuyers, Service: benchService, PriceCents: benchPrice(),
+	q := benchdb.Queued{Jobs: jobs, Buyers: benchBuyers, Service: benchService, PriceCents: benchPrice(),
 		Created: benchCreated, Deadline: benchDead}
-	seedOK(b, benchrun.SeedQueued(ctx, d.pool, q))
-	seedOK(b, benchrun.SeedDevices(ctx, d.pool, workers, devices, benchService, benchSlots))
+	seedOK(b, benchdb.SeedQueued(ctx, d.pool, q))
+	seedOK(b, benchdb.SeedDevices(ctx, d.pool, workers, devices, benchService, benchSlots))
 	d.exec(b, "ANALYZE")
 }
 
@@ -142,7 +142,7 @@ func seedOK(b *testing.B, err error) {
 	if err == nil {
 		return
 	}
-	var se *benchrun.SeedError
+	var se *benchdb.SeedError
 	if errors.As(err, &se) {
 		b.Fatalf("seed: %v\n%s", se.Err, se.SQL)
 	}
@@ -225,7 +225,7 @@ func BenchmarkLease(b *testing.B) {
 			svc := newBenchService(d, nil)
 			ctx := context.Background()
 			elapsed := runWorkers(b, workers, func(w, k int) error {
-				r, err := svc.Lease(ctx, benchNow, benchrun.BenchDevice(w, k/benchSlots))
+				r, err := svc.Lease(ctx, benchNow, benchdb.Device(w, k/benchSlots))
 				if err != nil {
 					return err
 				}
@@ -308,7 +308,7 @@ func BenchmarkCreateJob(b *testing.B) {
 				pgx.NamedArgs{"extra": int64(b.N) * benchPrice()})
 			svc := newBenchService(d, nil)
 			elapsed := runWorkers(b, workers, func(w, k int) error {
-				r, err := svc.CreateJob(ctx, benchNow, protocol.CreateJobRequest{BuyerID: benchrun.BenchBuyer(w),
+				r, err := svc.CreateJob(ctx, benchNow, protocol.CreateJobRequest{BuyerID: benchdb.Buyer(w),
 					Service: benchService, Params: map[string]string{"seed": strconv.Itoa(k)},
 					Input:       protocol.InputRef{URL: "https://in/x", Bytes: 10, SHA256: strings.Repeat("a1", 32)},
 					MaxAttempts: 3, AdmissionWindow: time.Hour})
@@ -440,11 +440,11 @@ func (p *pgbenchRuns) get(b *testing.B, clients int) (float64, error) {
 // testdata/lease.pgbench on it with clients clients (and threads) for
 // pgbenchSeconds, returning pgbench's tps. A missing pgbench binary is an
 // error, reported by the caller, not a benchmark failure. A run that
-// leases every seeded job (benchrun.PgbenchJobs at first) is repeated with
+// leases every seeded job (benchdb.PgbenchJobs at first) is repeated with
 // four times as many.
 func runPgbench(b *testing.B, clients int) (float64, error) {
 	b.Helper()
-	bin, err := benchrun.FindPgbench()
+	bin, err := benchdb.FindPgbench()
 	if err != nil {
 		return 0, err
 	}
@@ -452,12 +452,12 @@ func runPgbench(b *testing.B, clients int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for jobs := benchrun.PgbenchJobs; ; jobs *= 4 {
+	for jobs := benchdb.PgbenchJobs; ; jobs *= 4 {
 		tps, dry, err := pgbenchOnce(b, bin, script, clients, jobs)
 		if err != nil || !dry {
 			return tps, err
 		}
-		if jobs >= 64*benchrun.PgbenchJobs {
+		if jobs >= 64*benchdb.PgbenchJobs {
 			return 0, fmt.Errorf("pgbench leased all %d seeded jobs", jobs)
 		}
 		b.Logf("pgbench -c %d leased all %d jobs; again with more", clients, jobs)
@@ -469,9 +469,9 @@ func runPgbench(b *testing.B, clients int) (float64, error) {
 func pgbenchOnce(b *testing.B, bin, script string, clients, jobs int) (tps float64, dry bool, err error) {
 	d := newBenchDB(b, 2)
 	d.seed(b, jobs, clients, jobs/benchSlots+1)
-	run, err := benchrun.RunPgbench(context.Background(), d.pool, benchrun.Pgbench{
+	run, err := benchdb.RunPgbench(context.Background(), d.pool, benchdb.Pgbench{
 		Bin: bin, Script: script, URL: d.url, Clients: clients, Seconds: pgbenchSeconds, Slots: benchSlots})
-	if pe := (*benchrun.PgbenchError)(nil); errors.As(err, &pe) {
+	if pe := (*benchdb.PgbenchError)(nil); errors.As(err, &pe) {
 		return 0, false, fmt.Errorf("pgbench %v: %w\n%s", pe.Args, pe.Err, pe.Output)
 	}
 	if err != nil {

@@ -94,7 +94,7 @@ func (s *stack) injectFaults(ctx context.Context) {
 		}
 		// Drawn up front, whatever the fault, so the stream stays aligned.
 		outage := time.Duration(300+rng.IntN(1700)) * time.Millisecond
-		victim := rng.IntN(len(s.agents))
+		victim := rng.IntN(len(s.fleet.Agents()))
 		select {
 		case <-ctx.Done():
 			return
@@ -142,7 +142,7 @@ func (s *stack) inject(ctx context.Context, kind string, outage time.Duration, v
 		pause()
 		return s.startPlane(rctx)
 	case FaultAgentKill:
-		if !s.agents[victim].kill() {
+		if !s.fleet.Agents()[victim].Kill() {
 			return fmt.Errorf("agent %d has no session to kill", victim)
 		}
 		return nil

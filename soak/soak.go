@@ -38,6 +38,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/tcpproxy"
+	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server/api"
@@ -135,8 +136,10 @@ type stack struct {
 	addr   string // the control plane's fixed listen address
 	base   string
 	httpc  *http.Client
-	buyers []buyerCred
-	agents []*agent
+	buyers []*loadgen.Buyer
+	fleet  *loadgen.Fleet
+	// choosers are the agents' seeded choices, by agent index.
+	choosers []*chooser
 
 	planeMu   sync.Mutex
 	plane     *controlplane.Plane
@@ -150,8 +153,6 @@ type stack struct {
 	commits, fails, cancels       atomic.Int64
 	faults                        faultCounts
 }
-
-type buyerCred struct{ id, key string }
 
 func (s *stack) stats() Stats {
 	return Stats{Submitted: s.submitted.Load(), Accepted: s.acceptedN.Load(), Refused: s.refused.Load(),
@@ -175,12 +176,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	loadCtx, stopLoad := context.WithTimeout(ctx, cfg.Duration)
 	defer stopLoad()
-	agentCtx, stopAgents := context.WithCancel(ctx)
-	defer stopAgents()
-	var agentsWG, loadWG sync.WaitGroup
-	for _, a := range s.agents {
-		agentsWG.Go(func() { a.run(agentCtx, s) })
+	defer s.fleet.Stop()
+	if err := s.fleet.Start(ctx); err != nil {
+		return nil, err
 	}
+	var loadWG sync.WaitGroup
 	loadWG.Go(func() { s.submit(loadCtx) })
 	loadWG.Go(func() { s.injectFaults(loadCtx) })
 	t0 := time.Now()
@@ -210,8 +210,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("drain: %w", err)
 	}
 	drained, derr := s.drain(ctx, cfg.Drain)
-	stopAgents()
-	agentsWG.Wait()
+	s.fleet.Stop()
 	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, Agents: cfg.Agents, Rate: cfg.Rate,
 		Stats: s.stats(), Faults: s.faults.snapshot(), Drained: drained}
 	if derr != nil {
@@ -291,19 +290,21 @@ func (s *stack) seed(ctx context.Context) error {
 		if err := api.SetWebhookURL(ctx, s.obs, id, s.hook.url(id)); err != nil {
 			return err
 		}
-		s.buyers = append(s.buyers, buyerCred{id: id, key: key})
+		s.buyers = append(s.buyers, &loadgen.Buyer{BaseURL: s.base, Key: key, HTTP: s.httpc})
 	}
+	var devices []loadgen.Device
 	for i := range s.cfg.Agents {
-		a, err := newAgent(mrand.New(mrand.NewPCG(s.cfg.Seed, 100+uint64(i))))
+		dev, err := loadgen.NewDevice("rmsoak_")
 		if err != nil {
 			return err
 		}
-		if err := svc.CreateDevice(ctx, a.id, fmt.Sprintf("soak-%d", i), []string{service}, 1,
-			protocol.HashCommitToken(a.token)); err != nil {
+		if err := dev.Register(ctx, svc, fmt.Sprintf("soak-%d", i), []string{service}, 1); err != nil {
 			return err
 		}
-		s.agents = append(s.agents, a)
+		devices = append(devices, dev)
+		s.choosers = append(s.choosers, &chooser{rng: mrand.New(mrand.NewPCG(s.cfg.Seed, 100+uint64(i)))})
 	}
+	s.fleet = s.newFleet(devices)
 	return nil
 }
 
