@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/pgprovider"
-	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -256,7 +256,7 @@ func runPgbench(ctx context.Context, pg *pgprovider.Provider, cfg Config) Pgbenc
 // went dry (Queued 0) is void.
 func pgbenchOnce(ctx context.Context, pg *pgprovider.Provider, bin, script string, clients, seconds, jobs int) (PgbenchRun, *PgbenchCPU, error) {
 	var run PgbenchRun
-	url, err := pg.NewDatabase(ctx, scenarios.TemplateName)
+	url, err := pg.NewDatabase(ctx, targets.TemplateName)
 	if err != nil {
 		return run, nil, err
 	}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/scenarios"
 )
 
 // Perturbation labels (Input.Label).
@@ -41,7 +41,7 @@ func (o linOffer) input(op Op) Input {
 // The target stores the synthetic bytes for those ids, so verification
 // passes exactly when ok; a bad claim has its sha256 altered.
 func linWithOutput(in Input, ok bool) Input {
-	in.Output, in.OutputOK = scenarios.SyntheticOutput(in.JobID, in.AttemptID), ok
+	in.Output, in.OutputOK = targets.SyntheticOutput(in.JobID, in.AttemptID), ok
 	if !ok {
 		last := byte('0')
 		if in.Output.SHA256[len(in.Output.SHA256)-1] == '0' {

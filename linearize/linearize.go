@@ -12,7 +12,7 @@ package linearize
 //
 // The per-job specification is the model restricted to one job J: a fresh
 // sim.ExecutionModel with the world's buyers and devices and J as its only
-// job (linearizability_model.go). A history is split by job: every
+// job (model.go). A history is split by job: every
 // progress, commit_begin, commit_finish, fail and cancel goes to the job it
 // names (its input's job id, whatever attempt it presents), and a lease goes
 // to the job its lease_offer names. Leases that returned no_job or no_slot
@@ -179,7 +179,7 @@ type Target interface {
 	Fail(ctx context.Context, now time.Time, deviceID string, f protocol.Fail) (protocol.Reply, error)
 	Cancel(ctx context.Context, now time.Time, buyerID, jobID string) (protocol.Reply, error)
 	// SweepEffects runs the sweeper at now and returns, by job, what it
-	// did (scenarios.SweepEffect lines of its sweeper journal rows at now).
+	// did (targets.SweepEffect lines of its sweeper journal rows at now).
 	SweepEffects(ctx context.Context, now time.Time) (map[string][]string, error)
 }
 

@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server"
 )
 
 // testPG is the Postgres every test here shares; TestMain closes it.
-var testPG *scenarios.Postgres
+var testPG *targets.Postgres
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -60,15 +60,15 @@ func linRunTest(t *testing.T, target interface {
 
 // linPostgresTarget returns a Postgres target over a fresh database, the
 // service broken by mut ("" for the real one).
-func linPostgresTarget(t *testing.T, mut server.Mutation) *scenarios.PostgresTarget {
+func linPostgresTarget(t *testing.T, mut server.Mutation) *targets.PostgresTarget {
 	t.Helper()
 	ctx := context.Background()
 	if testPG == nil {
-		pg, err := scenarios.OpenPostgres(ctx, "", io.Discard)
+		pg, err := targets.OpenPostgres(ctx, "", io.Discard)
 		require.NoError(t, err, "the linearizability tests need Postgres")
 		testPG = pg
 	}
-	w, err := scenarios.NewPostgresWorkers(ctx, 1, mut, testPG.NewDatabase)
+	w, err := targets.NewPostgresWorkers(ctx, 1, mut, testPG.NewDatabase)
 	require.NoError(t, err)
 	t.Cleanup(w.Close)
 	target, err := NewPostgresTarget(ctx, w, linSeed)

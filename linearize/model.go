@@ -8,8 +8,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/sim"
 )
 
@@ -258,7 +258,7 @@ func linModelSweep(events []protocol.EventRow, job string) string {
 	var eff []string
 	for _, e := range events {
 		if e.Actor == protocol.ActorSweeper && e.JobID == job {
-			eff = append(eff, scenarios.SweepEffect(e.Kind, e.AttemptID, e.From, e.To, e.Code))
+			eff = append(eff, targets.SweepEffect(e.Kind, e.AttemptID, e.From, e.To, e.Code))
 		}
 	}
 	return linSweepOf(linEncodeSweep(map[string][]string{job: eff}), job)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/sim"
 )
 
@@ -75,7 +75,7 @@ func Devices() []faults.WorldDevice {
 
 // NewPostgresTarget returns worker 0's Postgres target of w, seeded with
 // the world's cast plus linExtraDevices.
-func NewPostgresTarget(ctx context.Context, w *scenarios.PostgresWorkers, seed uint64) (*scenarios.PostgresTarget, error) {
+func NewPostgresTarget(ctx context.Context, w *targets.PostgresWorkers, seed uint64) (*targets.PostgresTarget, error) {
 	t, err := w.Target(ctx, 0, seed)
 	if err != nil {
 		return nil, err
@@ -330,7 +330,7 @@ func (l *LockedModel) SweepEffects(_ context.Context, now time.Time) (map[string
 	eff := map[string][]string{}
 	for _, e := range l.t.M.Snapshot().Journal[before:] {
 		if e.Actor == protocol.ActorSweeper {
-			eff[e.JobID] = append(eff[e.JobID], scenarios.SweepEffect(e.Kind, e.AttemptID, e.From, e.To, e.Code))
+			eff[e.JobID] = append(eff[e.JobID], targets.SweepEffect(e.Kind, e.AttemptID, e.From, e.To, e.Code))
 		}
 	}
 	return eff, nil

@@ -1,6 +1,6 @@
 //go:build mutations
 
-package scenarios
+package targets
 
 import (
 	"context"
