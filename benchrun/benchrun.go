@@ -22,8 +22,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/pgprovider"
-	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/ratelimit"
@@ -320,11 +320,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer pg.Close()
-	if err := pg.Template(ctx, scenarios.TemplateName, store.Migrate); err != nil {
+	if err := pg.Template(ctx, targets.TemplateName, store.Migrate); err != nil {
 		return nil, fmt.Errorf("migrate template: %w", err)
 	}
 	res.Postgres, _ = pg.Version(ctx)
-	dbURL, err := pg.NewDatabase(ctx, scenarios.TemplateName)
+	dbURL, err := pg.NewDatabase(ctx, targets.TemplateName)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +344,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		pb := runPgbench(ctx, pg, cfg)
 		phase("pgbench (two-process)", t0)
 		t0 = time.Now()
-		dbURL2, err := pg.NewDatabase(ctx, scenarios.TemplateName)
+		dbURL2, err := pg.NewDatabase(ctx, targets.TemplateName)
 		if err != nil {
 			return res, err
 		}

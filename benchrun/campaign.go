@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/pgprovider"
-	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/sim"
 )
@@ -58,14 +58,14 @@ func modelRate(ctx context.Context, seconds float64) CampaignRate {
 // (fuzz --target both), one database per worker on the bench cluster.
 func diffRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) CampaignRate {
 	workers := runtime.NumCPU()
-	w, err := scenarios.NewPostgresWorkers(ctx, workers, server.MutationNone, func(ctx context.Context) (string, error) {
-		return pg.NewDatabase(ctx, scenarios.TemplateName)
+	w, err := targets.NewPostgresWorkers(ctx, workers, server.MutationNone, func(ctx context.Context) (string, error) {
+		return pg.NewDatabase(ctx, targets.TemplateName)
 	})
 	if err != nil {
 		return CampaignRate{Error: err.Error()}
 	}
 	defer w.Close()
-	c := faults.Campaign{Factory: w.Factory(""), Options: faults.Options{Outputs: scenarios.SyntheticOutput, CompareState: true},
+	c := faults.Campaign{Factory: w.Factory(""), Options: faults.Options{Outputs: targets.SyntheticOutput, CompareState: true},
 		Gen: faults.DefaultGenConfig, Steps: campaignSteps, Workers: workers}
 	return timeBoxed(ctx, c, workers, seconds)
 }

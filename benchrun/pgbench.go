@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/benchdb"
 	"github.com/rendermac/rendermac/internal/pgprovider"
-	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -50,7 +50,7 @@ func runPgbench(ctx context.Context, pg *pgprovider.Provider, cfg Config) Pgbenc
 // went dry (benchdb.Queued 0) is void.
 func pgbenchOnce(ctx context.Context, pg *pgprovider.Provider, bin, script string, clients, seconds, jobs int) (benchdb.PgbenchRun, *PgbenchCPU, error) {
 	var run benchdb.PgbenchRun
-	url, err := pg.NewDatabase(ctx, scenarios.TemplateName)
+	url, err := pg.NewDatabase(ctx, targets.TemplateName)
 	if err != nil {
 		return run, nil, err
 	}

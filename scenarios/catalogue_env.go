@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/store"
@@ -35,19 +36,19 @@ type EnvOptions struct {
 // for the scenarios that stop Postgres (so nothing else sharing the shared
 // one is affected). An Env runs one scenario at a time.
 type Env struct {
-	pg   *Postgres
+	pg   *targets.Postgres
 	opts EnvOptions
 
 	runMu sync.Mutex // RunScenario holds it: fault points are process-global
 
 	dedMu     sync.Mutex
-	dedicated *Postgres
+	dedicated *targets.Postgres
 }
 
 // NewEnv returns an Env over pg (from OpenPostgres).
-func NewEnv(ctx context.Context, pg *Postgres, opts EnvOptions) (*Env, error) {
+func NewEnv(ctx context.Context, pg *targets.Postgres, opts EnvOptions) (*Env, error) {
 	if pg == nil || pg.Provider == nil {
-		return nil, errors.New("scenarios: NewEnv needs a Postgres (see OpenPostgres)")
+		return nil, errors.New("scenarios: NewEnv needs a Postgres (see targets.OpenPostgres)")
 	}
 	if opts.Variant != "" && harnessVariants[opts.Variant] == "" {
 		return nil, fmt.Errorf("scenarios: unknown harness variant %q", opts.Variant)
@@ -80,7 +81,7 @@ func (e *Env) Close() error {
 // dedicatedPostgres returns the Env's own fault-controllable cluster,
 // starting it on first use: a local ephemeral cluster, never DATABASE_URL
 // or Docker, because those cannot be stopped and started on the same port.
-func (e *Env) dedicatedPostgres(ctx context.Context) (*Postgres, error) {
+func (e *Env) dedicatedPostgres(ctx context.Context) (*targets.Postgres, error) {
 	e.dedMu.Lock()
 	defer e.dedMu.Unlock()
 	if e.dedicated != nil {
@@ -94,10 +95,10 @@ func (e *Env) dedicatedPostgres(ctx context.Context) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dedicated postgres (needs local PostgreSQL server binaries): %w", err)
 	}
-	if err := p.Template(ctx, TemplateName, store.Migrate); err != nil {
+	if err := p.Template(ctx, targets.TemplateName, store.Migrate); err != nil {
 		_ = p.Close()
 		return nil, fmt.Errorf("dedicated postgres: migrate template: %w", err)
 	}
-	e.dedicated = &Postgres{Provider: p}
+	e.dedicated = &targets.Postgres{Provider: p}
 	return e.dedicated, nil
 }

@@ -11,15 +11,28 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/faults/targets"
 )
 
-// scenarioEnv returns an Env on the package's shared Postgres (opened by
-// whichever test needs it first; see differential_test.go).
+// testPG is the Postgres every test here shares, opened by whichever test
+// needs it first; TestMain closes it.
+var testPG *targets.Postgres
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testPG != nil {
+		_ = testPG.Close()
+	}
+	os.Exit(code)
+}
+
+// scenarioEnv returns an Env on the package's shared Postgres.
 func scenarioEnv(t *testing.T, opts EnvOptions) *Env {
 	t.Helper()
 	ctx := context.Background()
 	if testPG == nil {
-		pg, err := OpenPostgres(ctx, "", io.Discard)
+		pg, err := targets.OpenPostgres(ctx, "", io.Discard)
 		require.NoError(t, err, "the scenario catalogue needs Postgres")
 		testPG = pg
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/gateway"
 )
@@ -68,7 +69,7 @@ func gatewayMutation(variant string) gateway.Mutation {
 
 // serverMutations are the service layer's broken variants, as listed by
 // ServerMutations (postgres.go): a mutation added there is a variant here.
-var serverMutations = ServerMutations()
+var serverMutations = targets.ServerMutations()
 
 // VariantNames lists every variant: server mutations, then harness variants.
 func VariantNames() []string {

@@ -1,7 +1,9 @@
-// Package scenarios wires the fault injector's core (package faults) to the
-// real implementations: the Postgres service layer as a faults.Target, so
-// one generated sequence runs against the model and Postgres and is compared
-// step by step, and the full stack (StackTarget: the HTTP API and the
-// WebSocket gateways, driven over real sessions with each device's own
-// token) as a third target of the same comparison (ThreeWayFactory).
+// Package scenarios is the named phase-fault catalogue (SPEC section 7) and
+// its script language: every scenario is a script in testdata/scenarios
+// that names its fault, the phase it strikes, the outcome it expects and
+// the broken variants it must catch, then drives one or more full stacks
+// (service, gateway and API on one listener) step by step on a pinned
+// clock. catalogue_parse.go describes the language; scenario_*.go holds
+// one handler per command. The databases and the synthetic output come
+// from package targets.
 package scenarios

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
@@ -175,7 +176,7 @@ func cmdCommit(r *scRun, st scStep) error {
 	out, ok := r.outputs[o.AttemptID]
 	r.mu.Unlock()
 	if !ok {
-		out = SyntheticOutput(o.JobID, o.AttemptID)
+		out = targets.SyntheticOutput(o.JobID, o.AttemptID)
 	}
 	c := gatewaytest.Commit(o, out)
 	note := tokenNote(st)

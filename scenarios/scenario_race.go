@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
 )
@@ -135,7 +136,7 @@ func (r *scRun) raceRound(ctx context.Context, dev string, rng *rand.Rand, scale
 	if err != nil || p.Code != protocol.CodeProgressOK {
 		return 0, 0, fmt.Errorf("progress: %v %+v", err, p)
 	}
-	out := SyntheticOutput(o.JobID, o.AttemptID)
+	out := targets.SyntheticOutput(o.JobID, o.AttemptID)
 	data := mp4.Synthetic(mp4.SyntheticParams{Seed: o.AttemptID, MdatBytes: 2048})
 	if obj, err := r.store.Put(ctx, out.Key, bytes.NewReader(data)); err != nil || obj.SHA256 != out.SHA256 {
 		return 0, 0, fmt.Errorf("upload: %v", err)

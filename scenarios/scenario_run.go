@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/evidence"
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/tcpproxy"
 	"github.com/rendermac/rendermac/protocol"
@@ -71,7 +72,7 @@ type scRun struct {
 	s       Scenario
 	timeout time.Duration
 
-	pg       *Postgres
+	pg       *targets.Postgres
 	dbURL    string
 	observer *pgxpool.Pool   // the harness's own pool, never through the proxy
 	admin    *server.Service // admin operations and the race, on observer

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
@@ -83,7 +84,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	gcfg := gateway.Config{LeaseTTL: scLeaseTTL, PollInterval: -1, SweepInterval: -1, Clock: r.clock,
 		Mutation: gatewayMutation(r.env.opts.Variant)}
 	if r.s.noPings {
-		gcfg.Heartbeat = stackHeartbeat // no ping fires within a scenario's logical time
+		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
 	}
 	st.gw = gateway.New(st.svc, pool, signer, m, log, gcfg)
 	a := api.New(st.svc, pool, r.store, signer, m, log, api.Config{Gateway: st.gw.Handler(), Clock: r.clock})

@@ -36,11 +36,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/tcpproxy"
 	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/store"
@@ -236,10 +236,10 @@ func (s *stack) setup(ctx context.Context) error {
 	if pg.Kind() != "local" {
 		return fmt.Errorf("soak needs a local Postgres cluster it can crash, got %s", pg.Kind())
 	}
-	if err := pg.Template(ctx, scenarios.TemplateName, store.Migrate); err != nil {
+	if err := pg.Template(ctx, targets.TemplateName, store.Migrate); err != nil {
 		return fmt.Errorf("migrate template: %w", err)
 	}
-	if s.dbURL, err = pg.NewDatabase(ctx, scenarios.TemplateName); err != nil {
+	if s.dbURL, err = pg.NewDatabase(ctx, targets.TemplateName); err != nil {
 		return err
 	}
 	u, err := url.Parse(s.dbURL)

@@ -15,8 +15,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/shard"
-	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/sim"
 )
@@ -262,7 +262,7 @@ func fuzzFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup,
 // stack driver catching it.
 func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup, func(), error) {
 	var names []string
-	for _, m := range scenarios.ServerMutations() {
+	for _, m := range targets.ServerMutations() {
 		names = append(names, string(m))
 	}
 	if f.mutation != "" && !slices.Contains(names, f.mutation) {
@@ -271,7 +271,7 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 		}
 		return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown server --mutation %q (want one of %s)", f.mutation, strings.Join(names, ", "))}
 	}
-	pg, err := scenarios.OpenPostgres(ctx, f.db, stderr)
+	pg, err := targets.OpenPostgres(ctx, f.db, stderr)
 	if err != nil {
 		return fuzzSetup{}, nil, err
 	}
@@ -279,7 +279,7 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 	if f.target == "stack" {
 		pgMutation = server.MutationNone
 	}
-	workers, err := scenarios.NewPostgresWorkers(ctx, f.workers, pgMutation, pg.NewDatabase)
+	workers, err := targets.NewPostgresWorkers(ctx, f.workers, pgMutation, pg.NewDatabase)
 	if err != nil {
 		_ = pg.Close()
 		return fuzzSetup{}, nil, err
@@ -290,7 +290,7 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 	}
 	factory := workers.Factory("")
 	if f.target == "stack" {
-		stack, err := scenarios.NewStackWorkers(ctx, f.workers, server.Mutation(f.mutation), pg.NewDatabase)
+		stack, err := targets.NewStackWorkers(ctx, f.workers, server.Mutation(f.mutation), pg.NewDatabase)
 		if err != nil {
 			cleanup()
 			return fuzzSetup{}, nil, err
@@ -300,9 +300,9 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 			stack.Close()
 			pgCleanup()
 		}
-		factory = scenarios.ThreeWayFactory(workers, stack)
+		factory = targets.ThreeWayFactory(workers, stack)
 	}
-	opts := faults.Options{Outputs: scenarios.SyntheticOutput, CompareState: true}
+	opts := faults.Options{Outputs: targets.SyntheticOutput, CompareState: true}
 	version, _ := pg.Provider.Version(ctx)
 	return fuzzSetup{factory: factory, options: opts, pgKind: pg.Provider.Kind(), pgVersion: version}, cleanup, nil
 }

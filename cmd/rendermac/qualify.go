@@ -12,6 +12,7 @@ import (
 
 	"github.com/rendermac/rendermac/evidence"
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/shard"
 	"github.com/rendermac/rendermac/scenarios"
 )
@@ -320,7 +321,7 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, 
 	if list = list[lo:hi]; len(list) == 0 {
 		return nil
 	}
-	pg, err := scenarios.OpenPostgres(ctx, f.db, io.Discard)
+	pg, err := targets.OpenPostgres(ctx, f.db, io.Discard)
 	if err != nil {
 		return fmt.Errorf("scenarios: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/scenarios"
 )
 
@@ -60,7 +61,7 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if f.log {
 		opts.Log = stderr
 	}
-	pg, err := scenarios.OpenPostgres(ctx, f.db, stderr)
+	pg, err := targets.OpenPostgres(ctx, f.db, stderr)
 	if err != nil {
 		return err
 	}

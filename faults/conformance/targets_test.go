@@ -10,10 +10,10 @@ import (
 
 	"github.com/rendermac/rendermac/faults"
 	"github.com/rendermac/rendermac/faults/conformance"
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/scenarios"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/store"
 )
@@ -25,14 +25,14 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, nil)) }
 // database returns a fresh migrated database of its own for one case, as a
 // worker list of one for the targets' constructors.
 func database(t *testing.T) (string, func(context.Context) (string, error)) {
-	url := pgprovider.MustDatabase(t, scenarios.TemplateName, store.Migrate)
+	url := pgprovider.MustDatabase(t, targets.TemplateName, store.Migrate)
 	return url, func(context.Context) (string, error) { return url, nil }
 }
 
 // pgTarget is the Postgres service layer with device revocation, an admin
 // operation of server.Service outside faults.Target.
 type pgTarget struct {
-	*scenarios.PostgresTarget
+	*targets.PostgresTarget
 	admin *server.Service
 }
 
@@ -47,7 +47,7 @@ func TestConformancePostgres(t *testing.T) {
 	conformance.Exercise(t, func(t *testing.T) faults.Target {
 		ctx := context.Background()
 		url, newDB := database(t)
-		w, err := scenarios.NewPostgresWorkers(ctx, 1, server.MutationNone, newDB)
+		w, err := targets.NewPostgresWorkers(ctx, 1, server.MutationNone, newDB)
 		require.NoError(t, err)
 		t.Cleanup(w.Close)
 		pg, err := w.Target(ctx, 0, 1)
@@ -56,7 +56,7 @@ func TestConformancePostgres(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
 		return pgTarget{PostgresTarget: pg, admin: server.NewService(pool, nil, nil, server.Config{})}
-	}, conformance.Options{Outputs: scenarios.SyntheticOutput, Strangers: true, RawRequests: true, MalformedFrames: true})
+	}, conformance.Options{Outputs: targets.SyntheticOutput, Strangers: true, RawRequests: true, MalformedFrames: true})
 }
 
 // TestConformanceStack runs the contract's cases against the full stack
@@ -66,23 +66,23 @@ func TestConformanceStack(t *testing.T) {
 	conformance.Exercise(t, func(t *testing.T) faults.Target {
 		ctx := context.Background()
 		_, newDB := database(t)
-		w, err := scenarios.NewStackWorkers(ctx, 1, server.MutationNone, newDB)
+		w, err := targets.NewStackWorkers(ctx, 1, server.MutationNone, newDB)
 		require.NoError(t, err)
 		t.Cleanup(w.Close)
 		s := &steer{}
-		probe := scenarios.NewCommitProbe(s)
+		probe := targets.NewCommitProbe(s)
 		st, err := w.Target(ctx, 0, 1, probe)
 		require.NoError(t, err)
 		return &stackTarget{StackTarget: st, probe: probe, steer: s}
-	}, conformance.Options{Outputs: scenarios.SyntheticOutput})
+	}, conformance.Options{Outputs: targets.SyntheticOutput})
 }
 
 // stackTarget tells the full stack which commits are whole (one commit
 // frame on the wire) and which are transaction 1 alone (the service layer),
 // through the CommitProbe the stack reads that from.
 type stackTarget struct {
-	*scenarios.StackTarget
-	probe *scenarios.CommitProbe
+	*targets.StackTarget
+	probe *targets.CommitProbe
 	steer *steer
 }
 

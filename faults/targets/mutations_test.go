@@ -1,11 +1,10 @@
 //go:build mutations
 
-package scenarios
+package targets
 
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -68,27 +67,3 @@ func TestStackCatchesBrokenServer(t *testing.T) {
 		})
 	}
 }
-
-// TestLinearizabilityCatchesUnfencedPostgres: a service that does not
-// compare the epoch (or the token) on commit accepts the perturbed commits
-// the workload sends on every committing attempt, and the history is
-// refuted.
-func TestLinearizabilityCatchesUnfencedPostgres(t *testing.T) {
-	for _, tc := range []struct {
-		mut server.Mutation
-		gun string
-	}{
-		{server.MutationNoEpochCheck, linWrongEpoch},
-		{server.MutationNoTokenCheck, linStaleToken},
-	} {
-		t.Run(string(tc.mut), func(t *testing.T) {
-			w := LinWorkload{Seed: linSeed, Duration: 3 * time.Second}
-			b := linRunTest(t, linPostgresTarget(t, tc.mut), w)
-			linRequireCaught(t, b, b.check(t, "postgres-"+string(tc.mut)), tc.gun)
-		})
-	}
-}
-
-// TestLinearizabilityRespectsRealTime: a progress refused as job_cancelling
-// is linearizable when it overlaps the cancel (the cancel can be ordered
-// first) and refuted when it returned before the cancel was called.

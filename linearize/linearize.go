@@ -1,9 +1,9 @@
-package scenarios
+package linearize
 
 // Linearizability of concurrent histories against the model.
 //
-// Many clients drive a LinTarget (the Postgres service layer, or a
-// mutex-guarded model for the checker's own tests) at once; a LinRecorder
+// Many clients drive a Target (the Postgres service layer, or a
+// mutex-guarded model for the checker's own tests) at once; a Recorder
 // notes every operation's call and return instants, input and reply. The
 // history is then checked with porcupine against the sequential
 // specification, sim.ExecutionModel, one job at a time.
@@ -12,7 +12,7 @@ package scenarios
 //
 // The per-job specification is the model restricted to one job J: a fresh
 // sim.ExecutionModel with the world's buyers and devices and J as its only
-// job (linearizability_model.go). A history is split by job: every
+// job (model.go). A history is split by job: every
 // progress, commit_begin, commit_finish, fail and cancel goes to the job it
 // names (its input's job id, whatever attempt it presents), and a lease goes
 // to the job its lease_offer names. Leases that returned no_job or no_slot
@@ -47,12 +47,12 @@ package scenarios
 // # Time
 //
 // Time moves in steps. A clock client advances the recorder's clock
-// (LinTick) while no other operation is in flight: the tick waits for the
+// (Tick) while no other operation is in flight: the tick waits for the
 // running ones and holds back new ones, so every operation runs at one
 // instant and real-time order agrees with time order. Every operation
-// records the instant it was given (LinInput.Now) and the real system gets
+// records the instant it was given (Input.Now) and the real system gets
 // exactly that instant (the clock is injected, as the service layer takes
-// now). Between ticks the clock client sweeps once (LinSweep), concurrently
+// now). Between ticks the clock client sweeps once (Sweep), concurrently
 // with everything else, so leases expire, lost attempts are requeued or
 // fail, verification deadlines pass and admission deadlines fail queued
 // jobs inside the checked histories.
@@ -86,31 +86,31 @@ import (
 	"github.com/rendermac/rendermac/protocol"
 )
 
-// LinOp names an operation of a recorded history.
-type LinOp string
+// Op names an operation of a recorded history.
+type Op string
 
 // The recorded operations. Commit is two operations, as it is two
 // transactions: CommitFinish is verification plus transaction 2, run by the
 // client that got commit_pending from CommitBegin.
 const (
-	LinLease        LinOp = "lease"
-	LinProgress     LinOp = "progress"
-	LinCommitBegin  LinOp = "commit_begin"
-	LinCommitFinish LinOp = "commit_finish"
-	LinFail         LinOp = "fail"
-	LinCancel       LinOp = "cancel"
-	// LinTick moves the clock to Now; LinSweep runs the sweeper at Now.
-	LinTick  LinOp = "tick"
-	LinSweep LinOp = "sweep"
+	Lease        Op = "lease"
+	Progress     Op = "progress"
+	CommitBegin  Op = "commit_begin"
+	CommitFinish Op = "commit_finish"
+	Fail         Op = "fail"
+	Cancel       Op = "cancel"
+	// Tick moves the clock to Now; Sweep runs the sweeper at Now.
+	Tick  Op = "tick"
+	Sweep Op = "sweep"
 )
 
-// LinInput is what a client sent. It is comparable, as porcupine wants.
+// Input is what a client sent. It is comparable, as porcupine wants.
 // Label names the perturbation the client applied ("" for an honest frame);
 // it is shown in the visualization and never read by the model.
-type LinInput struct {
-	Op LinOp
+type Input struct {
+	Op Op
 	// Now is the instant the operation ran at, in microseconds after
-	// LinWorld.Now.
+	// World.Now.
 	Now         int64
 	Device      string
 	Buyer       string
@@ -127,25 +127,25 @@ type LinInput struct {
 	Label    string
 }
 
-func (in LinInput) progress() protocol.Progress {
+func (in Input) progress() protocol.Progress {
 	return protocol.Progress{Type: protocol.TypeProgress, JobID: in.JobID, AttemptID: in.AttemptID,
 		LeaseEpoch: in.Epoch, Phase: in.Phase}
 }
 
-func (in LinInput) commit() protocol.Commit {
+func (in Input) commit() protocol.Commit {
 	return protocol.Commit{Type: protocol.TypeCommit, JobID: in.JobID, AttemptID: in.AttemptID,
 		LeaseEpoch: in.Epoch, CommitToken: in.Token, Output: in.Output}
 }
 
-func (in LinInput) fail() protocol.Fail {
+func (in Input) fail() protocol.Fail {
 	return protocol.Fail{Type: protocol.TypeFail, JobID: in.JobID, AttemptID: in.AttemptID, LeaseEpoch: in.Epoch,
 		CommitToken: in.Token, FailureCode: in.FailureCode}
 }
 
-// LinOutput is the compared part of a protocol.Reply (everything but
+// Output is the compared part of a protocol.Reply (everything but
 // Message, Field and Existing, which these operations never set), with the
 // expiry as Unix microseconds so that the struct is comparable.
-type LinOutput struct {
+type Output struct {
 	Code                 protocol.Code
 	Reason               protocol.ConflictReason
 	Status               protocol.AttemptStatus
@@ -160,8 +160,8 @@ type LinOutput struct {
 	Sweep string
 }
 
-func linOutputOf(r protocol.Reply) LinOutput {
-	o := LinOutput{Code: r.Code, Reason: r.Reason, Status: r.Status, JobID: r.JobID, AttemptID: r.AttemptID,
+func linOutputOf(r protocol.Reply) Output {
+	o := Output{Code: r.Code, Reason: r.Reason, Status: r.Status, JobID: r.JobID, AttemptID: r.AttemptID,
 		AttemptNumber: r.AttemptNumber, LeaseEpoch: r.LeaseEpoch, Token: r.CommitToken, Requeued: r.Requeued}
 	if !r.LeaseExpiresAt.IsZero() {
 		o.LeaseExpiresAtMicros = r.LeaseExpiresAt.UnixMicro()
@@ -169,9 +169,9 @@ func linOutputOf(r protocol.Reply) LinOutput {
 	return o
 }
 
-// LinTarget is the part of a faults.Target the clients drive. It must be
+// Target is the part of a faults.Target the clients drive. It must be
 // safe for concurrent use.
-type LinTarget interface {
+type Target interface {
 	Lease(ctx context.Context, now time.Time, deviceID string) (protocol.Reply, error)
 	Progress(ctx context.Context, now time.Time, deviceID string, p protocol.Progress) (protocol.Reply, error)
 	CommitBegin(ctx context.Context, now time.Time, deviceID string, c protocol.Commit, outputOK bool) (protocol.Reply, error)
@@ -179,31 +179,31 @@ type LinTarget interface {
 	Fail(ctx context.Context, now time.Time, deviceID string, f protocol.Fail) (protocol.Reply, error)
 	Cancel(ctx context.Context, now time.Time, buyerID, jobID string) (protocol.Reply, error)
 	// SweepEffects runs the sweeper at now and returns, by job, what it
-	// did (linEffect lines of its sweeper journal rows at now).
+	// did (targets.SweepEffect lines of its sweeper journal rows at now).
 	SweepEffects(ctx context.Context, now time.Time) (map[string][]string, error)
 }
 
-func linDispatch(ctx context.Context, t LinTarget, now time.Time, in LinInput) (protocol.Reply, error) {
+func linDispatch(ctx context.Context, t Target, now time.Time, in Input) (protocol.Reply, error) {
 	switch in.Op {
-	case LinLease:
+	case Lease:
 		return t.Lease(ctx, now, in.Device)
-	case LinProgress:
+	case Progress:
 		return t.Progress(ctx, now, in.Device, in.progress())
-	case LinCommitBegin:
+	case CommitBegin:
 		return t.CommitBegin(ctx, now, in.Device, in.commit(), in.OutputOK)
-	case LinCommitFinish:
+	case CommitFinish:
 		return t.CommitFinish(ctx, now, in.JobID, in.AttemptID)
-	case LinFail:
+	case Fail:
 		return t.Fail(ctx, now, in.Device, in.fail())
-	case LinCancel:
+	case Cancel:
 		return t.Cancel(ctx, now, in.Buyer, in.JobID)
 	}
 	return protocol.Reply{}, fmt.Errorf("linearizability: unknown op %q", in.Op)
 }
 
-// LinRecorder records a concurrent history. It is safe for concurrent use.
-type LinRecorder struct {
-	t     LinTarget
+// Recorder records a concurrent history. It is safe for concurrent use.
+type Recorder struct {
+	t     Target
 	start time.Time
 	base  time.Time
 
@@ -216,12 +216,12 @@ type LinRecorder struct {
 	ops []porcupine.Operation
 }
 
-// NewLinRecorder records operations on t, the clock starting at start.
-func NewLinRecorder(t LinTarget, start time.Time) *LinRecorder {
-	return &LinRecorder{t: t, start: start, base: time.Now()}
+// NewRecorder records operations on t, the clock starting at start.
+func NewRecorder(t Target, start time.Time) *Recorder {
+	return &Recorder{t: t, start: start, base: time.Now()}
 }
 
-func (r *LinRecorder) instant(now int64) time.Time {
+func (r *Recorder) instant(now int64) time.Time {
 	return r.start.Add(time.Duration(now) * time.Microsecond)
 }
 
@@ -229,7 +229,7 @@ func (r *LinRecorder) instant(now int64) time.Time {
 // with its call and return instants. An infrastructure error is returned
 // and not recorded: the run is then void, not a history with an unknown
 // outcome.
-func (r *LinRecorder) Do(ctx context.Context, client int, in LinInput) (protocol.Reply, error) {
+func (r *Recorder) Do(ctx context.Context, client int, in Input) (protocol.Reply, error) {
 	r.clock.RLock()
 	defer r.clock.RUnlock()
 	in.Now = r.now
@@ -244,21 +244,21 @@ func (r *LinRecorder) Do(ctx context.Context, client int, in LinInput) (protocol
 	return rep, nil
 }
 
-func (r *LinRecorder) record(op porcupine.Operation) {
+func (r *Recorder) record(op porcupine.Operation) {
 	r.mu.Lock()
 	r.ops = append(r.ops, op)
 	r.mu.Unlock()
 }
 
 // Tick moves the clock forward by d once no operation is in flight.
-func (r *LinRecorder) Tick(client int, d time.Duration) {
+func (r *Recorder) Tick(client int, d time.Duration) {
 	r.clock.Lock()
 	defer r.clock.Unlock()
 	call := time.Since(r.base).Nanoseconds()
 	r.now += d.Microseconds()
 	r.swept.Store(false)
-	in := LinInput{Op: LinTick, Now: r.now}
-	r.record(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: LinOutput{Code: "tick"},
+	in := Input{Op: Tick, Now: r.now}
+	r.record(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: Output{Code: "tick"},
 		Return: time.Since(r.base).Nanoseconds()})
 }
 
@@ -266,13 +266,13 @@ func (r *LinRecorder) Tick(client int, d time.Duration) {
 // operations, and returns its effects by job. There is at most one sweep
 // per instant (a second one returns nil and does nothing), so the sweeper
 // journal rows at that instant are this sweep's.
-func (r *LinRecorder) Sweep(ctx context.Context, client int) (map[string][]string, error) {
+func (r *Recorder) Sweep(ctx context.Context, client int) (map[string][]string, error) {
 	r.clock.RLock()
 	defer r.clock.RUnlock()
 	if r.swept.Swap(true) {
 		return nil, nil
 	}
-	in := LinInput{Op: LinSweep, Now: r.now}
+	in := Input{Op: Sweep, Now: r.now}
 	call := time.Since(r.base).Nanoseconds()
 	eff, err := r.t.SweepEffects(ctx, r.instant(in.Now))
 	ret := time.Since(r.base).Nanoseconds()
@@ -280,13 +280,8 @@ func (r *LinRecorder) Sweep(ctx context.Context, client int) (map[string][]strin
 		return nil, fmt.Errorf("client %d sweep: %w", client, err)
 	}
 	r.record(porcupine.Operation{ClientId: client, Input: in, Call: call,
-		Output: LinOutput{Code: "swept", Sweep: linEncodeSweep(eff)}, Return: ret})
+		Output: Output{Code: "swept", Sweep: linEncodeSweep(eff)}, Return: ret})
 	return eff, nil
-}
-
-// linEffect is one sweeper journal row as a sweep's effect.
-func linEffect(kind, attemptID, from, to, code string) string {
-	return fmt.Sprintf("%s %s %s>%s %s", kind, attemptID, from, to, code)
 }
 
 // linEncodeSweep renders effects by job canonically: "job:effect|effect;"
@@ -319,33 +314,33 @@ func linSweepOf(encoded, job string) string {
 }
 
 // Operations returns a copy of what was recorded so far.
-func (r *LinRecorder) Operations() []porcupine.Operation {
+func (r *Recorder) Operations() []porcupine.Operation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.ops)
 }
 
-// LinWorld is the cast and the jobs of a run: what the per-job model is
+// World is the cast and the jobs of a run: what the per-job model is
 // built from.
-type LinWorld struct {
+type World struct {
 	Now             time.Time
 	LeaseTTL        time.Duration
 	HeartbeatWindow time.Duration
 	Buyers          []faults.WorldBuyer
 	Devices         []faults.WorldDevice
 	// Jobs in creation order, all created at Now before any client ran.
-	Jobs []LinJob
+	Jobs []Job
 }
 
-// LinJob is one job of the run and the request that created it.
-type LinJob struct {
+// Job is one job of the run and the request that created it.
+type Job struct {
 	ID      string
 	Request protocol.CreateJobRequest
 }
 
-// LinHistory is a recorded history and the world it ran in.
-type LinHistory struct {
-	World LinWorld
+// History is a recorded history and the world it ran in.
+type History struct {
+	World World
 	Ops   []porcupine.Operation
 }
 
@@ -353,14 +348,14 @@ type LinHistory struct {
 // lease ("" for no_job and no_slot, which are dropped), else the job the
 // input names.
 func linJobOf(op porcupine.Operation) string {
-	in, out := op.Input.(LinInput), op.Output.(LinOutput)
+	in, out := op.Input.(Input), op.Output.(Output)
 	switch in.Op {
-	case LinLease:
+	case Lease:
 		if out.Code != protocol.CodeLeaseOffer {
 			return ""
 		}
 		return out.JobID
-	case LinTick, LinSweep:
+	case Tick, Sweep:
 		return out.JobID // "" as recorded; the job of a partition's copy
 	}
 	return in.JobID
@@ -374,9 +369,9 @@ func linPartition(ops []porcupine.Operation) [][]porcupine.Operation {
 	byJob := map[string][]porcupine.Operation{}
 	var clock []porcupine.Operation
 	for _, op := range ops {
-		if in := op.Input.(LinInput); in.Op == LinTick || in.Op == LinSweep {
+		if in := op.Input.(Input); in.Op == Tick || in.Op == Sweep {
 			clock = append(clock, op)
-			for _, part := range strings.Split(op.Output.(LinOutput).Sweep, ";") {
+			for _, part := range strings.Split(op.Output.(Output).Sweep, ";") {
 				if j, _, ok := strings.Cut(part, ":"); ok {
 					byJob[j] = append(byJob[j], nil...) // a job only sweeps touched has a partition too
 				}
@@ -391,7 +386,7 @@ func linPartition(ops []porcupine.Operation) [][]porcupine.Operation {
 	// did to that job alone.
 	for j := range byJob {
 		for _, op := range clock {
-			out := op.Output.(LinOutput)
+			out := op.Output.(Output)
 			out.JobID, out.Sweep = j, linSweepOf(out.Sweep, j)
 			op.Output = out
 			byJob[j] = append(byJob[j], op)
@@ -420,8 +415,8 @@ type linIdentity struct {
 func linOffers(ops []porcupine.Operation) map[string]linIdentity {
 	offers := map[string]linIdentity{}
 	for _, op := range ops {
-		in, out := op.Input.(LinInput), op.Output.(LinOutput)
-		if in.Op == LinLease && out.Code == protocol.CodeLeaseOffer {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if in.Op == Lease && out.Code == protocol.CodeLeaseOffer {
 			offers[out.AttemptID] = linIdentity{job: out.JobID, device: in.Device,
 				tokenHash: protocol.HashCommitToken(out.Token), epoch: out.LeaseEpoch}
 		}
@@ -446,17 +441,17 @@ func linOffers(ops []porcupine.Operation) map[string]linIdentity {
 // A refusal the model would not give (the service accepted a mismatched
 // frame, or answered it otherwise) is never left out.
 func linFenceRefused(op porcupine.Operation, offers map[string]linIdentity) bool {
-	in, out := op.Input.(LinInput), op.Output.(LinOutput)
-	var want LinOutput
+	in, out := op.Input.(Input), op.Output.(Output)
+	var want Output
 	switch in.Op {
-	case LinProgress:
-		want = LinOutput{Code: protocol.CodeLeaseConflict, Reason: protocol.ReasonIdentityMismatch}
-	case LinCommitBegin:
-		want = LinOutput{Code: protocol.CodeCommitConflict}
-	case LinFail:
-		want = LinOutput{Code: protocol.CodeFailConflict}
+	case Progress:
+		want = Output{Code: protocol.CodeLeaseConflict, Reason: protocol.ReasonIdentityMismatch}
+	case CommitBegin:
+		want = Output{Code: protocol.CodeCommitConflict}
+	case Fail:
+		want = Output{Code: protocol.CodeFailConflict}
 		if !in.FailureCode.Valid() {
-			return out == LinOutput{Code: protocol.CodeBadFailureCode} // checked before anything else
+			return out == Output{Code: protocol.CodeBadFailureCode} // checked before anything else
 		}
 	default:
 		return false
@@ -465,13 +460,13 @@ func linFenceRefused(op porcupine.Operation, offers map[string]linIdentity) bool
 		return false
 	}
 	id, offered := offers[in.AttemptID]
-	tokenChecked := in.Op != LinProgress
+	tokenChecked := in.Op != Progress
 	return !offered || id.job != in.JobID || id.device != in.Device || id.epoch != in.Epoch ||
 		(tokenChecked && protocol.HashCommitToken(in.Token) != id.tokenHash)
 }
 
-// LinCheckOptions tunes CheckLinearizable. The zero value is usable.
-type LinCheckOptions struct {
+// CheckOptions tunes Check. The zero value is usable.
+type CheckOptions struct {
 	// Timeout bounds porcupine's search (default 20s); a search cut short
 	// is Unknown, which is not ok.
 	Timeout time.Duration
@@ -482,8 +477,8 @@ type LinCheckOptions struct {
 	Log io.Writer
 }
 
-// LinCheckResult is CheckLinearizableDetail's verdict.
-type LinCheckResult struct {
+// CheckResult is CheckDetail's verdict.
+type CheckResult struct {
 	Result     porcupine.CheckResult
 	Info       porcupine.LinearizationInfo
 	Partitions int
@@ -494,26 +489,26 @@ type LinCheckResult struct {
 	Elapsed       time.Duration
 }
 
-// CheckLinearizable reports whether h is linearizable against the per-job
+// Check reports whether h is linearizable against the per-job
 // model, with porcupine's linearization info. When it is not proven (Illegal
 // or a timeout) it writes porcupine's visualization and logs its path.
-func CheckLinearizable(h LinHistory, opts LinCheckOptions) (ok bool, info porcupine.LinearizationInfo) {
-	r := CheckLinearizableDetail(h, opts)
+func Check(h History, opts CheckOptions) (ok bool, info porcupine.LinearizationInfo) {
+	r := CheckDetail(h, opts)
 	return r.Result == porcupine.Ok, r.Info
 }
 
-// CheckLinearizableDetail is CheckLinearizable with the full verdict.
-func CheckLinearizableDetail(h LinHistory, opts LinCheckOptions) LinCheckResult {
+// CheckDetail is Check with the full verdict.
+func CheckDetail(h History, opts CheckOptions) CheckResult {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 20 * time.Second
 	}
 	if opts.Log == nil {
 		opts.Log = os.Stderr
 	}
-	model := LinModel(h.World)
+	model := Model(h.World)
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, h.Ops, opts.Timeout)
-	out := LinCheckResult{Result: res, Info: info, Elapsed: time.Since(start)}
+	out := CheckResult{Result: res, Info: info, Elapsed: time.Since(start)}
 	for _, p := range linPartition(h.Ops) {
 		out.Partitions++
 		out.Checked += len(p)

@@ -1,4 +1,4 @@
-package scenarios
+package targets
 
 import (
 	"context"
@@ -25,10 +25,10 @@ import (
 // devices.token_hash is its lowercase hex SHA-256.
 func DeviceToken(deviceID string) string { return "device-token-" + deviceID }
 
-// stackHeartbeat is the gateways' ping interval: longer than any run's
-// logical time, so no ping (whose pong heartbeats a device at an instant
-// the harness does not choose) ever fires on the stub clock.
-const stackHeartbeat = 10 * 365 * 24 * time.Hour
+// NoPingHeartbeat is a gateway ping interval longer than any run's logical
+// time: on a stub clock no ping (whose pong heartbeats a device at an
+// instant the harness does not choose) ever fires.
+const NoPingHeartbeat = 10 * 365 * 24 * time.Hour
 
 // waitTimeout bounds every wait for the stack; a stack that does not
 // answer within it is an infrastructure error of the run.
@@ -76,7 +76,7 @@ func (t *StackTarget) build(ctx context.Context, mutation server.Mutation) error
 	// heartbeat, so that the gateway's own liveness writes still happen
 	// after every time move (and normalization 3 still undoes them), while
 	// frames at one instant exercise their coalescing.
-	gcfg := gateway.Config{LeaseTTL: faults.WorldLeaseTTL, Heartbeat: stackHeartbeat, TouchWindow: time.Microsecond,
+	gcfg := gateway.Config{LeaseTTL: faults.WorldLeaseTTL, Heartbeat: NoPingHeartbeat, TouchWindow: time.Microsecond,
 		PollInterval: -1, SweepInterval: -1, MaxBadMessages: 1 << 30, Clock: t.clock}
 	t.gwF = gateway.New(server.NewService(t.r.poolF, t.store, t.ids, cfg), t.r.poolF, signer, metrics.New(), log, gcfg)
 	t.gwL = gateway.New(server.NewService(t.r.poolL, t.store, t.ids, cfg), t.r.poolL, signer, metrics.New(), log, gcfg)

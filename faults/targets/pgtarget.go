@@ -1,4 +1,4 @@
-package scenarios
+package targets
 
 import (
 	"bytes"
@@ -292,7 +292,20 @@ func (t *PostgresTarget) CheckInvariants(ctx context.Context) ([]string, error) 
 // Close implements faults.Target; the worker's pool outlives the run.
 func (t *PostgresTarget) Close() error { return nil }
 
-// SweepEffects implements LinTarget: the service's sweep at now, then its
+// Service is the service layer the target drives, for a caller that seeds
+// more of the world (more devices, say) before a run; calls on it are
+// calls on the target's database.
+func (t *PostgresTarget) Service() *server.Service { return t.svc }
+
+// SweepEffect renders one sweeper journal row as a sweep's effect, the form
+// SweepEffects reports. The linearizability model renders its own sweeper
+// rows with it too, so a target's effect and the model's are equal strings
+// exactly when the rows agree.
+func SweepEffect(kind, attemptID, from, to, code string) string {
+	return fmt.Sprintf("%s %s %s>%s %s", kind, attemptID, from, to, code)
+}
+
+// SweepEffects implements linearize.Target: the service's sweep at now, then its
 // sweeper journal rows at now by job (the caller runs one sweep per instant).
 func (t *PostgresTarget) SweepEffects(ctx context.Context, now time.Time) (map[string][]string, error) {
 	if _, err := t.svc.Sweep(ctx, now); err != nil {
@@ -311,7 +324,7 @@ func (t *PostgresTarget) SweepEffects(ctx context.Context, now time.Time) (map[s
 		if err := rows.Scan(&kind, &job, &att, &from, &to, &code); err != nil {
 			return nil, fmt.Errorf("sweep effects: %w", err)
 		}
-		eff[job] = append(eff[job], linEffect(kind, att, from, to, code))
+		eff[job] = append(eff[job], SweepEffect(kind, att, from, to, code))
 	}
 	return eff, rows.Err()
 }

@@ -1,4 +1,4 @@
-package scenarios
+package linearize
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/sim"
 )
@@ -33,7 +34,7 @@ import (
 // linState is a porcupine state of one job's partition.
 type linState struct {
 	job   string // bound by the partition's first operation
-	clock int64  // the instant, microseconds after LinWorld.Now (ticks move it)
+	clock int64  // the instant, microseconds after World.Now (ticks move it)
 	trail *linTrail
 	key   string
 	// verdict is the outcome verification will have, fixed when an attempt
@@ -54,14 +55,14 @@ const (
 // linTrail is one applied state-changing operation, newest first.
 type linTrail struct {
 	prev *linTrail
-	in   LinInput
-	out  LinOutput
+	in   Input
+	out  Output
 }
 
 // linModel is the per-job specification over one world.
 type linModel struct {
-	world LinWorld
-	jobs  map[string]LinJob
+	world World
+	jobs  map[string]Job
 	// memo caches step results by (state, operation). Step is a pure
 	// function of the state's projection and the operation, and porcupine
 	// tries the same operation on the same state many times while it
@@ -75,8 +76,8 @@ type linModel struct {
 type linStepKey struct {
 	job, key string
 	verdict  linVerdict
-	in       LinInput
-	out      LinOutput
+	in       Input
+	out      Output
 }
 
 type linStepResult struct {
@@ -84,9 +85,9 @@ type linStepResult struct {
 	next linState
 }
 
-// LinModel is the porcupine model of SPEC section 3 per job, over world.
-func LinModel(world LinWorld) porcupine.Model {
-	lm := &linModel{world: world, jobs: map[string]LinJob{}, memo: map[linStepKey]linStepResult{}}
+// Model is the porcupine model of SPEC section 3 per job, over world.
+func Model(world World) porcupine.Model {
+	lm := &linModel{world: world, jobs: map[string]Job{}, memo: map[linStepKey]linStepResult{}}
 	for _, j := range world.Jobs {
 		lm.jobs[j.ID] = j
 	}
@@ -108,8 +109,8 @@ func LinModel(world LinWorld) porcupine.Model {
 }
 
 func (lm *linModel) step(state, input, output any) (bool, any) {
-	s, in, out := state.(linState), input.(LinInput), output.(LinOutput)
-	if in.Op == LinTick {
+	s, in, out := state.(linState), input.(Input), output.(Output)
+	if in.Op == Tick {
 		// Time only moves forward; a tick changes nothing but the clock.
 		if in.Now < s.clock {
 			return false, nil
@@ -137,7 +138,7 @@ func (lm *linModel) step(state, input, output any) (bool, any) {
 }
 
 // stepOnce is the step itself: rebuild, apply, compare, project.
-func (lm *linModel) stepOnce(s linState, in LinInput, out LinOutput) (bool, linState) {
+func (lm *linModel) stepOnce(s linState, in Input, out Output) (bool, linState) {
 	job := linJobOf(porcupine.Operation{Input: in, Output: out})
 	if s.job != "" && s.job != job {
 		panic(fmt.Sprintf("linearizability: job %s's partition holds an operation of job %s", s.job, job))
@@ -147,12 +148,12 @@ func (lm *linModel) stepOnce(s linState, in LinInput, out LinOutput) (bool, linS
 		return false, linState{}
 	}
 	key := lm.project(m)
-	if key == s.key && (s.job != "" || in.Op == LinSweep) {
+	if key == s.key && (s.job != "" || in.Op == Sweep) {
 		s.job = job
 		return true, s
 	}
 	next := linState{job: job, clock: s.clock, trail: &linTrail{prev: s.trail, in: in, out: out}, key: key, verdict: s.verdict}
-	if in.Op == LinCommitBegin && out.Code == protocol.CodeCommitPending && s.verdict == linVerdictNone {
+	if in.Op == CommitBegin && out.Code == protocol.CodeCommitPending && s.verdict == linVerdictNone {
 		// A commit_pending that changed the state is uploading -> committing:
 		// the model fixed outputOK (and the attempt-scoped key) here.
 		next.verdict = linVerdictFail
@@ -196,31 +197,31 @@ func (lm *linModel) rebuild(job string, trail *linTrail) (*sim.ExecutionModel, *
 
 // apply runs in on the model and projects its reply. For a lease the
 // scripted ids are loaded from the recorded offer first.
-func (lm *linModel) apply(m *sim.ExecutionModel, ids *linIDs, in LinInput, out LinOutput) LinOutput {
+func (lm *linModel) apply(m *sim.ExecutionModel, ids *linIDs, in Input, out Output) Output {
 	now := lm.world.Now.Add(time.Duration(in.Now) * time.Microsecond)
 	var r protocol.Reply
 	switch in.Op {
-	case LinSweep:
+	case Sweep:
 		before := len(m.Snapshot().Journal)
 		m.Sweep(now)
-		return LinOutput{Code: "swept", JobID: ids.job, Sweep: linModelSweep(m.Snapshot().Journal[before:], ids.job)}
-	case LinLease:
+		return Output{Code: "swept", JobID: ids.job, Sweep: linModelSweep(m.Snapshot().Journal[before:], ids.job)}
+	case Lease:
 		if out.Code == protocol.CodeLeaseOffer && linHasAttempt(m, out.AttemptID) {
 			// The model would panic on an id drawn twice; a service that
 			// offers one attempt id twice is simply not linearizable.
-			return LinOutput{Code: "duplicate_attempt_id"}
+			return Output{Code: "duplicate_attempt_id"}
 		}
 		ids.attempt, ids.token = out.AttemptID, out.Token
 		r = m.Lease(now, in.Device)
-	case LinProgress:
+	case Progress:
 		r = m.Progress(now, in.Device, in.progress())
-	case LinCommitBegin:
+	case CommitBegin:
 		r = m.CommitBegin(now, in.Device, in.commit(), in.OutputOK)
-	case LinCommitFinish:
+	case CommitFinish:
 		r = m.CommitFinish(now, in.JobID, in.AttemptID)
-	case LinFail:
+	case Fail:
 		r = m.Fail(now, in.Device, in.fail())
-	case LinCancel:
+	case Cancel:
 		r = m.Cancel(now, in.Buyer, in.JobID)
 	default:
 		panic(fmt.Sprintf("linearizability: unknown op %q", in.Op))
@@ -257,7 +258,7 @@ func linModelSweep(events []protocol.EventRow, job string) string {
 	var eff []string
 	for _, e := range events {
 		if e.Actor == protocol.ActorSweeper && e.JobID == job {
-			eff = append(eff, linEffect(e.Kind, e.AttemptID, e.From, e.To, e.Code))
+			eff = append(eff, targets.SweepEffect(e.Kind, e.AttemptID, e.From, e.To, e.Code))
 		}
 	}
 	return linSweepOf(linEncodeSweep(map[string][]string{job: eff}), job)
@@ -293,13 +294,13 @@ func (lm *linModel) describeState(state any) string {
 // token's hash prefix stands for it), e.g.
 // `commit_begin(@0002 …c0ffee#2 e2 tok=3fa9… [wrong_epoch]) -> commit_conflict`.
 func linDescribeOp(input, output any) string {
-	in, out := input.(LinInput), output.(LinOutput)
+	in, out := input.(Input), output.(Output)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s(", in.Op)
 	switch in.Op {
-	case LinLease:
+	case Lease:
 		fmt.Fprintf(&b, "@%s", linShort(in.Device))
-	case LinCancel:
+	case Cancel:
 		fmt.Fprintf(&b, "buyer %s", linShort(in.Buyer))
 	default:
 		fmt.Fprintf(&b, "@%s a=%s e%d", linShort(in.Device), linShort(in.AttemptID), in.Epoch)
@@ -313,7 +314,7 @@ func linDescribeOp(input, output any) string {
 	if in.FailureCode != "" {
 		fmt.Fprintf(&b, " %s", in.FailureCode)
 	}
-	if in.Op == LinCommitBegin && !in.OutputOK {
+	if in.Op == CommitBegin && !in.OutputOK {
 		b.WriteString(" bad-output")
 	}
 	if in.Label != "" {

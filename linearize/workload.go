@@ -1,4 +1,4 @@
-package scenarios
+package linearize
 
 import (
 	"context"
@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/sim"
 )
 
-// LinWorkload sizes a concurrent run. Zero fields take the defaults.
-type LinWorkload struct {
+// Workload sizes a concurrent run. Zero fields take the defaults.
+type Workload struct {
 	Seed            uint64
 	Jobs            int           // default 10
 	AgentsPerDevice int           // default 4 (six devices: 24 agents)
@@ -31,7 +33,7 @@ type LinWorkload struct {
 	PinTime bool
 }
 
-func (w LinWorkload) withDefaults() LinWorkload {
+func (w Workload) withDefaults() Workload {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -66,82 +68,82 @@ var linExtraDevices = []faults.WorldDevice{
 	{ID: "d0000000-0000-4000-8000-000000000006", Services: []string{"ffmpeg.h264_720p"}, SlotsTotal: 2},
 }
 
-// LinDevices is the run's device cast: the world's three and three more.
-func LinDevices() []faults.WorldDevice {
+// Devices is the run's device cast: the world's three and three more.
+func Devices() []faults.WorldDevice {
 	return append(slices.Clone(faults.WorldDevices), linExtraDevices...)
 }
 
-// NewLinPostgresTarget returns worker 0's Postgres target of w, seeded with
+// NewPostgresTarget returns worker 0's Postgres target of w, seeded with
 // the world's cast plus linExtraDevices.
-func NewLinPostgresTarget(ctx context.Context, w *PostgresWorkers, seed uint64) (*PostgresTarget, error) {
+func NewPostgresTarget(ctx context.Context, w *targets.PostgresWorkers, seed uint64) (*targets.PostgresTarget, error) {
 	t, err := w.Target(ctx, 0, seed)
 	if err != nil {
 		return nil, err
 	}
 	for _, d := range linExtraDevices {
 		hash := protocol.HashCommitToken("device-token-" + d.ID)
-		if err := t.svc.CreateDevice(ctx, d.ID, "mac-"+linShort(d.ID), d.Services, d.SlotsTotal, hash); err != nil {
+		if err := t.Service().CreateDevice(ctx, d.ID, "mac-"+linShort(d.ID), d.Services, d.SlotsTotal, hash); err != nil {
 			return nil, fmt.Errorf("seed device: %w", err)
 		}
 	}
 	return t, nil
 }
 
-// LinLockedModel is the model behind one mutex: an implementation that is
+// LockedModel is the model behind one mutex: an implementation that is
 // linearizable by construction, for proving the checker raises no false
 // alarm (and, with a sim.Mutation, that it catches a broken one).
-type LinLockedModel struct {
+type LockedModel struct {
 	mu sync.Mutex
 	t  *faults.ModelTarget
 }
 
-// NewLinLockedModel builds the model with the run's cast.
-func NewLinLockedModel(seed uint64, mutation string) *LinLockedModel {
-	t := faults.NewModelTarget(seed, simMutation(mutation))
+// NewLockedModel builds the model with the run's cast.
+func NewLockedModel(seed uint64, mutation string) *LockedModel {
+	t := faults.NewModelTarget(seed, sim.Mutation(mutation))
 	for _, d := range linExtraDevices {
 		t.M.AddDevice(d.ID, d.Services, d.SlotsTotal)
 	}
-	return &LinLockedModel{t: t}
+	return &LockedModel{t: t}
 }
 
-func linLocked[T any](l *LinLockedModel, f func() (T, error)) (T, error) {
+func linLocked[T any](l *LockedModel, f func() (T, error)) (T, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return f()
 }
 
 // CreateJob implements the seeding half of a target.
-func (l *LinLockedModel) CreateJob(ctx context.Context, now time.Time, req protocol.CreateJobRequest) (protocol.Reply, error) {
+func (l *LockedModel) CreateJob(ctx context.Context, now time.Time, req protocol.CreateJobRequest) (protocol.Reply, error) {
 	return linLocked(l, func() (protocol.Reply, error) { return l.t.CreateJob(ctx, now, req) })
 }
 
-// Lease implements LinTarget.
-func (l *LinLockedModel) Lease(ctx context.Context, now time.Time, dev string) (protocol.Reply, error) {
+// Lease implements Target.
+func (l *LockedModel) Lease(ctx context.Context, now time.Time, dev string) (protocol.Reply, error) {
 	return linLocked(l, func() (protocol.Reply, error) { return l.t.Lease(ctx, now, dev) })
 }
 
-// Progress implements LinTarget.
-func (l *LinLockedModel) Progress(ctx context.Context, now time.Time, dev string, p protocol.Progress) (protocol.Reply, error) {
+// Progress implements Target.
+func (l *LockedModel) Progress(ctx context.Context, now time.Time, dev string, p protocol.Progress) (protocol.Reply, error) {
 	return linLocked(l, func() (protocol.Reply, error) { return l.t.Progress(ctx, now, dev, p) })
 }
 
-// CommitBegin implements LinTarget.
-func (l *LinLockedModel) CommitBegin(ctx context.Context, now time.Time, dev string, c protocol.Commit, ok bool) (protocol.Reply, error) {
+// CommitBegin implements Target.
+func (l *LockedModel) CommitBegin(ctx context.Context, now time.Time, dev string, c protocol.Commit, ok bool) (protocol.Reply, error) {
 	return linLocked(l, func() (protocol.Reply, error) { return l.t.CommitBegin(ctx, now, dev, c, ok) })
 }
 
-// CommitFinish implements LinTarget.
-func (l *LinLockedModel) CommitFinish(ctx context.Context, now time.Time, job, att string) (protocol.Reply, error) {
+// CommitFinish implements Target.
+func (l *LockedModel) CommitFinish(ctx context.Context, now time.Time, job, att string) (protocol.Reply, error) {
 	return linLocked(l, func() (protocol.Reply, error) { return l.t.CommitFinish(ctx, now, job, att) })
 }
 
-// Fail implements LinTarget.
-func (l *LinLockedModel) Fail(ctx context.Context, now time.Time, dev string, f protocol.Fail) (protocol.Reply, error) {
+// Fail implements Target.
+func (l *LockedModel) Fail(ctx context.Context, now time.Time, dev string, f protocol.Fail) (protocol.Reply, error) {
 	return linLocked(l, func() (protocol.Reply, error) { return l.t.Fail(ctx, now, dev, f) })
 }
 
-// Cancel implements LinTarget.
-func (l *LinLockedModel) Cancel(ctx context.Context, now time.Time, buyer, job string) (protocol.Reply, error) {
+// Cancel implements Target.
+func (l *LockedModel) Cancel(ctx context.Context, now time.Time, buyer, job string) (protocol.Reply, error) {
 	return linLocked(l, func() (protocol.Reply, error) { return l.t.Cancel(ctx, now, buyer, job) })
 }
 
@@ -150,14 +152,14 @@ type linCreator interface {
 	CreateJob(ctx context.Context, now time.Time, req protocol.CreateJobRequest) (protocol.Reply, error)
 }
 
-// SeedLinWorld creates w.Jobs jobs on t at faults.Epoch, one after another
+// SeedWorld creates w.Jobs jobs on t at faults.Epoch, one after another
 // before any client starts, and returns the world the model is built from.
 // Services alternate (so every device gets work) and budgets run 4..10
 // attempts, so that budgets run out as well as commits succeed.
-func SeedLinWorld(ctx context.Context, t linCreator, w LinWorkload) (LinWorld, error) {
+func SeedWorld(ctx context.Context, t linCreator, w Workload) (World, error) {
 	w = w.withDefaults()
-	world := LinWorld{Now: faults.Epoch, LeaseTTL: faults.WorldLeaseTTL, HeartbeatWindow: faults.WorldHeartbeatWindow,
-		Buyers: faults.WorldBuyers, Devices: LinDevices()}
+	world := World{Now: faults.Epoch, LeaseTTL: faults.WorldLeaseTTL, HeartbeatWindow: faults.WorldHeartbeatWindow,
+		Buyers: faults.WorldBuyers, Devices: Devices()}
 	services := []string{"synthetic.mp4", "ffmpeg.h264_720p"}
 	for i := 0; i < w.Jobs; i++ {
 		req := protocol.CreateJobRequest{BuyerID: faults.WorldBuyers[0].ID, Service: services[i%len(services)],
@@ -165,21 +167,21 @@ func SeedLinWorld(ctx context.Context, t linCreator, w LinWorkload) (LinWorld, e
 			MaxAttempts: 4 + i%7, AdmissionWindow: linAdmissionWindows[i%len(linAdmissionWindows)]}
 		r, err := t.CreateJob(ctx, world.Now, req)
 		if err != nil {
-			return LinWorld{}, fmt.Errorf("seed job %d: %w", i, err)
+			return World{}, fmt.Errorf("seed job %d: %w", i, err)
 		}
 		if r.Code != protocol.CodeCreated {
-			return LinWorld{}, fmt.Errorf("seed job %d: %s", i, r.Code)
+			return World{}, fmt.Errorf("seed job %d: %s", i, r.Code)
 		}
-		world.Jobs = append(world.Jobs, LinJob{ID: r.JobID, Request: req})
+		world.Jobs = append(world.Jobs, Job{ID: r.JobID, Request: req})
 	}
 	return world, nil
 }
 
 // linRun is the shared state of one run's clients.
 type linRun struct {
-	world    LinWorld
-	w        LinWorkload
-	rec      *LinRecorder
+	world    World
+	w        Workload
+	rec      *Recorder
 	board    *linBoard
 	deadline time.Time
 	stop     atomic.Bool
@@ -197,11 +199,11 @@ func (r *linRun) aborted() bool {
 	return r.stop.Load() || time.Now().After(r.deadline)
 }
 
-// RunLinWorkload drives t with agents (AgentsPerDevice per device),
+// RunWorkload drives t with agents (AgentsPerDevice per device),
 // adversaries and cancellers all at once and returns the recorded history.
-func RunLinWorkload(ctx context.Context, t LinTarget, world LinWorld, w LinWorkload) (LinHistory, error) {
+func RunWorkload(ctx context.Context, t Target, world World, w Workload) (History, error) {
 	w = w.withDefaults()
-	run := &linRun{world: world, w: w, rec: NewLinRecorder(t, world.Now), board: newLinBoard(len(world.Jobs))}
+	run := &linRun{world: world, w: w, rec: NewRecorder(t, world.Now), board: newLinBoard(len(world.Jobs))}
 	var roles []func(c *linClient) error
 	for _, d := range world.Devices {
 		dev := d.ID
@@ -232,11 +234,11 @@ func RunLinWorkload(ctx context.Context, t LinTarget, world LinWorld, w LinWorkl
 		}()
 	}
 	wg.Wait()
-	return LinHistory{World: world, Ops: run.rec.Operations()}, errors.Join(errs...)
+	return History{World: world, Ops: run.rec.Operations()}, errors.Join(errs...)
 }
 
-// LinClients is the number of concurrent clients RunLinWorkload starts.
-func LinClients(world LinWorld, w LinWorkload) int {
+// Clients is the number of concurrent clients RunWorkload starts.
+func Clients(world World, w Workload) int {
 	w = w.withDefaults()
 	n := len(world.Devices)*w.AgentsPerDevice + w.Adversaries + w.Cancellers
 	if !w.PinTime {
@@ -273,14 +275,14 @@ func linTerminal(fromTo string) bool {
 	return ok && protocol.JobStatus(to).Terminal()
 }
 
-// LinCodes counts the recorded operations by op, code, reason or status,
+// Codes counts the recorded operations by op, code, reason or status,
 // and label, e.g. "commit_begin commit_conflict [stale_token]": for logs, and
 // for asserting which branches a run reached.
-func LinCodes(h LinHistory) map[string]int {
+func Codes(h History) map[string]int {
 	out := map[string]int{}
 	for _, op := range h.Ops {
-		in, o := op.Input.(LinInput), op.Output.(LinOutput)
-		if in.Op == LinSweep {
+		in, o := op.Input.(Input), op.Output.(Output)
+		if in.Op == Sweep {
 			for _, part := range strings.Split(o.Sweep, ";") {
 				_, eff, _ := strings.Cut(part, ":")
 				for _, l := range strings.Split(eff, "|") {
@@ -304,8 +306,8 @@ func LinCodes(h LinHistory) map[string]int {
 	return out
 }
 
-// LinFormatCodes renders LinCodes one per line, sorted.
-func LinFormatCodes(codes map[string]int) string {
+// FormatCodes renders Codes one per line, sorted.
+func FormatCodes(codes map[string]int) string {
 	keys := make([]string, 0, len(codes))
 	for k := range codes {
 		keys = append(keys, k)
@@ -318,9 +320,9 @@ func LinFormatCodes(codes map[string]int) string {
 	return b.String()
 }
 
-// SweepEffects implements LinTarget: the model's sweep, and its sweeper
+// SweepEffects implements Target: the model's sweep, and its sweeper
 // journal rows by job.
-func (l *LinLockedModel) SweepEffects(_ context.Context, now time.Time) (map[string][]string, error) {
+func (l *LockedModel) SweepEffects(_ context.Context, now time.Time) (map[string][]string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	before := len(l.t.M.Snapshot().Journal)
@@ -328,7 +330,7 @@ func (l *LinLockedModel) SweepEffects(_ context.Context, now time.Time) (map[str
 	eff := map[string][]string{}
 	for _, e := range l.t.M.Snapshot().Journal[before:] {
 		if e.Actor == protocol.ActorSweeper {
-			eff[e.JobID] = append(eff[e.JobID], linEffect(e.Kind, e.AttemptID, e.From, e.To, e.Code))
+			eff[e.JobID] = append(eff[e.JobID], targets.SweepEffect(e.Kind, e.AttemptID, e.From, e.To, e.Code))
 		}
 	}
 	return eff, nil

@@ -1,4 +1,4 @@
-package scenarios
+package linearize
 
 import (
 	"context"
@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/protocol"
 )
 
-// Perturbation labels (LinInput.Label).
+// Perturbation labels (Input.Label).
 const (
 	linWrongEpoch    = "wrong_epoch"    // the attempt's own frame, epoch off by one or two
 	linStaleToken    = "stale_token"    // the live attempt's ids with an earlier attempt's token
@@ -27,10 +28,10 @@ type linOffer struct {
 	number, epoch               int
 }
 
-func (o linOffer) input(op LinOp) LinInput {
-	in := LinInput{Op: op, Device: o.device, JobID: o.job, AttemptID: o.attempt, Epoch: o.epoch}
+func (o linOffer) input(op Op) Input {
+	in := Input{Op: op, Device: o.device, JobID: o.job, AttemptID: o.attempt, Epoch: o.epoch}
 	switch op {
-	case LinCommitBegin, LinFail:
+	case CommitBegin, Fail:
 		in.Token = o.token
 	}
 	return in
@@ -39,8 +40,8 @@ func (o linOffer) input(op LinOp) LinInput {
 // linWithOutput fills a commit's claimed output for the ids the input presents.
 // The target stores the synthetic bytes for those ids, so verification
 // passes exactly when ok; a bad claim has its sha256 altered.
-func linWithOutput(in LinInput, ok bool) LinInput {
-	in.Output, in.OutputOK = SyntheticOutput(in.JobID, in.AttemptID), ok
+func linWithOutput(in Input, ok bool) Input {
+	in.Output, in.OutputOK = targets.SyntheticOutput(in.JobID, in.AttemptID), ok
 	if !ok {
 		last := byte('0')
 		if in.Output.SHA256[len(in.Output.SHA256)-1] == '0' {
@@ -61,7 +62,7 @@ type linClient struct {
 	g   *faults.Rng
 }
 
-func (c *linClient) do(ctx context.Context, in LinInput) (protocol.Reply, error) {
+func (c *linClient) do(ctx context.Context, in Input) (protocol.Reply, error) {
 	return c.run.rec.Do(ctx, c.id, in)
 }
 
@@ -74,7 +75,7 @@ func (c *linClient) pause(lo, hi int) {
 // agent is one session slot of a device: lease, work the attempt, repeat.
 func (c *linClient) agent(ctx context.Context, dev string) error {
 	for !c.run.over() {
-		r, err := c.do(ctx, LinInput{Op: LinLease, Device: dev})
+		r, err := c.do(ctx, Input{Op: Lease, Device: dev})
 		if err != nil {
 			return err
 		}
@@ -100,13 +101,13 @@ var linPhases = []protocol.AttemptStatus{protocol.AttemptDownloading, protocol.A
 func (c *linClient) work(ctx context.Context, o linOffer) error {
 	for _, ph := range linPhases {
 		if c.g.Chance(linRatio(1, 6)) {
-			in := o.input(LinProgress)
+			in := o.input(Progress)
 			in.Phase, in.Epoch, in.Label = ph, o.epoch+1, linWrongEpoch
 			if _, err := c.do(ctx, in); err != nil {
 				return err
 			}
 		}
-		in := o.input(LinProgress)
+		in := o.input(Progress)
 		in.Phase = ph
 		r, err := c.do(ctx, in)
 		if err != nil {
@@ -140,7 +141,7 @@ func (c *linClient) work(ctx context.Context, o linOffer) error {
 }
 
 func (c *linClient) fail(ctx context.Context, o linOffer, code protocol.FailureCode) error {
-	in := o.input(LinFail)
+	in := o.input(Fail)
 	in.FailureCode = code
 	r, err := c.do(ctx, in)
 	if err == nil && r.Code == protocol.CodeFailOK && !r.Requeued {
@@ -157,23 +158,23 @@ func (c *linClient) fail(ctx context.Context, o linOffer, code protocol.FailureC
 // is what makes the broken variants' histories refutable in every run. A
 // quarter of the commits are repeated afterwards.
 func (c *linClient) commit(ctx context.Context, o linOffer) error {
-	wrongEpoch := linWithOutput(o.input(LinCommitBegin), true)
+	wrongEpoch := linWithOutput(o.input(CommitBegin), true)
 	wrongEpoch.Epoch, wrongEpoch.Label = o.epoch+1, linWrongEpoch
 	if _, err := c.commitOnce(ctx, wrongEpoch); err != nil {
 		return err
 	}
-	staleToken := linWithOutput(o.input(LinCommitBegin), true)
+	staleToken := linWithOutput(o.input(CommitBegin), true)
 	staleToken.Token, staleToken.Label = c.run.board.staleToken(o, c.g), linStaleToken
 	if _, err := c.commitOnce(ctx, staleToken); err != nil {
 		return err
 	}
 	ok := !c.g.Chance(linRatio(1, 10))
-	r, err := c.commitOnce(ctx, linWithOutput(o.input(LinCommitBegin), ok))
+	r, err := c.commitOnce(ctx, linWithOutput(o.input(CommitBegin), ok))
 	if err != nil {
 		return err
 	}
 	if c.g.Chance(linRatio(1, 4)) {
-		in := linWithOutput(o.input(LinCommitBegin), ok)
+		in := linWithOutput(o.input(CommitBegin), ok)
 		in.Label = linDuplicate
 		if _, err := c.commitOnce(ctx, in); err != nil {
 			return err
@@ -188,10 +189,10 @@ func (c *linClient) commit(ctx context.Context, o linOffer) error {
 
 // commitOnce is transaction 1 and, when it answered commit_pending, the
 // verification and transaction 2 that the same client runs next.
-func (c *linClient) commitOnce(ctx context.Context, in LinInput) (protocol.Reply, error) {
+func (c *linClient) commitOnce(ctx context.Context, in Input) (protocol.Reply, error) {
 	r, err := c.do(ctx, in)
 	if err == nil && r.Code == protocol.CodeCommitPending {
-		r, err = c.do(ctx, LinInput{Op: LinCommitFinish, Device: in.Device, JobID: in.JobID, AttemptID: in.AttemptID,
+		r, err = c.do(ctx, Input{Op: CommitFinish, Device: in.Device, JobID: in.JobID, AttemptID: in.AttemptID,
 			Label: in.Label})
 	}
 	switch r.Code {
@@ -220,7 +221,7 @@ func (c *linClient) adversary(ctx context.Context) error {
 		case r.Code == protocol.CodeCommitPending:
 			// A broken fence let a forged commit in: finish it like the
 			// client it pretends to be.
-			if _, err := c.commitOnce(ctx, LinInput{Op: LinCommitFinish, Device: in.Device, JobID: in.JobID,
+			if _, err := c.commitOnce(ctx, Input{Op: CommitFinish, Device: in.Device, JobID: in.JobID,
 				AttemptID: in.AttemptID, Label: in.Label}); err != nil {
 				return err
 			}
@@ -237,12 +238,12 @@ var linForgeries = []string{linStaleAttempt, linForeignDevice, linWrongEpoch, li
 // forge builds one perturbed frame against the newest attempt of a random
 // job with offers. Commits are the most frequent frame, since they are
 // what the fences protect.
-func (c *linClient) forge() (LinInput, bool) {
+func (c *linClient) forge() (Input, bool) {
 	o, ok := c.run.board.latest(c.g)
 	if !ok {
-		return LinInput{}, false
+		return Input{}, false
 	}
-	op := []LinOp{LinProgress, LinCommitBegin, LinCommitBegin, LinFail}[c.g.IntN(4)]
+	op := []Op{Progress, CommitBegin, CommitBegin, Fail}[c.g.IntN(4)]
 	kind := linForgeries[c.g.Weighted([]int{2, 2, 3, 3, 1, 1})]
 	if kind == linStaleAttempt {
 		if old, ok := c.run.board.older(o, c.g); ok {
@@ -253,9 +254,9 @@ func (c *linClient) forge() (LinInput, bool) {
 	}
 	switch {
 	case kind == linDuplicate:
-		op = LinProgress
-	case kind == linStaleToken && op == LinProgress:
-		op = LinCommitBegin // progress carries no token
+		op = Progress
+	case kind == linStaleToken && op == Progress:
+		op = CommitBegin // progress carries no token
 	}
 	in := o.input(op)
 	in.Label = kind
@@ -276,14 +277,14 @@ func (c *linClient) forge() (LinInput, bool) {
 		}
 	}
 	switch op {
-	case LinProgress:
+	case Progress:
 		in.Phase = protocol.AttemptUploading
 		if kind == linDuplicate {
 			in.Phase = protocol.AttemptLeased
 		}
-	case LinCommitBegin:
+	case CommitBegin:
 		in = linWithOutput(in, true)
-	case LinFail:
+	case Fail:
 		in.FailureCode = protocol.FailInternalError
 	}
 	return in, true
@@ -296,7 +297,7 @@ func (c *linClient) canceller(ctx context.Context) error {
 	jobs := c.run.world.Jobs
 	for n := 0; n < c.run.w.CancelOps && !c.run.over(); n++ {
 		j := jobs[3*c.g.IntN((len(jobs)+2)/3)]
-		in := LinInput{Op: LinCancel, Buyer: j.Request.BuyerID, JobID: j.ID}
+		in := Input{Op: Cancel, Buyer: j.Request.BuyerID, JobID: j.ID}
 		if c.g.Chance(linRatio(1, 4)) {
 			in.Buyer, in.Label = faults.WorldBuyers[1].ID, linWrongBuyer
 		}
