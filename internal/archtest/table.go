@@ -184,9 +184,14 @@ func CheckReach(deps map[string][]string) []string {
 			if !matchAny(r.Pkgs, pkg) {
 				continue
 			}
-			for _, d := range ds {
-				if matchAny(r.Deps, d) {
-					out = append(out, fmt.Sprintf("%s reaches %s: not allowed (%s)", pkg, d, r.Why))
+			// One line per forbidden pattern, naming the first dependency
+			// under it: pgx alone has a dozen packages.
+			for _, pat := range r.Deps {
+				for _, d := range ds {
+					if match(pat, d) {
+						out = append(out, fmt.Sprintf("%s reaches %s: not allowed (%s)", pkg, d, r.Why))
+						break
+					}
 				}
 			}
 		}
