@@ -203,7 +203,7 @@ func requireInvariants(t *testing.T, db string) {
 func (s *stack) createJob(service string, params map[string]string, input []byte) api.JobDetail {
 	t := s.t
 	t.Helper()
-	d, err := s.buyer.CreateJob(context.Background(), loadgen.JobRequest{Service: service, Params: params, Input: input})
+	_, d, err := s.buyer.CreateJob(context.Background(), loadgen.JobRequest{Service: service, Params: params, Input: input})
 	require.NoError(t, err, "create job")
 	// The job is announced from the creating transaction, so an idle agent
 	// may already hold it when the API reads it back for the reply.

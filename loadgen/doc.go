@@ -1,6 +1,7 @@
 // Package loadgen is the load clients that `rendermac bench`, `rendermac
 // soak` and the end-to-end tests share: a typed buyer client of the HTTP
-// API (Buyer), the HTTP counterpart of the agent-side protocol client
+// API (Buyer, which the fault harness's stack target and the scenarios
+// also use, the former through HandlerTransport), the HTTP counterpart of the agent-side protocol client
 // server/gateway/gatewaytest, and one synthetic agent fleet (Fleet) that
 // dials the device gateway with gatewaytest clients, takes every
 // lease_offer to a per-caller script (Work) and uploads a small valid MP4.

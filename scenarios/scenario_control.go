@@ -1,12 +1,9 @@
 package scenarios
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/protocol"
 )
 
@@ -34,21 +32,19 @@ func cmdCreate(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
-	body := map[string]any{"service": scService, "params": map[string]string{"seed": name},
-		"input_base64":       base64.StdEncoding.EncodeToString([]byte("input of " + name)),
-		"max_attempts":       maxAttempts,
-		"admission_window_s": int64(window / time.Second)}
+	req := loadgen.JobRequest{Service: scService, Params: map[string]string{"seed": name},
+		Input: []byte("input of " + name), MaxAttempts: new(maxAttempts), AdmissionWindowS: new(int64(window / time.Second))}
 	gw, err := r.stack(st.opt("via", "gw1"))
 	if err != nil {
 		return err
 	}
 	if arg(st, 1) == "async" {
 		return r.background(name, "POST /v1/jobs ("+name+")", func() (string, error) {
-			got, _, err := r.postJob(gw, name, body)
+			got, _, err := r.postJob(gw, name, req)
 			return got, err
 		})
 	}
-	got, detail, err := r.postJob(gw, name, body)
+	got, detail, err := r.postJob(gw, name, req)
 	if err != nil {
 		return err
 	}
@@ -60,25 +56,27 @@ func cmdCreate(r *scRun, st scStep) error {
 
 // postJob sends the create and, on 201, names the job. It returns
 // "created" or the refusal's code, and the reply for error messages.
-func (r *scRun) postJob(gw *scStack, name string, body map[string]any) (got, detail string, err error) {
-	status, resp, err := r.buyerCall(gw.baseURL(), http.MethodPost, "/v1/jobs", body)
+func (r *scRun) postJob(gw *scStack, name string, req loadgen.JobRequest) (got, detail string, err error) {
+	status, job, err := r.buyer(gw.baseURL(), r.apiKey).CreateJob(r.ctx, req)
+	detail = fmt.Sprintf("HTTP %d %s", status, job.ID)
+	if err != nil {
+		detail = err.Error() // a refusal's status and body, or why there was no reply
+	}
+	status, code, err := replyOf(status, err)
 	if err != nil {
 		return "", "", err
 	}
-	id, _ := resp["id"].(string)
-	r.tl.add(laneGateway, fmt.Sprintf("buyer -> POST /v1/jobs (%s): %d %v", name, status, resp["status"]))
-	detail = fmt.Sprintf("HTTP %d %v", status, resp)
-	if status != http.StatusCreated || !protocol.ValidID(id) {
-		code, _ := resp["code"].(string)
+	r.tl.add(laneGateway, fmt.Sprintf("buyer -> POST /v1/jobs (%s): %d %s%s", name, status, job.Status, code))
+	if status != http.StatusCreated || !protocol.ValidID(job.ID) {
 		if code == "" {
 			code = "http_" + strconv.Itoa(status)
 		}
 		return code, detail, nil
 	}
 	r.mu.Lock()
-	r.jobs[name] = id
+	r.jobs[name] = job.ID
 	r.mu.Unlock()
-	r.setName(id, name)
+	r.setName(job.ID, name)
 	return "created", detail, nil
 }
 
@@ -102,16 +100,14 @@ func cmdCancel(r *scRun, st scStep) error {
 }
 
 func (r *scRun) cancelJob(base, id string) (string, error) {
-	status, resp, err := r.buyerCall(base, http.MethodPost, "/v1/jobs/"+id+"/cancel", nil)
+	status, job, err := r.buyer(base, r.apiKey).Cancel(r.ctx, id)
+	status, code, err := replyOf(status, err)
 	if err != nil {
 		return "", err
 	}
-	var got string
-	switch status {
-	case http.StatusOK, http.StatusAccepted:
-		got, _ = resp["status"].(string)
-	default:
-		got, _ = resp["code"].(string)
+	got := code // the refusal's code, or the job's status on 200 and 202
+	if code == "" {
+		got = string(job.Status)
 	}
 	r.tl.add(laneGateway, fmt.Sprintf("buyer -> POST /v1/jobs/%s/cancel: %d %s", r.name(id), status, got))
 	return got, nil
@@ -128,35 +124,23 @@ func (r *scRun) jobVia(st scStep, i int) (string, *scStack, error) {
 	return id, gw, err
 }
 
-// buyerCall sends one authenticated API request to the gateway at base.
-func (r *scRun) buyerCall(base, method, path string, body any) (int, map[string]any, error) {
-	return r.callWithKey(base, method, path, body, r.apiKey)
+// buyer is the API client of the gateway at base, authenticated by key.
+func (r *scRun) buyer(base, key string) *loadgen.Buyer {
+	return &loadgen.Buyer{BaseURL: base, Key: key, HTTP: r.httpc}
 }
 
-// callWithKey sends one API request authenticated by key.
-func (r *scRun) callWithKey(base, method, path string, body any, key string) (int, map[string]any, error) {
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(data)
+// replyOf is a buyer call's outcome as the HTTP status and, for a
+// refusal, the API's error code: status is the one of a call the client
+// accepted; a call that got no reply is an error.
+func replyOf(status int, err error) (int, string, error) {
+	var se *loadgen.StatusError
+	switch {
+	case err == nil:
+		return status, "", nil
+	case errors.As(err, &se):
+		return se.Status, se.API.Code, nil
 	}
-	req, err := http.NewRequestWithContext(r.ctx, method, base+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := r.httpc.Do(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	out := map[string]any{}
-	_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out)
-	return resp.StatusCode, out, nil
+	return 0, "", err
 }
 
 // cmdAdvance moves the pinned clock every stack decides by.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/grant"
@@ -57,42 +58,47 @@ func cmdIntruder(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
-	method, path := http.MethodGet, "/v1/jobs/"+id
+	b := r.buyer(gw.baseURL(), key)
+	method, path := http.MethodGet, "/v1/jobs/"+id // for the timeline
+	status := http.StatusOK
+	var page loadgen.JobsPage
 	switch op {
 	case "get":
+		_, err = b.Job(r.ctx, id)
 	case "events":
 		path += "/events"
+		_, err = b.Events(r.ctx, id)
 	case "cancel":
 		method, path = http.MethodPost, path+"/cancel"
+		status, _, err = b.Cancel(r.ctx, id)
 	case "list": // the intruder's own listing must not show JOB
 		path = "/v1/jobs"
+		page, err = b.ListJobs(r.ctx, 0, "")
 	case "cursor": // the owner's next-page cursor, replayed by the intruder
-		status, page, err := r.callWithKey(gw.baseURL(), http.MethodGet, "/v1/jobs?limit=1", nil, r.apiKey)
-		if err != nil {
-			return err
+		owner, oerr := r.buyer(gw.baseURL(), r.apiKey).ListJobs(r.ctx, 1, "")
+		if oerr != nil {
+			return fmt.Errorf("intruder cursor: the owner's first page of one job: %w", oerr)
 		}
-		cur, _ := page["next_cursor"].(string)
-		if status != http.StatusOK || cur == "" {
-			return fmt.Errorf("intruder cursor: the owner's first page of one job gave %d and no next_cursor (the scenario needs two jobs): %v", status, page)
+		if owner.NextCursor == "" {
+			return fmt.Errorf("intruder cursor: the owner's first page of one job gave no next_cursor (the scenario needs two jobs): %v", owner)
 		}
-		path = "/v1/jobs?limit=1&cursor=" + url.QueryEscape(cur)
+		path = "/v1/jobs?limit=1&cursor=" + url.QueryEscape(owner.NextCursor)
+		page, err = b.ListJobs(r.ctx, 1, owner.NextCursor)
 	default:
 		return fmt.Errorf("intruder: unknown op %q (want get, events, cancel, list or cursor)", op)
 	}
-	status, resp, err := r.callWithKey(gw.baseURL(), method, path, nil, key)
+	status, code, err := replyOf(status, err)
 	if err != nil {
 		return err
 	}
-	r.tl.add(laneGateway, fmt.Sprintf("%s key -> %s %s: %d %v", who, method, strings.Replace(path, id, r.name(id), 1), status, resp["code"]))
+	r.tl.add(laneGateway, fmt.Sprintf("%s key -> %s %s: %d %s", who, method, strings.Replace(path, id, r.name(id), 1), status, code))
 	r.reply(fmt.Sprintf("intruder %s %s -> %d", who, op, status))
 	if status != want {
-		return fmt.Errorf("intruder %s %s %s: want HTTP %d, got %d %v", who, op, r.name(id), want, status, resp)
+		return fmt.Errorf("intruder %s %s %s: want HTTP %d, got %d %s", who, op, r.name(id), want, status, code)
 	}
-	if jobs, _ := resp["jobs"].([]any); op == "list" || op == "cursor" {
-		for _, j := range jobs {
-			if m, _ := j.(map[string]any); m != nil && m["id"] == id {
-				return fmt.Errorf("intruder %s %s: another buyer's job %s is listed: %v", who, op, r.name(id), resp)
-			}
+	for _, j := range page.Jobs {
+		if j.ID == id {
+			return fmt.Errorf("intruder %s %s: another buyer's job %s is listed: %v", who, op, r.name(id), page)
 		}
 	}
 	if op != "list" {

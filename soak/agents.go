@@ -110,8 +110,8 @@ func (s *stack) submit(ctx context.Context) {
 		b := s.buyers[n%len(s.buyers)]
 		wg.Go(func() {
 			s.submitted.Add(1)
-			job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: service,
-				Params: map[string]string{"soak": fmt.Sprint(n)}, Input: input, MaxAttempts: 3})
+			_, job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: service,
+				Params: map[string]string{"soak": fmt.Sprint(n)}, Input: input, MaxAttempts: new(3)})
 			if err != nil {
 				s.refused.Add(1)
 				return

@@ -1,24 +1,20 @@
 package targets
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"net/http/httptest"
-	"slices"
 	"time"
 
+	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/api"
 )
 
 // stackInput is the input every job created through the API carries: the
 // bytes whose SHA-256 the generator's requests declare (normalization 4).
-var stackInput = base64.StdEncoding.EncodeToString([]byte("test"))
+var stackInput = []byte("test")
 
 // apiFields maps the API's names of request fields back to the service
 // layer's validation fields (the inverse of the API's own mapping).
@@ -32,30 +28,37 @@ func (t *StackTarget) CreateJob(ctx context.Context, now time.Time, req protocol
 	if req.AdmissionWindow%time.Second != 0 {
 		return protocol.Reply{}, fmt.Errorf("create job: admission window %s is not whole seconds, which the API cannot express", req.AdmissionWindow)
 	}
-	body, err := json.Marshal(map[string]any{"service": req.Service, "input_base64": stackInput,
-		"max_attempts": req.MaxAttempts, "admission_window_s": int64(req.AdmissionWindow / time.Second)})
+	b, err := t.buyer(req.BuyerID, "/v1/jobs")
 	if err != nil {
 		return protocol.Reply{}, err
 	}
-	body = append(append(body[:len(body)-1], `,"params":`...), rawJSONObject(req.Params)...)
-	body = append(body, '}')
-	status, out, err := t.call(ctx, req.BuyerID, "/v1/jobs", body, req.IdempotencyKey)
+	params := req.Params
+	if params == nil {
+		params = map[string]string{} // the request has no params: an empty object, not null
+	}
+	// Every field is sent, zeros included: the generator draws values the
+	// service layer must refuse, which the API's defaults would hide.
+	status, job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: req.Service, Params: params, Input: stackInput,
+		MaxAttempts: new(req.MaxAttempts), AdmissionWindowS: new(int64(req.AdmissionWindow / time.Second)),
+		IdempotencyKey: req.IdempotencyKey})
+	if err == nil {
+		return protocol.Reply{Code: protocol.CodeCreated, JobID: job.ID, Existing: status == http.StatusOK}, nil
+	}
+	se, err := refusal(err)
 	if err != nil {
 		return protocol.Reply{}, err
 	}
-	switch status {
-	case http.StatusCreated, http.StatusOK:
-		return protocol.Reply{Code: protocol.CodeCreated, JobID: out.ID, Existing: status == http.StatusOK}, nil
+	switch se.Status {
 	case http.StatusUnprocessableEntity:
-		field := out.Field
+		field := se.API.Field
 		if f, ok := apiFields[field]; ok {
 			field = f
 		}
-		return protocol.Reply{Code: protocol.CodeValidation, Field: field, Message: out.Message}, nil
+		return protocol.Reply{Code: protocol.CodeValidation, Field: field, Message: se.API.Message}, nil
 	case http.StatusPaymentRequired, http.StatusConflict:
-		return protocol.Reply{Code: protocol.Code(out.Code), Message: out.Message}, nil
+		return protocol.Reply{Code: protocol.Code(se.API.Code), Message: se.API.Message}, nil
 	}
-	return protocol.Reply{}, fmt.Errorf("create job: HTTP %d %s: %s", status, out.Code, out.Message)
+	return protocol.Reply{}, fmt.Errorf("create job: HTTP %d %s: %s", se.Status, se.API.Code, se.API.Message)
 }
 
 // Cancel implements faults.Target with POST /v1/jobs/{id}/cancel as the buyer.
@@ -63,78 +66,50 @@ func (t *StackTarget) Cancel(ctx context.Context, now time.Time, buyer, job stri
 	if err := t.begin(now); err != nil {
 		return protocol.Reply{}, err
 	}
-	status, out, err := t.call(ctx, buyer, "/v1/jobs/"+job+"/cancel", nil, "")
+	b, err := t.buyer(buyer, "/v1/jobs/"+job+"/cancel")
 	if err != nil {
 		return protocol.Reply{}, err
 	}
-	switch status {
-	case http.StatusOK:
+	status, _, err := b.Cancel(ctx, job)
+	switch {
+	case err == nil && status == http.StatusOK:
 		return protocol.Reply{Code: protocol.CodeCancelled}, nil
-	case http.StatusAccepted:
-		return protocol.Reply{Code: protocol.CodeCancelling}, nil
-	case http.StatusConflict, http.StatusNotFound:
-		return protocol.Reply{Code: protocol.Code(out.Code), Message: out.Message}, nil
+	case err == nil:
+		return protocol.Reply{Code: protocol.CodeCancelling}, nil // 202, the client's only other answer
 	}
-	return protocol.Reply{}, fmt.Errorf("cancel job: HTTP %d %s: %s", status, out.Code, out.Message)
+	se, err := refusal(err)
+	if err != nil {
+		return protocol.Reply{}, err
+	}
+	switch se.Status {
+	case http.StatusConflict, http.StatusNotFound:
+		return protocol.Reply{Code: protocol.Code(se.API.Code), Message: se.API.Message}, nil
+	}
+	return protocol.Reply{}, fmt.Errorf("cancel job: HTTP %d %s: %s", se.Status, se.API.Code, se.API.Message)
 }
 
-// apiAnswer is what the harness reads of an API response: a job's id, or
-// an error body.
-type apiAnswer struct {
-	ID string `json:"id"`
-	api.Error
-}
-
-// call POSTs body to path through the API handler as buyer.
-func (t *StackTarget) call(ctx context.Context, buyer, path string, body []byte, idemKey string) (int, apiAnswer, error) {
+// buyer returns the API client of buyer, for a request to path (named in
+// the error). It reaches the API handler in process, not over HTTP.
+func (t *StackTarget) buyer(buyer, path string) (*loadgen.Buyer, error) {
 	key, ok := t.apiKeys[buyer]
 	if !ok {
-		return 0, apiAnswer{}, fmt.Errorf("POST %s: buyer %s has no API key", path, buyer)
+		return nil, fmt.Errorf("POST %s: buyer %s has no API key", path, buyer)
 	}
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	if idemKey != "" {
-		req.Header.Set("Idempotency-Key", idemKey)
-	}
-	rec := httptest.NewRecorder()
-	t.api.ServeHTTP(rec, req)
-	var out apiAnswer
-	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
-		return 0, out, fmt.Errorf("POST %s: HTTP %d with a body that is not JSON: %w", path, rec.Code, err)
-	}
-	return rec.Code, out, nil
+	// The host is never dialled: HandlerTransport serves the path.
+	return &loadgen.Buyer{BaseURL: "http://api.invalid", Key: key,
+		HTTP: &http.Client{Transport: loadgen.HandlerTransport{Handler: t.api}}}, nil
 }
 
-// rawJSONObject renders params as a JSON object whose string bytes are the
-// params' own, invalid UTF-8 included: encoding/json would replace such
-// bytes with U+FFFD, so the API would never see what the generator drew
-// (written by hand for that reason alone; keys are sorted, and quotes,
-// backslashes and control bytes are escaped as JSON requires).
-func rawJSONObject(params map[string]string) []byte {
-	out := []byte{'{'}
-	for i, k := range slices.Sorted(maps.Keys(params)) {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = appendRawJSONString(out, k)
-		out = append(out, ':')
-		out = appendRawJSONString(out, params[k])
+// refusal returns the reply of a call the client did not accept, whose
+// status and error body the caller maps to a reply; a failed call, or a
+// reply whose body is not JSON, is an error.
+func refusal(err error) (*loadgen.StatusError, error) {
+	var se *loadgen.StatusError
+	if !errors.As(err, &se) {
+		return nil, err
 	}
-	return append(out, '}')
-}
-
-func appendRawJSONString(out []byte, s string) []byte {
-	out = append(out, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			out = append(out, '\\', c)
-		case c < 0x20:
-			out = fmt.Appendf(out, `\u%04x`, c)
-		default:
-			out = append(out, c)
-		}
+	if !json.Valid(se.Body) {
+		return nil, fmt.Errorf("%s %s: HTTP %d with a body that is not JSON", se.Method, se.Path, se.Status)
 	}
-	return append(out, '"')
+	return se, nil
 }
