@@ -64,7 +64,11 @@ func TestDBClockSharesOneRead(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	reads := 0
-	c := dbClock{maxAge: time.Second, local: time.Now,
+	// A still local clock: a caller that comes late (a loaded machine) is
+	// served the reading carried forward by zero, so every caller sees db
+	// whether it joined the read in flight or found it fresh.
+	local := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	c := dbClock{maxAge: time.Second, local: func() time.Time { return local },
 		read: func(ctx context.Context) (time.Time, error) {
 			mu.Lock()
 			reads++
