@@ -18,7 +18,7 @@ build:
 # (DATABASE_URL, else an embedded cluster from local binaries, else Docker).
 # -tags faultpoints arms the fault points the scenario catalogue blocks and
 # kills at; -tags mutations compiles in the broken variants the harness must
-# catch (--server-mutation); production builds (make build) have neither,
+# catch (--server-variant); production builds (make build) have neither,
 # which TestDefaultBuild* checks from the tagged build.
 test:
 	$(GO) test -race -count=1 -timeout 14m -tags $(TAGS) $(PKGS)

@@ -49,7 +49,7 @@ func modelRate(ctx context.Context, seconds float64) CampaignRate {
 	workers := runtime.NumCPU()
 	c := faults.Campaign{Gen: faults.DefaultGenConfig, Steps: campaignSteps, Workers: workers,
 		Factory: func(_ context.Context, _ int, seed uint64) ([]faults.Target, error) {
-			return []faults.Target{faults.NewModelTarget(seed, sim.Mutation(""))}, nil
+			return []faults.Target{faults.NewModelTarget(seed, sim.Variant(""))}, nil
 		}}
 	return timeBoxed(ctx, c, 4*workers, seconds)
 }
@@ -58,7 +58,7 @@ func modelRate(ctx context.Context, seconds float64) CampaignRate {
 // (fuzz --target both), one database per worker on the bench cluster.
 func diffRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) CampaignRate {
 	workers := runtime.NumCPU()
-	w, err := targets.NewPostgresWorkers(ctx, workers, server.MutationNone, func(ctx context.Context) (string, error) {
+	w, err := targets.NewPostgresWorkers(ctx, workers, server.VariantNone, func(ctx context.Context) (string, error) {
 		return pg.NewDatabase(ctx, targets.TemplateName)
 	})
 	if err != nil {

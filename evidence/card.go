@@ -108,9 +108,12 @@ type Failure struct {
 	Detail string `json:"detail"`
 	// Replay is the one command that reproduces the failure.
 	Replay string `json:"replay"`
-	// Target, Mutation and Events are the shrunk sequence, so that
+	// Target, Variant and Events are the shrunk sequence, so that
 	// `rendermac replay CARD.json` can run it without other files.
-	Target   string   `json:"target,omitempty"`
-	Mutation string   `json:"mutation,omitempty"`
-	Events   []string `json:"events,omitempty"`
+	// Variant's JSON key stays "mutation", its name before issue 26:
+	// cards already written carry it, and a reader at an older commit
+	// (ReadJSON refuses unknown fields) would reject a "variant" key.
+	Target  string   `json:"target,omitempty"`
+	Variant string   `json:"mutation,omitempty"`
+	Events  []string `json:"events,omitempty"`
 }

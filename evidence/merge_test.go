@@ -184,8 +184,8 @@ func shardFixture() []ShardCard {
 	two.Scenarios = []Scenario{{Name: "wrong_epoch", Fault: "f", Phase: "p", Expected: "e", Observed: "o",
 		Timeline: []TimelineEvent{{Lane: "agent", Step: 1, Label: "x"}}, DurationMs: 8}}
 	two.Failures = []Failure{
-		{Source: "model", Seed: 3, Detail: "divergence", Replay: "fuzz --seed 3", Target: "model", Mutation: "m", Events: []string{"tick"}},
-		{Source: "model", Seed: 4, Detail: "violation", Replay: "fuzz --seed 4", Target: "model", Mutation: "m"},
+		{Source: "model", Seed: 3, Detail: "divergence", Replay: "fuzz --seed 3", Target: "model", Variant: "m", Events: []string{"tick"}},
+		{Source: "model", Seed: 4, Detail: "violation", Replay: "fuzz --seed 4", Target: "model", Variant: "m"},
 		{Source: "determinism: model", Seed: 2, Detail: "differs", Replay: "fuzz --seed 2"},
 		{Source: "scenario wrong_epoch", Detail: "lost", Replay: "scenarios --run wrong_epoch"},
 	}

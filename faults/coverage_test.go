@@ -34,7 +34,7 @@ func TestRunCoverageCountsWhatWasReached(t *testing.T) {
 		require.NoError(t, err, l)
 		seq.Events = append(seq.Events, ev)
 	}
-	res, err := Run(context.Background(), modelFactory(sim.MutationNone), 0, seq, Options{Coverage: true})
+	res, err := Run(context.Background(), modelFactory(sim.VariantNone), 0, seq, Options{Coverage: true})
 	require.NoError(t, err)
 	require.Nil(t, res.Failure)
 	cov := res.Coverage
@@ -53,7 +53,7 @@ func TestRunCoverageCountsWhatWasReached(t *testing.T) {
 // frame-level faults (duplicate, reorder) that the events alone do not show.
 func TestCampaignCoverageSumsSeeds(t *testing.T) {
 	t.Parallel()
-	c := Campaign{Factory: modelFactory(sim.MutationNone), Gen: DefaultGenConfig, Seeds: []uint64{1, 2, 3}, Steps: 200, Workers: 1}
+	c := Campaign{Factory: modelFactory(sim.VariantNone), Gen: DefaultGenConfig, Seeds: []uint64{1, 2, 3}, Steps: 200, Workers: 1}
 	all, err := c.Run(context.Background())
 	require.NoError(t, err)
 	var sum Coverage

@@ -13,7 +13,7 @@ import (
 func TestModelRunsAreDeterministic(t *testing.T) {
 	t.Parallel()
 	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	got, err := CheckDeterminism(context.Background(), modelFactory(sim.MutationNone), Options{CompareState: true}, DefaultGenConfig, seeds, 120)
+	got, err := CheckDeterminism(context.Background(), modelFactory(sim.VariantNone), Options{CompareState: true}, DefaultGenConfig, seeds, 120)
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
@@ -24,7 +24,7 @@ func TestCheckDeterminismFindsTheFirstDifferingStep(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Uint64
 	leaky := func(_ context.Context, _ int, seed uint64) ([]Target, error) {
-		return []Target{NewModelTarget(seed+1000*runs.Add(1), sim.MutationNone)}, nil
+		return []Target{NewModelTarget(seed+1000*runs.Add(1), sim.VariantNone)}, nil
 	}
 	got, err := CheckDeterminism(context.Background(), leaky, Options{}, DefaultGenConfig, []uint64{3}, 120)
 	require.NoError(t, err)

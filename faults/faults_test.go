@@ -12,7 +12,7 @@ import (
 	"github.com/rendermac/rendermac/sim"
 )
 
-func modelFactory(mut sim.Mutation) Factory {
+func modelFactory(mut sim.Variant) Factory {
 	return func(_ context.Context, _ int, seed uint64) ([]Target, error) {
 		return []Target{NewModelTarget(seed, mut)}, nil
 	}
@@ -45,7 +45,7 @@ func TestEventTextRoundTrip(t *testing.T) {
 
 func TestReplayFileRoundTrip(t *testing.T) {
 	t.Parallel()
-	rf := ReplayFile{Target: "model", Mutation: "keep_slot", Seq: Generate(7, 50, DefaultGenConfig), Weights: DefaultGenConfig.WeightsString(),
+	rf := ReplayFile{Target: "model", Variant: "keep_slot", Seq: Generate(7, 50, DefaultGenConfig), Weights: DefaultGenConfig.WeightsString(),
 		Build: provenance.Build{Commit: "abc123", Dirty: true, GoVersion: "go1.26.8", SchemaVersion: 2,
 			ModelVersion: "1+aaaaaaaaaaaa", GeneratorVersion: GeneratorVersion()}}
 	var buf bytes.Buffer
@@ -66,7 +66,7 @@ func TestModelCampaign(t *testing.T) {
 	for i := range seeds {
 		seeds[i] = uint64(i + 1)
 	}
-	res, err := Campaign{Factory: modelFactory(sim.MutationNone), Gen: DefaultGenConfig, Seeds: seeds, Steps: 200, Workers: 2}.Run(context.Background())
+	res, err := Campaign{Factory: modelFactory(sim.VariantNone), Gen: DefaultGenConfig, Seeds: seeds, Steps: 200, Workers: 2}.Run(context.Background())
 	require.NoError(t, err)
 	for _, f := range res.Failures {
 		t.Errorf("seed %d: %s (replay: go run ./cmd/rendermac fuzz --target model --seed %d --steps 200)", f.Seed, f.Result.Failure, f.Seed)
@@ -95,8 +95,8 @@ func TestModelCampaign(t *testing.T) {
 // the shrunk sequence still fails when replayed.
 func TestCampaignCatchesBrokenModels(t *testing.T) {
 	t.Parallel()
-	for _, mut := range []sim.Mutation{sim.MutationCommitFromCancelling, sim.MutationNoEpochCheck,
-		sim.MutationRequeuePastBudget, sim.MutationKeepSlot} {
+	for _, mut := range []sim.Variant{sim.VariantCommitFromCancelling, sim.VariantNoEpochCheck,
+		sim.VariantRequeuePastBudget, sim.VariantKeepSlot} {
 		t.Run(string(mut), func(t *testing.T) {
 			t.Parallel()
 			seeds := make([]uint64, 300)
@@ -106,7 +106,7 @@ func TestCampaignCatchesBrokenModels(t *testing.T) {
 			f := modelFactory(mut)
 			res, err := Campaign{Factory: f, Gen: DefaultGenConfig, Seeds: seeds, Steps: 200, Workers: 1}.Run(context.Background())
 			require.NoError(t, err)
-			require.NotEmpty(t, res.Failures, "mutation %s was not caught", mut)
+			require.NotEmpty(t, res.Failures, "variant %s was not caught", mut)
 			first := res.Failures[0]
 			require.NotNil(t, first.Shrunk)
 			require.Less(t, len(first.Shrunk.Events), first.Result.Failure.Step+1, "shrinking removed nothing")

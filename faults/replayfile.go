@@ -12,8 +12,14 @@ import (
 
 // ReplayFile is a sequence with what is needed to run it again.
 type ReplayFile struct {
-	Target   string
-	Mutation string
+	Target string
+	// Variant is the deliberately broken variant the sequence ran against
+	// ("" none). On disk its key stays `mutation`, the name it had before
+	// issue 26: replay files already written (users' failures, attached to
+	// issues) carry it, and a reader at an older commit would take a
+	// `variant` line for an event, so renaming the key would break both
+	// directions for no gain.
+	Variant string
 	// Build is the provenance of the build that wrote the file; replay
 	// refuses a file from another build unless forced.
 	Build provenance.Build
@@ -33,8 +39,8 @@ func WriteReplay(w io.Writer, r ReplayFile) error {
 		fmt.Fprintf(bw, "build commit=%s dirty=%t go=%s schema=%d model=%s generator=%s\n",
 			b.Commit, b.Dirty, b.GoVersion, b.SchemaVersion, b.ModelVersion, b.GeneratorVersion)
 	}
-	if r.Mutation != "" {
-		fmt.Fprintf(bw, "mutation %s\n", r.Mutation)
+	if r.Variant != "" {
+		fmt.Fprintf(bw, "mutation %s\n", r.Variant)
 	}
 	if r.Weights != "" {
 		fmt.Fprintf(bw, "weights %s\n", r.Weights)
@@ -59,7 +65,7 @@ func ReadReplay(rd io.Reader) (ReplayFile, error) {
 		case "target":
 			r.Target = val
 		case "mutation":
-			r.Mutation = val
+			r.Variant = val
 		case "weights":
 			if _, err := ParseWeights(val); err != nil {
 				return r, fmt.Errorf("line %d: %w", n, err)

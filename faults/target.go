@@ -41,8 +41,8 @@ type Target interface {
 type ModelTarget struct{ M *sim.ExecutionModel }
 
 // NewModelTarget builds a model with the world's cast and the run's ids.
-func NewModelTarget(seed uint64, mutation sim.Mutation) *ModelTarget {
-	m := sim.New(sim.Config{LeaseTTL: WorldLeaseTTL, HeartbeatWindow: WorldHeartbeatWindow, Mutation: mutation}, IDSource(seed))
+func NewModelTarget(seed uint64, variant sim.Variant) *ModelTarget {
+	m := sim.New(sim.Config{LeaseTTL: WorldLeaseTTL, HeartbeatWindow: WorldHeartbeatWindow, Variant: variant}, IDSource(seed))
 	for _, b := range WorldBuyers {
 		m.AddBuyer(b.ID, b.BalanceCents)
 	}

@@ -60,7 +60,7 @@ func linRunTest(t *testing.T, target interface {
 
 // linPostgresTarget returns a Postgres target over a fresh database, the
 // service broken by mut ("" for the real one).
-func linPostgresTarget(t *testing.T, mut server.Mutation) *targets.PostgresTarget {
+func linPostgresTarget(t *testing.T, mut server.Variant) *targets.PostgresTarget {
 	t.Helper()
 	ctx := context.Background()
 	if testPG == nil {
@@ -158,7 +158,7 @@ func TestLinearizabilityOfLockedModel(t *testing.T) {
 }
 
 // TestLinearizabilityCatchesBrokenModel: the same, with the model's own
-// no_epoch_check mutation, must be refuted.
+// no_epoch_check variant, must be refuted.
 func TestLinearizabilityCatchesBrokenModel(t *testing.T) {
 	w := Workload{Seed: linSeed, Duration: 3 * time.Second}
 	b := linRunTest(t, NewLockedModel(linSeed, "no_epoch_check"), w)
@@ -170,7 +170,7 @@ func TestLinearizabilityCatchesBrokenModel(t *testing.T) {
 // job, against the model.
 func TestLinearizabilityPostgres(t *testing.T) {
 	w := Workload{Seed: linSeed}
-	b := linRunTest(t, linPostgresTarget(t, server.MutationNone), w)
+	b := linRunTest(t, linPostgresTarget(t, server.VariantNone), w)
 	codes := Codes(b.history)
 	t.Logf("operations by outcome:\n%s", FormatCodes(codes))
 	require.Positive(t, codes["tick tick"], "the clock never moved")

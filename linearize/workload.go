@@ -91,15 +91,15 @@ func NewPostgresTarget(ctx context.Context, w *targets.PostgresWorkers, seed uin
 
 // LockedModel is the model behind one mutex: an implementation that is
 // linearizable by construction, for proving the checker raises no false
-// alarm (and, with a sim.Mutation, that it catches a broken one).
+// alarm (and, with a sim.Variant, that it catches a broken one).
 type LockedModel struct {
 	mu sync.Mutex
 	t  *faults.ModelTarget
 }
 
 // NewLockedModel builds the model with the run's cast.
-func NewLockedModel(seed uint64, mutation string) *LockedModel {
-	t := faults.NewModelTarget(seed, sim.Mutation(mutation))
+func NewLockedModel(seed uint64, variant string) *LockedModel {
+	t := faults.NewModelTarget(seed, sim.Variant(variant))
 	for _, d := range linExtraDevices {
 		t.M.AddDevice(d.ID, d.Services, d.SlotsTotal)
 	}

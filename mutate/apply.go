@@ -4,6 +4,10 @@
 // (and optionally the mutated package's tests) on the copy, and reports
 // which check killed each mutant and which survived.
 //
+// A mutant is a source edit applied to a copy of the tree, not one of the
+// broken variants (sim.Variant, server.Variant, gateway.Variant) that a
+// -tags mutations build compiles in and a flag selects at run time.
+//
 // The applier is patch-based: a mutant names a file, an exact snippet and
 // its replacement. No Go mutation tool is served by this workplace's
 // module proxy; a hand-written catalogue also lets each mutant be a real

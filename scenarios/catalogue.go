@@ -34,10 +34,10 @@ type Scenario struct {
 	// Expected is the outcome the scenario asserts, in words: the wire
 	// replies and the final rows.
 	Expected string
-	// BrokenBy lists the deliberately broken variants (server mutations or
-	// harness variants, see Variants) this scenario must fail against.
+	// BrokenBy lists the deliberately broken variants (server variants or
+	// harness variants, see VariantNames) this scenario must fail against.
 	BrokenBy []string
-	// Proposed describes the server mutation that would break the scenario
+	// Proposed describes the server variant that would break the scenario
 	// when no available variant does; empty when BrokenBy is not.
 	Proposed string
 	// Needs lists what the scenario requires beyond the shared Postgres:

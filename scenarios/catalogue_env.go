@@ -20,10 +20,11 @@ const DefaultFrameTimeout = 5 * time.Second
 
 // EnvOptions select the stack the catalogue runs against.
 type EnvOptions struct {
-	// Mutation runs a deliberately broken service layer.
-	Mutation server.Mutation
-	// Variant runs a harness-level broken variant (see Variants); "" none.
-	Variant string
+	// ServerVariant runs a deliberately broken service layer.
+	ServerVariant server.Variant
+	// HarnessVariant runs a harness-level broken variant (see
+	// harnessVariants); "" none.
+	HarnessVariant string
 	// FrameTimeout bounds each wait (default DefaultFrameTimeout). Broken
 	// variant runs may lower it: their expected frame never comes.
 	FrameTimeout time.Duration
@@ -50,8 +51,8 @@ func NewEnv(ctx context.Context, pg *targets.Postgres, opts EnvOptions) (*Env, e
 	if pg == nil || pg.Provider == nil {
 		return nil, errors.New("scenarios: NewEnv needs a Postgres (see targets.OpenPostgres)")
 	}
-	if opts.Variant != "" && harnessVariants[opts.Variant] == "" {
-		return nil, fmt.Errorf("scenarios: unknown harness variant %q", opts.Variant)
+	if opts.HarnessVariant != "" && harnessVariants[opts.HarnessVariant] == "" {
+		return nil, fmt.Errorf("scenarios: unknown harness variant %q", opts.HarnessVariant)
 	}
 	if opts.FrameTimeout <= 0 {
 		opts.FrameTimeout = DefaultFrameTimeout

@@ -17,7 +17,7 @@ import (
 //	phase:     the lifecycle phase it strikes (required)
 //	expect:    the asserted outcome in words (required)
 //	broken-by: comma-separated variants the scenario must fail against
-//	proposed:  the server mutation that would break it, when no variant does
+//	proposed:  the server variant that would break it, when no variant does
 //	postgres:  shared (default), dedicated (own cluster, may be stopped) or
 //	           proxy (the service's pool goes through the harness's TCP proxy)
 //	pings:     on (default) or off: the gateways send no WebSocket pings, so
@@ -95,7 +95,7 @@ func parseScenario(file, text string) (Scenario, error) {
 		return s, fmt.Errorf("%s: neither broken-by nor proposed: nothing shows the scenario can fail", file)
 	}
 	for _, v := range s.BrokenBy {
-		if !KnownVariant(v) && (mutationsBuilt || harnessOnly(v)) {
+		if !KnownVariant(v) && (variantsBuilt || harnessOnly(v)) {
 			return s, fmt.Errorf("%s: broken-by names unknown variant %q (known: %s)", file, v, strings.Join(VariantNames(), ", "))
 		}
 	}

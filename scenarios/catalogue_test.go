@@ -53,7 +53,7 @@ var requiredScenarios = []string{
 
 // Every script parses, names its fault, phase and outcome, carries a
 // reached mark, and is either paired with a broken variant or names the
-// mutation that would break it.
+// variant that would break it.
 func TestCatalogueIsWellFormed(t *testing.T) {
 	list := Catalogue()
 	var names []string
@@ -62,7 +62,7 @@ func TestCatalogueIsWellFormed(t *testing.T) {
 		require.NotEmpty(t, s.steps, s.Name)
 		require.True(t, len(s.BrokenBy) > 0 || s.Proposed != "", s.Name)
 		for _, v := range s.BrokenBy {
-			require.True(t, DescribeVariant(v) != "" || !mutationsBuilt, "%s: %s", s.Name, v)
+			require.True(t, DescribeVariant(v) != "" || !variantsBuilt, "%s: %s", s.Name, v)
 		}
 	}
 	for _, want := range requiredScenarios {
@@ -109,7 +109,7 @@ func skipUnlessRunnable(t *testing.T, s Scenario) {
 // mutations), failing under CI, which must build with it.
 func skipUnlessBuilt(t *testing.T, variant string) {
 	t.Helper()
-	if !KnownVariant(variant) && !mutationsBuilt {
+	if !KnownVariant(variant) && !variantsBuilt {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("variant %s: CI must build with -tags mutations", variant)
 		}
@@ -164,7 +164,7 @@ func TestScenarioBrokenVariants(t *testing.T) {
 		}
 	}
 	slices.Sort(pending)
-	t.Logf("not yet shown failing (need the proposed mutation):\n  %s", strings.Join(pending, "\n  "))
+	t.Logf("not yet shown failing (need the proposed variant):\n  %s", strings.Join(pending, "\n  "))
 	t.Logf("broken variants: %s", time.Since(start).Round(time.Millisecond))
 }
 

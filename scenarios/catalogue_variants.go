@@ -12,7 +12,7 @@ import (
 
 // A variant is a deliberately broken stack a scenario must fail against,
 // proving its checks are not vacuous (STYLE: every property is paired with a
-// broken variant). Server mutations remove one fence inside the service
+// broken variant). Server variants remove one fence inside the service
 // layer; harness variants break the stack from outside server/, through
 // what the harness wires: the service's configuration, the artifact store,
 // the gateway's loops.
@@ -58,23 +58,23 @@ var harnessVariants = map[string]string{
 	// the broken gateways: variants_mutations.go, -tags mutations only
 }
 
-// gatewayMutation is the gateway.Config mutation a harness variant names
-// (gateway.MutationNone for every other variant).
-func gatewayMutation(variant string) gateway.Mutation {
-	if m := gateway.Mutation(variant); slices.Contains(gateway.Mutations(), m) {
+// gatewayVariant is the gateway.Config variant a harness variant names
+// (gateway.VariantNone for every other variant).
+func gatewayVariant(variant string) gateway.Variant {
+	if m := gateway.Variant(variant); slices.Contains(gateway.Variants(), m) {
 		return m
 	}
-	return gateway.MutationNone
+	return gateway.VariantNone
 }
 
-// serverMutations are the service layer's broken variants, as listed by
-// ServerMutations (postgres.go): a mutation added there is a variant here.
-var serverMutations = targets.ServerMutations()
+// serverVariants are the service layer's broken variants, as listed by
+// ServerVariants (postgres.go): a variant added there is one here.
+var serverVariants = targets.ServerVariants()
 
-// VariantNames lists every variant: server mutations, then harness variants.
+// VariantNames lists every variant: server variants, then harness variants.
 func VariantNames() []string {
 	var out []string
-	for _, m := range serverMutations {
+	for _, m := range serverVariants {
 		out = append(out, string(m))
 	}
 	var h []string
@@ -87,12 +87,12 @@ func VariantNames() []string {
 
 // harnessOnly reports whether name could only be a harness variant: a
 // broken variant's name is snake_case, so anything else is a typo even in
-// a build without the mutations.
+// a build without the variants.
 func harnessOnly(name string) bool {
 	return strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != ""
 }
 
-// KnownVariant reports whether name is a server mutation or harness variant.
+// KnownVariant reports whether name is a server or harness variant.
 func KnownVariant(name string) bool { return slices.Contains(VariantNames(), name) }
 
 // DescribeVariant says what a variant breaks.
@@ -100,8 +100,8 @@ func DescribeVariant(name string) string {
 	if d, ok := harnessVariants[name]; ok {
 		return d
 	}
-	if slices.Contains(serverMutations, server.Mutation(name)) {
-		return "server mutation " + name
+	if slices.Contains(serverVariants, server.Variant(name)) {
+		return "server variant " + name
 	}
 	return ""
 }
@@ -112,13 +112,13 @@ func VariantOptions(name string) (EnvOptions, error) {
 	switch {
 	case name == "":
 		return EnvOptions{}, nil
-	case slices.Contains(serverMutations, server.Mutation(name)):
-		return EnvOptions{Mutation: server.Mutation(name)}, nil
+	case slices.Contains(serverVariants, server.Variant(name)):
+		return EnvOptions{ServerVariant: server.Variant(name)}, nil
 	case harnessVariants[name] != "":
-		return EnvOptions{Variant: name}, nil
+		return EnvOptions{HarnessVariant: name}, nil
 	}
-	if len(serverMutations) == 0 {
-		return EnvOptions{}, fmt.Errorf("unknown variant %q (known: %v): %w", name, VariantNames(), server.ErrNoMutations)
+	if len(serverVariants) == 0 {
+		return EnvOptions{}, fmt.Errorf("unknown variant %q (known: %v): %w", name, VariantNames(), server.ErrNoVariants)
 	}
 	return EnvOptions{}, fmt.Errorf("unknown variant %q (known: %v)", name, VariantNames())
 }

@@ -187,8 +187,8 @@ func (r *scRun) setup() error {
 	if err != nil {
 		return err
 	}
-	r.store = &scStore{Store: fs, fs: fs, bitflip: r.env.opts.Variant == VariantStoreBitflip,
-		dropWhenFull: r.env.opts.Variant == VariantStoreDropsWhenFull, unsealed: r.env.opts.Variant == VariantUnsealedOutputs, r: r}
+	r.store = &scStore{Store: fs, fs: fs, bitflip: r.env.opts.HarnessVariant == VariantStoreBitflip,
+		dropWhenFull: r.env.opts.HarnessVariant == VariantStoreDropsWhenFull, unsealed: r.env.opts.HarnessVariant == VariantUnsealedOutputs, r: r}
 	if r.s.pg == "proxy" {
 		if r.proxy, err = tcpproxy.New(hostPort(url)); err != nil {
 			return err
@@ -269,10 +269,10 @@ func (r *scRun) checkInvariants() error {
 }
 
 // serviceConfig is the service layer every stack of this run uses, broken
-// as the Env's mutation or harness variant says.
+// as the Env's server or harness variant says.
 func (r *scRun) serviceConfig() server.Config {
-	cfg := server.Config{LeaseTTL: scLeaseTTL, Mutation: r.env.opts.Mutation}
-	switch r.env.opts.Variant {
+	cfg := server.Config{LeaseTTL: scLeaseTTL, Variant: r.env.opts.ServerVariant}
+	switch r.env.opts.HarnessVariant {
 	case VariantLeaseTTLMismatch:
 		cfg.LeaseTTL = 10 * scLeaseTTL
 	case VariantNoMediaCheck:

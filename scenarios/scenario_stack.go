@@ -63,7 +63,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway %s: %w", name, err)
 	}
-	if r.env.opts.Variant == VariantNoPoolRecheck {
+	if r.env.opts.HarnessVariant == VariantNoPoolRecheck {
 		cfg.ShouldPing = nil // pgxpool's default: ping only after 1s idle
 	}
 	pool, err := store.OpenPoolConfig(ctx, cfg)
@@ -82,7 +82,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	m := metrics.New()
 	log := slog.New(&scLogHandler{r: r, gateway: name})
 	gcfg := gateway.Config{LeaseTTL: scLeaseTTL, PollInterval: -1, SweepInterval: -1, Clock: r.clock,
-		Mutation: gatewayMutation(r.env.opts.Variant)}
+		Variant: gatewayVariant(r.env.opts.HarnessVariant)}
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
 	}
@@ -92,7 +92,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	st.srv.Start()
 	runCtx, stopRun := context.WithCancel(context.Background())
 	st.stopRun, st.runDone = stopRun, make(chan struct{})
-	if r.env.opts.Variant == VariantNoListen {
+	if r.env.opts.HarnessVariant == VariantNoListen {
 		close(st.runDone)
 	} else {
 		go func() {

@@ -4,15 +4,15 @@ package scenarios
 
 import "github.com/rendermac/rendermac/server/gateway"
 
-// mutationsBuilt: this binary has the server's and the gateway's broken
+// variantsBuilt: this binary has the server's and the gateway's broken
 // variants.
-const mutationsBuilt = true
+const variantsBuilt = true
 
 // The broken gateways are harness variants only in a build with
 // -tags mutations.
 func init() {
-	harnessVariants[string(gateway.MutationAckProgressOnError)] = "the gateway answers progress_ok when the service call failed"
-	harnessVariants[string(gateway.MutationReleaseBeforeReply)] = "the gateway frees the slot (and offers) before writing the commit decision"
-	harnessVariants[string(gateway.MutationSessionFenced)] = "the gateway fences progress by the session an attempt was offered on"
-	harnessVariants[string(gateway.MutationHeartbeatRejected)] = "the gateway heartbeats a device on a rejected frame"
+	harnessVariants[string(gateway.VariantAckProgressOnError)] = "the gateway answers progress_ok when the service call failed"
+	harnessVariants[string(gateway.VariantReleaseBeforeReply)] = "the gateway frees the slot (and offers) before writing the commit decision"
+	harnessVariants[string(gateway.VariantSessionFenced)] = "the gateway fences progress by the session an attempt was offered on"
+	harnessVariants[string(gateway.VariantHeartbeatRejected)] = "the gateway heartbeats a device on a rejected frame"
 }

@@ -2,7 +2,7 @@
 
 package scenarios
 
-// mutationsBuilt: without -tags mutations the server and the gateway have
+// variantsBuilt: without -tags mutations the server and the gateway have
 // no broken variants, so a broken-by name that is no harness variant
 // cannot be checked here (the tagged build that make test runs checks it).
-const mutationsBuilt = false
+const variantsBuilt = false

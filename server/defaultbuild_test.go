@@ -23,13 +23,13 @@ import (
 // in that build (it needs the variants' names) and inspects the default
 // build from outside: its file set, and a binary built from it.
 
-// mutationNames are the service layer's and the gateway's variant names.
-func mutationNames() []string {
+// variantNames are the service layer's and the gateway's variant names.
+func variantNames() []string {
 	var out []string
-	for _, m := range server.Mutations() {
+	for _, m := range server.Variants() {
 		out = append(out, string(m))
 	}
-	for _, m := range gateway.Mutations() {
+	for _, m := range gateway.Variants() {
 		out = append(out, string(m))
 	}
 	return out
@@ -38,23 +38,23 @@ func mutationNames() []string {
 func goTool() string { return filepath.Join(runtime.GOROOT(), "bin", "go") }
 
 // The default build's files of server and server/gateway name no variant:
-// no mutation_on.go, no Mutation constant but MutationNone, no variant name.
-func TestDefaultBuildFilesHaveNoMutations(t *testing.T) {
-	require.Len(t, mutationNames(), 16, "the tagged build lists every variant")
+// no variant_on.go, no Variant constant but VariantNone, no variant name.
+func TestDefaultBuildFilesHaveNoVariants(t *testing.T) {
+	require.Len(t, variantNames(), 16, "the tagged build lists every variant")
 	out, err := exec.Command(goTool(), "list", "-f", `{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}`,
 		"github.com/rendermac/rendermac/server", "github.com/rendermac/rendermac/server/gateway").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	files := strings.Fields(string(out))
 	require.NotEmpty(t, files)
-	constRE := regexp.MustCompile(`\bMutation[A-Z]\w*`)
+	constRE := regexp.MustCompile(`\bVariant[A-Z]\w*`)
 	for _, f := range files {
-		require.NotEqual(t, "mutation_on.go", filepath.Base(f), "the default build compiles the variants")
+		require.NotEqual(t, "variant_on.go", filepath.Base(f), "the default build compiles the variants")
 		src, err := os.ReadFile(f)
 		require.NoError(t, err)
 		for _, c := range constRE.FindAllString(string(src), -1) {
-			require.Equal(t, "MutationNone", c, "%s names a mutation constant in the default build", f)
+			require.Equal(t, "VariantNone", c, "%s names a variant constant in the default build", f)
 		}
-		for _, name := range mutationNames() {
+		for _, name := range variantNames() {
 			require.False(t, strings.Contains(string(src), name), "%s names the variant %q in the default build", f, name)
 		}
 	}
@@ -63,10 +63,10 @@ func TestDefaultBuildFilesHaveNoMutations(t *testing.T) {
 // A rendermac binary built without tags carries none of the variants'
 // names (their strings die with the branches), while the tagged binary
 // does: the check can fail. Names that appear as data elsewhere do not
-// count: sim's model mutations share two with the service layer, and the
+// count: sim's model variants share two with the service layer, and the
 // embedded scenario catalogue lists in "broken-by:" lines which variant
 // breaks a scenario.
-func TestDefaultBinaryHasNoMutations(t *testing.T) {
+func TestDefaultBinaryHasNoVariants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds rendermac twice")
 	}
@@ -92,9 +92,9 @@ func TestDefaultBinaryHasNoMutations(t *testing.T) {
 		require.NoError(t, err)
 		data = append(append(data, b...), 0)
 	}
-	sim := []string{"no_epoch_check", "commit_from_cancelling"} // also sim's model mutations
+	sim := []string{"no_epoch_check", "commit_from_cancelling"} // also sim's model variants
 	checked := 0
-	for _, name := range mutationNames() {
+	for _, name := range variantNames() {
 		if slices.Contains(sim, name) {
 			continue
 		}
@@ -103,10 +103,10 @@ func TestDefaultBinaryHasNoMutations(t *testing.T) {
 		require.Equal(t, inData, n, "the default binary holds %q beyond the catalogue text", name)
 		require.Greater(t, bytes.Count(tagged, []byte(name)), n, "the tagged binary holds %q no more often: the check proves nothing", name)
 	}
-	require.Equal(t, len(mutationNames())-len(sim), checked)
+	require.Equal(t, len(variantNames())-len(sim), checked)
 	nm, err := exec.Command(goTool(), "tool", "nm", filepath.Join(dir, "plain")).CombinedOutput()
 	require.NoError(t, err)
 	for _, line := range strings.Split(string(nm), "\n") {
-		require.NotRegexp(t, `server(/gateway)?\.variant\.|server(/gateway)?\.Mutation[A-Z]`, line, "default binary symbol")
+		require.NotRegexp(t, `server(/gateway)?\.variant\.|server(/gateway)?\.Variant[A-Z]`, line, "default binary symbol")
 	}
 }

@@ -56,9 +56,9 @@
 // that happen anyway are retried, bounded by Config.MaxTxRetries and counted
 // in Stats.
 //
-// # Mutations
+// # Broken variants
 //
-// Config.Mutation selects a deliberately broken variant (see Mutation) so
+// Config.Variant selects a deliberately broken variant (see Variant) so
 // that the harness can prove it catches a broken fence. The variants exist
 // only in a build with -tags mutations; in the default build each hook the
 // fences consult is the constant false and compiles away.

@@ -52,7 +52,7 @@ type bundle struct {
 	svc   *server.Service
 	pool  *pgxpool.Pool
 	store *flakyStore
-	// violationsOK turns off the end-of-test invariant check, for mutation
+	// violationsOK turns off the end-of-test invariant check, for variant
 	// tests whose point is a broken state.
 	violationsOK bool
 }

@@ -25,19 +25,19 @@ const (
 	DefaultMaxTxRetries    = 8
 )
 
-// Mutation names a deliberately broken variant of the service (harness
+// Variant names a deliberately broken variant of the service (harness
 // only). The variants exist only in a build with -tags mutations
-// (mutation_on.go); the default build knows none of them, and its fence
-// code has no branch that a Mutation could take. MutationNone is the
+// (variant_on.go); the default build knows none of them, and its fence
+// code has no branch that a Variant could take. VariantNone is the
 // correct service.
-type Mutation string
+type Variant string
 
-// MutationNone is the correct service, the only one a default build has.
-const MutationNone Mutation = ""
+// VariantNone is the correct service, the only one a default build has.
+const VariantNone Variant = ""
 
-// ErrNoMutations is returned by CheckMutation in a build without
-// -tags mutations for any name but MutationNone.
-var ErrNoMutations = errors.New("this binary was built without -tags mutations: it has no broken variants")
+// ErrNoVariants is returned by CheckVariant in a build without
+// -tags mutations for any name but VariantNone.
+var ErrNoVariants = errors.New("this binary was built without -tags mutations: it has no broken variants")
 
 // Config tunes a Service. Zero fields take the defaults above; a nil
 // Services takes protocol.Services.
@@ -48,8 +48,8 @@ type Config struct {
 	// MaxTxRetries bounds how often one operation's transaction is re-run
 	// after a serialization failure (40001) or a deadlock (40P01).
 	MaxTxRetries int
-	// Mutation selects a broken variant; see Mutation and CheckMutation.
-	Mutation Mutation
+	// Variant selects a broken variant; see Variant and CheckVariant.
+	Variant Variant
 }
 
 // ErrInternal marks a state the service's own locks and checks should have
@@ -118,7 +118,7 @@ func NewService(pool *pgxpool.Pool, store artifact.Store, ids protocol.IDSource,
 	if cfg.MaxTxRetries <= 0 {
 		cfg.MaxTxRetries = DefaultMaxTxRetries
 	}
-	return &Service{pool: pool, store: store, ids: &syncIDs{ids: ids}, cfg: cfg, v: newVariant(cfg.Mutation), retries: map[string]int64{}}
+	return &Service{pool: pool, store: store, ids: &syncIDs{ids: ids}, cfg: cfg, v: newVariant(cfg.Variant), retries: map[string]int64{}}
 }
 
 // syncIDs serialises draws, so that a seeded IDSource (which is not safe

@@ -9,7 +9,7 @@ import (
 // authority is the fence of commit and fail: the attempt named by attemptID,
 // whether it belongs to jobID and deviceID and the token hashes to its
 // stored hash, and separately whether the epoch matches (so that
-// MutationNoEpochCheck can drop exactly that comparison).
+// VariantNoEpochCheck can drop exactly that comparison).
 func (m *ExecutionModel) authority(deviceID, jobID, attemptID string, epoch int, token string) (
 	a *attempt, ok, epochOK bool) {
 	a = m.attempts[attemptID]
@@ -35,7 +35,7 @@ func (m *ExecutionModel) authority(deviceID, jobID, attemptID string, epoch int,
 func (m *ExecutionModel) CommitBegin(now time.Time, deviceID string, c protocol.Commit, outputOK bool) protocol.Reply {
 	now = normalize(now)
 	a, ok, epochOK := m.authority(deviceID, c.JobID, c.AttemptID, c.LeaseEpoch, c.CommitToken)
-	if !ok || (!epochOK && m.cfg.Mutation != MutationNoEpochCheck) {
+	if !ok || (!epochOK && m.cfg.Variant != VariantNoEpochCheck) {
 		return protocol.Reply{Code: protocol.CodeCommitConflict}
 	}
 	if s := a.row.Status; s != protocol.AttemptUploading && s != protocol.AttemptCommitting {
@@ -97,7 +97,7 @@ func (m *ExecutionModel) CommitFinish(now time.Time, jobID, attemptID string) pr
 func (m *ExecutionModel) finishCommit(now time.Time, a *attempt, actor protocol.Actor) protocol.Reply {
 	j := a.job
 	cancelling := j.row.Status == protocol.JobCancelling
-	if cancelling && m.cfg.Mutation != MutationCommitFromCancelling {
+	if cancelling && m.cfg.Variant != VariantCommitFromCancelling {
 		m.finalizeCancel(a, actor, now)
 		return protocol.Reply{Code: protocol.CodeJobCancelled}
 	}

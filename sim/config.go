@@ -12,9 +12,9 @@ type Config struct {
 	LeaseTTL        time.Duration      // default 30s when zero
 	HeartbeatWindow time.Duration      // default 90s when zero
 	Services        []protocol.Service // default protocol.Services when nil
-	// Mutation selects a deliberately broken variant, for proving that the
-	// invariant checks can fail; it is MutationNone in real use.
-	Mutation Mutation
+	// Variant selects a deliberately broken variant, for proving that the
+	// invariant checks can fail; it is VariantNone in real use.
+	Variant Variant
 }
 
 // Defaults of docs/semantics.md ("Common rules").
@@ -38,22 +38,22 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Mutation names a deliberately broken variant of the model. Each one breaks
+// Variant names a deliberately broken variant of the model. Each one breaks
 // exactly one rule and each is caught by CheckInvariants; the tests prove it.
-type Mutation string
+type Variant string
 
 // The broken variants.
 const (
-	// MutationNone is the correct model.
-	MutationNone Mutation = ""
-	// MutationCommitFromCancelling lets transaction 2 succeed a cancelling
+	// VariantNone is the correct model.
+	VariantNone Variant = ""
+	// VariantCommitFromCancelling lets transaction 2 succeed a cancelling
 	// job, bypassing the transition assert and writing the status directly
 	// (with its journal row), as a careless implementation would.
-	MutationCommitFromCancelling Mutation = "commit_from_cancelling"
-	// MutationNoEpochCheck makes commit ignore lease_epoch.
-	MutationNoEpochCheck Mutation = "no_epoch_check"
-	// MutationRequeuePastBudget makes fail and sweep ignore max_attempts.
-	MutationRequeuePastBudget Mutation = "requeue_past_budget"
-	// MutationKeepSlot leaves a device slot occupied when an attempt ends.
-	MutationKeepSlot Mutation = "keep_slot"
+	VariantCommitFromCancelling Variant = "commit_from_cancelling"
+	// VariantNoEpochCheck makes commit ignore lease_epoch.
+	VariantNoEpochCheck Variant = "no_epoch_check"
+	// VariantRequeuePastBudget makes fail and sweep ignore max_attempts.
+	VariantRequeuePastBudget Variant = "requeue_past_budget"
+	// VariantKeepSlot leaves a device slot occupied when an attempt ends.
+	VariantKeepSlot Variant = "keep_slot"
 )

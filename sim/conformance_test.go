@@ -33,6 +33,6 @@ func (m modelTarget) CheckInvariants(ctx context.Context) ([]string, error) {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	conformance.Exercise(t, func(*testing.T) faults.Target {
-		return modelTarget{faults.NewModelTarget(1, sim.MutationNone)}
+		return modelTarget{faults.NewModelTarget(1, sim.VariantNone)}
 	}, conformance.Options{Strangers: true, RawRequests: true, MalformedFrames: true})
 }

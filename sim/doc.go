@@ -15,7 +15,7 @@
 // buyers the step touched, against bookkeeping of its own (a replayed status
 // per row, a live-attempt tally per device, held and captured tallies per
 // buyer) that the operations never read. That keeps a check after every
-// step cheap while still catching each deliberately broken Mutation.
+// step cheap while still catching each deliberately broken Variant.
 //
 // Illegal events (unknown ids, foreign devices, stale tokens) are answered
 // with the contract's reply codes, because the fault injector sends them on

@@ -43,7 +43,7 @@ var (
 // machine drives a model through random actions with perturbations. In
 // strict mode it also checks the replies the perturbations must get; in
 // loose mode (for mutated models) only the invariants are checked, so a
-// caught mutation is the checker's doing.
+// caught variant is the checker's doing.
 type machine struct {
 	m      *ExecutionModel
 	now    time.Time
@@ -58,8 +58,8 @@ type machine struct {
 	violations []protocol.Violation
 }
 
-func newMachine(mut Mutation, seed uint64, strict bool) *machine {
-	m := New(Config{Mutation: mut}, seededIDs(seed))
+func newMachine(mut Variant, seed uint64, strict bool) *machine {
+	m := New(Config{Variant: mut}, seededIDs(seed))
 	m.AddBuyer(buyerRich, 1_000_000)
 	m.AddBuyer(buyerPoor, 25)
 	m.AddDevice("dev-a", []string{svcSynthetic, svc720p}, 2)

@@ -18,7 +18,7 @@ import (
 func TestMachineRapid(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
-		mc := newMachine(MutationNone, rapid.Uint64().Draw(rt, "ids_seed"), true)
+		mc := newMachine(VariantNone, rapid.Uint64().Draw(rt, "ids_seed"), true)
 		c := rapidChooser{rt}
 		actions := map[string]func(*rapid.T){}
 		for name, act := range mc.actions() {
@@ -35,7 +35,7 @@ func TestMachineRapid(t *testing.T) {
 
 // walk runs the machine for steps actions drawn from a PRNG seeded with
 // seed, checking after each; it returns the machine and the failing step.
-func walk(mut Mutation, seed uint64, steps int, strict bool) (*machine, int, error) {
+func walk(mut Variant, seed uint64, steps int, strict bool) (*machine, int, error) {
 	mc := newMachine(mut, seed, strict)
 	acts := mc.actions()
 	names := make([]string, 0, len(acts))
@@ -60,7 +60,7 @@ func TestMachineWalk(t *testing.T) {
 	t.Parallel()
 	seen := map[protocol.Code]int{}
 	for seed := range uint64(60) {
-		mc, step, err := walk(MutationNone, seed, 400, true)
+		mc, step, err := walk(VariantNone, seed, 400, true)
 		require.NoError(t, err, "seed %d step %d", seed, step)
 		for code, n := range mc.codes {
 			seen[code] += n

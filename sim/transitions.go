@@ -35,7 +35,7 @@ func (m *ExecutionModel) setJob(j *job, to protocol.JobStatus, code protocol.Fai
 }
 
 // writeJob writes a job status and its journal row without the assert. Only
-// setJob and MutationCommitFromCancelling call it.
+// setJob and VariantCommitFromCancelling call it.
 func (m *ExecutionModel) writeJob(j *job, to protocol.JobStatus, code protocol.FailureCode, actor protocol.Actor,
 	now time.Time) {
 	from := j.row.Status
@@ -102,7 +102,7 @@ func (m *ExecutionModel) settle(j *job) {
 // releaseSlot frees the slot of an attempt that left the live set, in the
 // same step as the transition that ended it.
 func (m *ExecutionModel) releaseSlot(a *attempt) {
-	if m.cfg.Mutation == MutationKeepSlot {
+	if m.cfg.Variant == VariantKeepSlot {
 		return
 	}
 	a.device.occupied--
@@ -123,7 +123,7 @@ func (m *ExecutionModel) mayRequeue(j *job, a *attempt, now time.Time) bool {
 	if !now.Before(j.row.AdmissionDeadline) {
 		return false
 	}
-	return m.cfg.Mutation == MutationRequeuePastBudget || a.row.Number < j.row.MaxAttempts
+	return m.cfg.Variant == VariantRequeuePastBudget || a.row.Number < j.row.MaxAttempts
 }
 
 // finalizeCancel ends a cancelling job's live attempt and then the job, in

@@ -184,7 +184,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if len(fl.Events) == 0 {
 			continue
 		}
-		rf := faults.ReplayFile{Target: fl.Target, Mutation: fl.Mutation}
+		rf := faults.ReplayFile{Target: fl.Target, Variant: fl.Variant}
 		rf.Seq.Seed = fl.Seed
 		for i, line := range fl.Events {
 			ev, err := faults.ParseEvent(line)
@@ -193,7 +193,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			rf.Seq.Events = append(rf.Seq.Events, ev)
 		}
-		f := fuzzFlags{target: fl.Target, mutation: fl.Mutation, db: *db, workers: 1}
+		f := fuzzFlags{target: fl.Target, variant: fl.Variant, db: *db, workers: 1}
 		setup, cleanup, err := fuzzFactory(ctx, f, stderr)
 		if err != nil {
 			return err

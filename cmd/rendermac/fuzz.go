@@ -22,10 +22,10 @@ import (
 )
 
 type fuzzFlags struct {
-	target, mutation, replay, outDir, db string
-	seeds, steps, workers                int
-	seed, firstSeed                      uint64
-	progress, force                      bool
+	target, variant, replay, outDir, db string
+	seeds, steps, workers               int
+	seed, firstSeed                     uint64
+	progress, force                     bool
 	// gen is the generator's config; weights the --weight settings that
 	// made it, repeated in replay commands.
 	gen     faults.GenConfig
@@ -44,7 +44,8 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Uint64Var(&f.firstSeed, "first-seed", 1, "first seed of the campaign")
 	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "sequences run in parallel")
 	fs.StringVar(&f.replay, "replay", "", "replay a sequence file written by an earlier failure")
-	fs.StringVar(&f.mutation, "mutation", "", "run a deliberately broken variant (proves the checks can fail): "+strings.Join(mutationNames(), ", "))
+	variantFlag(fs, &f.variant, "variant", "mutation", "run a deliberately broken variant (proves the checks can fail): "+
+		strings.Join(modelVariantNames(), ", "))
 	fs.StringVar(&f.outDir, "failures", "rendermac-failures", "directory for shrunk failing sequences")
 	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL for --target both and stack (default: DATABASE_URL, else an embedded cluster)")
 	fs.BoolVar(&f.progress, "progress", false, "show progress (seeds done/total, rate, ETA) on stderr when it is a terminal, as qualify does")
@@ -73,7 +74,7 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		// The file says what it failed against; run it the same way.
-		rf, f.target, f.mutation = &r, r.Target, r.Mutation
+		rf, f.target, f.variant = &r, r.Target, r.Variant
 	}
 	fac, cleanup, err := fuzzFactory(ctx, f, stderr)
 	if err != nil {
@@ -98,8 +99,8 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if f.shard.Sharded() {
 		sharded = fmt.Sprintf(" shard=%s (of %d seeds from %d)", f.shard, seeds.total, f.firstSeed)
 	}
-	fmt.Fprintf(stderr, "fuzz: target=%s seeds=%d first=%d steps=%d workers=%d mutation=%q weights=%q%s\n",
-		f.target, len(seeds.list), seeds.first, f.steps, f.workers, f.mutation, f.gen.WeightsString(), sharded)
+	fmt.Fprintf(stderr, "fuzz: target=%s seeds=%d first=%d steps=%d workers=%d variant=%q weights=%q%s\n",
+		f.target, len(seeds.list), seeds.first, f.steps, f.workers, f.variant, f.gen.WeightsString(), sharded)
 	start := time.Now()
 	res, err := c.Run(ctx)
 	prog.done("fuzz " + f.target)
@@ -171,11 +172,11 @@ func reportFailure(w io.Writer, f fuzzFlags, sf faults.SeedFailure) error {
 
 func fuzzCommand(f fuzzFlags, rest string) string {
 	cmd := "go run ./cmd/rendermac fuzz --target " + f.target
-	if f.mutation != "" {
-		if f.target != "model" { // a server mutation exists only with -tags mutations
+	if f.variant != "" {
+		if f.target != "model" { // a server variant exists only with -tags mutations
 			cmd = "go run -tags mutations ./cmd/rendermac fuzz --target " + f.target
 		}
-		cmd += " --mutation " + f.mutation
+		cmd += " --variant " + f.variant
 	}
 	for _, w := range f.weights {
 		cmd += " --weight " + w
@@ -193,7 +194,7 @@ func writeFailure(f fuzzFlags, seq faults.Sequence) (string, error) {
 		return "", fmt.Errorf("write failure: %w", err)
 	}
 	defer file.Close()
-	if err := faults.WriteReplay(file, faults.ReplayFile{Target: f.target, Mutation: f.mutation, Build: currentBuild(),
+	if err := faults.WriteReplay(file, faults.ReplayFile{Target: f.target, Variant: f.variant, Build: currentBuild(),
 		Weights: f.gen.WeightsString(), Seq: seq}); err != nil {
 		return "", fmt.Errorf("write failure %s: %w", path, err)
 	}
@@ -234,18 +235,20 @@ type fuzzSetup struct {
 	pgKind, pgVersion string
 }
 
-func mutationNames() []string {
-	return []string{string(sim.MutationCommitFromCancelling), string(sim.MutationNoEpochCheck),
-		string(sim.MutationRequeuePastBudget), string(sim.MutationKeepSlot)}
+// modelVariantNames are the model's broken variants, the values --variant
+// takes with --target model.
+func modelVariantNames() []string {
+	return []string{string(sim.VariantCommitFromCancelling), string(sim.VariantNoEpochCheck),
+		string(sim.VariantRequeuePastBudget), string(sim.VariantKeepSlot)}
 }
 
 func fuzzFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup, func(), error) {
 	switch f.target {
 	case "model":
-		if f.mutation != "" && !slices.Contains(mutationNames(), f.mutation) {
-			return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown model --mutation %q (want one of %s)", f.mutation, strings.Join(mutationNames(), ", "))}
+		if f.variant != "" && !slices.Contains(modelVariantNames(), f.variant) {
+			return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown model --variant %q (want one of %s)", f.variant, strings.Join(modelVariantNames(), ", "))}
 		}
-		mut := sim.Mutation(f.mutation)
+		mut := sim.Variant(f.variant)
 		return fuzzSetup{factory: func(_ context.Context, _ int, seed uint64) ([]faults.Target, error) {
 			return []faults.Target{faults.NewModelTarget(seed, mut)}, nil
 		}}, func() {}, nil
@@ -257,29 +260,29 @@ func fuzzFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup,
 
 // postgresFactory runs the model and the Postgres service layer side by
 // side (--target both), and for --target stack the full stack as a third
-// target. --mutation breaks the service layer, never the model; with
+// target. --variant breaks the service layer, never the model; with
 // --target stack only the full stack's, so that the failure shows the
 // stack driver catching it.
 func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup, func(), error) {
 	var names []string
-	for _, m := range targets.ServerMutations() {
+	for _, m := range targets.ServerVariants() {
 		names = append(names, string(m))
 	}
-	if f.mutation != "" && !slices.Contains(names, f.mutation) {
+	if f.variant != "" && !slices.Contains(names, f.variant) {
 		if len(names) == 0 {
-			return fuzzSetup{}, nil, usageError{fmt.Sprintf("server --mutation %q: %v", f.mutation, server.ErrNoMutations)}
+			return fuzzSetup{}, nil, usageError{fmt.Sprintf("server --variant %q: %v", f.variant, server.ErrNoVariants)}
 		}
-		return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown server --mutation %q (want one of %s)", f.mutation, strings.Join(names, ", "))}
+		return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown server --variant %q (want one of %s)", f.variant, strings.Join(names, ", "))}
 	}
 	pg, err := targets.OpenPostgres(ctx, f.db, stderr)
 	if err != nil {
 		return fuzzSetup{}, nil, err
 	}
-	pgMutation := server.Mutation(f.mutation)
+	pgVariant := server.Variant(f.variant)
 	if f.target == "stack" {
-		pgMutation = server.MutationNone
+		pgVariant = server.VariantNone
 	}
-	workers, err := targets.NewPostgresWorkers(ctx, f.workers, pgMutation, pg.NewDatabase)
+	workers, err := targets.NewPostgresWorkers(ctx, f.workers, pgVariant, pg.NewDatabase)
 	if err != nil {
 		_ = pg.Close()
 		return fuzzSetup{}, nil, err
@@ -290,7 +293,7 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 	}
 	factory := workers.Factory("")
 	if f.target == "stack" {
-		stack, err := targets.NewStackWorkers(ctx, f.workers, server.Mutation(f.mutation), pg.NewDatabase)
+		stack, err := targets.NewStackWorkers(ctx, f.workers, server.Variant(f.variant), pg.NewDatabase)
 		if err != nil {
 			cleanup()
 			return fuzzSetup{}, nil, err

@@ -108,6 +108,15 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// variantFlag registers name, the flag that selects a deliberately broken
+// variant, and old, its name before the variants were called variants
+// (issue 26), as a deprecated alias writing the same value: scripts that
+// pass --mutation, --server-mutation or --model-mutation keep working.
+func variantFlag(fs *flag.FlagSet, p *string, name, old, usage string) {
+	fs.StringVar(p, name, "", usage)
+	fs.StringVar(p, old, "", "deprecated alias of --"+name)
+}
+
 // parseFlags parses args, turning a bad flag into a usageError.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {

@@ -22,7 +22,7 @@ type qualifyFlags struct {
 	stackSeeds, stackSteps                  int
 	detSeeds, detPgSeeds                    int
 	firstSeed                               uint64
-	out, db, serverMutation, modelMutation  string
+	out, db, serverVariant, modelVariant    string
 	scenarios                               string
 	noTimings, noScenarios, noCoverageGate  bool
 	gen                                     faults.GenConfig
@@ -65,8 +65,8 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "sequences run in parallel")
 	fs.StringVar(&f.out, "out", "evidence-out", "directory for the card (Markdown, JSON, JUnit XML, HTML) and replay files")
 	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL (default: DATABASE_URL, else an embedded cluster)")
-	fs.StringVar(&f.serverMutation, "server-mutation", "", "qualify a deliberately broken service layer (must fail)")
-	fs.StringVar(&f.modelMutation, "model-mutation", "", "qualify a deliberately broken model (must fail)")
+	variantFlag(fs, &f.serverVariant, "server-variant", "server-mutation", "qualify a deliberately broken service layer (must fail)")
+	variantFlag(fs, &f.modelVariant, "model-variant", "model-mutation", "qualify a deliberately broken model (must fail)")
 	fs.BoolVar(&f.noScenarios, "no-scenarios", false, "skip the phase-fault scenario catalogue")
 	fs.StringVar(&f.scenarios, "scenarios", "", "run only these scenarios: comma-separated names or glob patterns (default: all)")
 	fs.Var(&f.shard, "shard", "run shard `K/N`, the Kth of N contiguous slices of every campaign's seeds (the determinism "+
@@ -86,8 +86,8 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	if f.seeds < 1 || f.steps < 1 || f.pgSeeds < 0 || f.pgSteps < 1 || f.stackSeeds < 0 || f.stackSteps < 1 || f.workers < 1 {
 		return f, usageError{"--seeds, --steps, --pg-steps, --stack-steps and --workers must be at least 1, --pg-seeds and --stack-seeds at least 0"}
 	}
-	if _, err := scenarios.VariantOptions(f.serverMutation); err != nil {
-		return f, usageError{"--server-mutation: " + err.Error()}
+	if _, err := scenarios.VariantOptions(f.serverVariant); err != nil {
+		return f, usageError{"--server-variant: " + err.Error()}
 	}
 	if _, err := scenarios.Select(f.scenarios); err != nil {
 		return f, usageError{"--scenarios: " + err.Error()}
@@ -111,7 +111,7 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "qualify: shard %s: a slice of every campaign's seeds and of the scenarios\n", f.shard)
 	}
 
-	model := fuzzFlags{target: "model", mutation: f.modelMutation, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays"),
+	model := fuzzFlags{target: "model", variant: f.modelVariant, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays"),
 		gen: f.gen, weights: f.weights}
 	gate := !f.noCoverageGate
 	if err := qualifyCampaign(ctx, &card, "model", model, shardSeeds(f.firstSeed, f.seeds, f.shard), gate, prog, stderr); err != nil {
@@ -121,7 +121,7 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if f.pgSeeds > 0 {
-		both := fuzzFlags{target: "both", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.pgSteps, outDir: filepath.Join(f.out, "replays"),
+		both := fuzzFlags{target: "both", variant: f.serverVariant, db: f.db, workers: f.workers, steps: f.pgSteps, outDir: filepath.Join(f.out, "replays"),
 			gen: f.gen, weights: f.weights}
 		if err := qualifyCampaign(ctx, &card, "model-vs-postgres", both, shardSeeds(f.firstSeed, f.pgSeeds, f.shard), gate, prog, stderr); err != nil {
 			return err
@@ -131,7 +131,7 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if f.stackSeeds > 0 {
-		stack := fuzzFlags{target: "stack", mutation: f.serverMutation, db: f.db, workers: f.workers, steps: f.stackSteps, outDir: filepath.Join(f.out, "replays"),
+		stack := fuzzFlags{target: "stack", variant: f.serverVariant, db: f.db, workers: f.workers, steps: f.stackSteps, outDir: filepath.Join(f.out, "replays"),
 			gen: f.gen, weights: f.weights}
 		if err := qualifyCampaign(ctx, &card, "model-vs-postgres-vs-stack", stack, shardSeeds(f.firstSeed, f.stackSeeds, f.shard), gate, prog, stderr); err != nil {
 			return err
@@ -217,7 +217,7 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 	}
 	card.Campaigns = append(card.Campaigns, camp)
 	for i, sf := range res.Failures {
-		fl := evidence.Failure{Source: name, Seed: sf.Seed, Detail: sf.Result.Failure.String(), Target: f.target, Mutation: f.mutation,
+		fl := evidence.Failure{Source: name, Seed: sf.Seed, Detail: sf.Result.Failure.String(), Target: f.target, Variant: f.variant,
 			Replay: fuzzCommand(f, fmt.Sprintf("--seed %d --steps %d", sf.Seed, f.steps))}
 		if i == 0 && sf.Shrunk != nil {
 			path, err := writeFailure(f, *sf.Shrunk)
@@ -270,7 +270,7 @@ func qualifyDeterminism(ctx context.Context, card *evidence.Card, name string, f
 	card.Campaigns = append(card.Campaigns, camp)
 	for _, d := range diffs {
 		card.Failures = append(card.Failures, evidence.Failure{Source: "determinism: " + name, Seed: d.Seed,
-			Detail: d.String() + " (run the replay command twice and compare)", Target: f.target, Mutation: f.mutation,
+			Detail: d.String() + " (run the replay command twice and compare)", Target: f.target, Variant: f.variant,
 			Replay: fuzzCommand(f, fmt.Sprintf("--seed %d --steps %d", d.Seed, f.steps))})
 	}
 	return nil
@@ -309,7 +309,7 @@ var raceCount = regexp.MustCompile(`\([1-9][0-9]* during verification\)`)
 // qualifyScenarios runs the phase-fault catalogue against the full stack and
 // records every scenario (and each failure with its replay command).
 func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, prog *progress, stderr io.Writer) error {
-	opts, err := scenarios.VariantOptions(f.serverMutation)
+	opts, err := scenarios.VariantOptions(f.serverVariant)
 	if err != nil {
 		return usageError{err.Error()}
 	}
@@ -348,8 +348,8 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, 
 		card.Scenarios = append(card.Scenarios, ev)
 		if !res.Passed {
 			replay := "go run -tags faultpoints ./cmd/rendermac scenarios --run " + s.Name
-			if f.serverMutation != "" {
-				replay = "go run -tags faultpoints,mutations ./cmd/rendermac scenarios --run " + s.Name + " --mutation " + f.serverMutation
+			if f.serverVariant != "" {
+				replay = "go run -tags faultpoints,mutations ./cmd/rendermac scenarios --run " + s.Name + " --variant " + f.serverVariant
 			}
 			card.Failures = append(card.Failures, evidence.Failure{Source: "scenario " + s.Name,
 				Detail: fmt.Sprint(res.Err), Replay: replay})

@@ -27,7 +27,7 @@ func TestRegressionsReplayClean(t *testing.T) {
 	for _, path := range files {
 		rf, err := readReplay(path)
 		require.NoError(t, err)
-		fac, cleanup, err := fuzzFactory(ctx, fuzzFlags{target: rf.Target, mutation: rf.Mutation, db: pg.AdminURL(), workers: 1}, io.Discard)
+		fac, cleanup, err := fuzzFactory(ctx, fuzzFlags{target: rf.Target, variant: rf.Variant, db: pg.AdminURL(), workers: 1}, io.Discard)
 		require.NoError(t, err, path)
 		res, err := faults.Run(ctx, fac.factory, 0, rf.Seq, fac.options)
 		cleanup()

@@ -17,7 +17,7 @@ import (
 
 type scenariosFlags struct {
 	list, names, timeline, log bool
-	run, db, mutation          string
+	run, db, variant           string
 }
 
 // runScenarios lists or runs the named phase-fault scenario catalogue
@@ -25,12 +25,12 @@ type scenariosFlags struct {
 // identities, HTTP buyers) and exits 1 if any scenario fails.
 func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f scenariosFlags
-	fs := newFlagSet("scenarios", "[--list [--names]] [--run NAME[,NAME...]] [--db URL] [--mutation M] [--timeline]", stderr)
+	fs := newFlagSet("scenarios", "[--list [--names]] [--run NAME[,NAME...]] [--db URL] [--variant V] [--timeline]", stderr)
 	fs.BoolVar(&f.list, "list", false, "list the catalogue (name, fault, phase, expected outcome, broken variants) and exit")
 	fs.BoolVar(&f.names, "names", false, "with --list: only the names, one a line (for scripts)")
 	fs.StringVar(&f.run, "run", "", "run only these scenarios: comma-separated names or glob patterns (default: all)")
 	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL (default: DATABASE_URL, else an embedded cluster)")
-	fs.StringVar(&f.mutation, "mutation", "", "run against a deliberately broken variant (scenarios must fail): "+
+	variantFlag(fs, &f.variant, "variant", "mutation", "run against a deliberately broken variant (scenarios must fail): "+
 		strings.Join(scenarios.VariantNames(), ", "))
 	fs.BoolVar(&f.timeline, "timeline", false, "print every scenario's agent/gateway/database timeline")
 	fs.BoolVar(&f.log, "log", false, "copy the gateways' log lines to stderr")
@@ -54,7 +54,7 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		printCatalogue(stdout, list)
 		return nil
 	}
-	opts, err := scenarios.VariantOptions(f.mutation)
+	opts, err := scenarios.VariantOptions(f.variant)
 	if err != nil {
 		return usageError{err.Error()}
 	}
@@ -71,9 +71,9 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer env.Close()
-	if f.mutation != "" {
+	if f.variant != "" {
 		fmt.Fprintf(stderr, "scenarios: against broken variant %s (%s): every scenario it breaks must FAIL\n",
-			f.mutation, scenarios.DescribeVariant(f.mutation))
+			f.variant, scenarios.DescribeVariant(f.variant))
 	}
 	start := time.Now()
 	var results []scenarios.Result

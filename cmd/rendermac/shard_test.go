@@ -121,7 +121,7 @@ func TestQualifyShardsMergeToTheUnshardedCard(t *testing.T) {
 // shrank its own first failing seed.
 func TestQualifyFailingShardsMergeToAFailingCard(t *testing.T) {
 	args := []string{"--seeds", "6", "--steps", "100", "--determinism-seeds", "0", "--pg-seeds", "0", "--stack-seeds", "0",
-		"--no-scenarios", "--no-timings", "--workers", "1", "--model-mutation", "keep_slot"}
+		"--no-scenarios", "--no-timings", "--workers", "1", "--model-variant", "keep_slot"}
 	dir := t.TempDir()
 	whole, err := evidence.ReadJSON(bytes.NewReader(qualifyInto(t, filepath.Join(dir, "whole"), true, args...)[".json"]))
 	require.NoError(t, err)

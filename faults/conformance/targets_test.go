@@ -47,7 +47,7 @@ func TestConformancePostgres(t *testing.T) {
 	conformance.Exercise(t, func(t *testing.T) faults.Target {
 		ctx := context.Background()
 		url, newDB := database(t)
-		w, err := targets.NewPostgresWorkers(ctx, 1, server.MutationNone, newDB)
+		w, err := targets.NewPostgresWorkers(ctx, 1, server.VariantNone, newDB)
 		require.NoError(t, err)
 		t.Cleanup(w.Close)
 		pg, err := w.Target(ctx, 0, 1)
@@ -66,7 +66,7 @@ func TestConformanceStack(t *testing.T) {
 	conformance.Exercise(t, func(t *testing.T) faults.Target {
 		ctx := context.Background()
 		_, newDB := database(t)
-		w, err := targets.NewStackWorkers(ctx, 1, server.MutationNone, newDB)
+		w, err := targets.NewStackWorkers(ctx, 1, server.VariantNone, newDB)
 		require.NoError(t, err)
 		t.Cleanup(w.Close)
 		s := &steer{}

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 
 // setup returns a campaign over the model and Postgres with the server
 // broken by mut ("" for the real one).
-func setup(t *testing.T, mut server.Mutation, workers int) (faults.Campaign, func()) {
+func setup(t *testing.T, mut server.Variant, workers int) (faults.Campaign, func()) {
 	t.Helper()
 	ctx := context.Background()
 	if testPG == nil {
@@ -51,7 +51,7 @@ func seeds(first, n int) []uint64 {
 // the Postgres service layer, comparing every reply and the projected rows
 // after every step, and checking both sets of invariants.
 func TestModelAndPostgresAgree(t *testing.T) {
-	c, done := setup(t, server.MutationNone, 2)
+	c, done := setup(t, server.VariantNone, 2)
 	defer done()
 	c.Seeds = seeds(1000, 40)
 	res, err := c.Run(context.Background())

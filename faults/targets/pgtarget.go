@@ -100,17 +100,17 @@ type PostgresTarget struct {
 // worker; each run truncates its worker's tables and re-seeds the world, which
 // is much cheaper than a database per run.
 type PostgresWorkers struct {
-	URLs     []string
-	Mutation server.Mutation
-	mu       sync.Mutex
-	pools    map[int]*pgxpool.Pool
-	dirs     map[int]string
+	URLs    []string
+	Variant server.Variant
+	mu      sync.Mutex
+	pools   map[int]*pgxpool.Pool
+	dirs    map[int]string
 }
 
 // NewPostgresWorkers creates n databases with newDB (which returns the URL of
 // a freshly migrated database).
-func NewPostgresWorkers(ctx context.Context, n int, mutation server.Mutation, newDB func(ctx context.Context) (string, error)) (*PostgresWorkers, error) {
-	w := &PostgresWorkers{Mutation: mutation, pools: map[int]*pgxpool.Pool{}, dirs: map[int]string{}}
+func NewPostgresWorkers(ctx context.Context, n int, variant server.Variant, newDB func(ctx context.Context) (string, error)) (*PostgresWorkers, error) {
+	w := &PostgresWorkers{Variant: variant, pools: map[int]*pgxpool.Pool{}, dirs: map[int]string{}}
 	for i := 0; i < n; i++ {
 		url, err := newDB(ctx)
 		if err != nil {
@@ -157,13 +157,13 @@ func (w *PostgresWorkers) resources(ctx context.Context, worker int) (*pgxpool.P
 }
 
 // Factory returns a faults.Factory whose targets are the model and Postgres.
-func (w *PostgresWorkers) Factory(modelMutation string) faults.Factory {
+func (w *PostgresWorkers) Factory(modelVariant string) faults.Factory {
 	return func(ctx context.Context, worker int, seed uint64) ([]faults.Target, error) {
 		pg, err := w.Target(ctx, worker, seed)
 		if err != nil {
 			return nil, err
 		}
-		return []faults.Target{faults.NewModelTarget(seed, simMutation(modelMutation)), pg}, nil
+		return []faults.Target{faults.NewModelTarget(seed, simVariant(modelVariant)), pg}, nil
 	}
 }
 
@@ -182,7 +182,7 @@ func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (
 		return nil, err
 	}
 	svc := server.NewService(pool, st, faults.IDSource(seed), server.Config{
-		LeaseTTL: faults.WorldLeaseTTL, HeartbeatWindow: faults.WorldHeartbeatWindow, Mutation: w.Mutation})
+		LeaseTTL: faults.WorldLeaseTTL, HeartbeatWindow: faults.WorldHeartbeatWindow, Variant: w.Variant})
 	for _, b := range faults.WorldBuyers {
 		if err := svc.CreateBuyer(ctx, b.ID, "buyer-"+b.ID[len(b.ID)-1:], b.BalanceCents); err != nil {
 			return nil, fmt.Errorf("seed buyer: %w", err)

@@ -45,7 +45,7 @@ func (p *Postgres) NewDatabase(ctx context.Context) (string, error) {
 // Close stops an embedded cluster and drops what was created.
 func (p *Postgres) Close() error { return p.Provider.Close() }
 
-// ServerMutations lists the service layer's deliberately broken variants.
-func ServerMutations() []server.Mutation {
-	return server.Mutations()
+// ServerVariants lists the service layer's deliberately broken variants.
+func ServerVariants() []server.Variant {
+	return server.Variants()
 }

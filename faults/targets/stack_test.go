@@ -22,7 +22,7 @@ type stackBundle struct {
 	before goleak.Option
 }
 
-func setupStack(t *testing.T, mut server.Mutation, workers int) *stackBundle {
+func setupStack(t *testing.T, mut server.Variant, workers int) *stackBundle {
 	t.Helper()
 	ctx := context.Background()
 	if testPG == nil {
@@ -31,7 +31,7 @@ func setupStack(t *testing.T, mut server.Mutation, workers int) *stackBundle {
 		testPG = pg
 	}
 	before := goleak.IgnoreCurrent()
-	pgw, err := NewPostgresWorkers(ctx, workers, server.MutationNone, testPG.NewDatabase)
+	pgw, err := NewPostgresWorkers(ctx, workers, server.VariantNone, testPG.NewDatabase)
 	require.NoError(t, err)
 	sw, err := NewStackWorkers(ctx, workers, mut, testPG.NewDatabase)
 	require.NoError(t, err)
@@ -50,7 +50,7 @@ func setupStack(t *testing.T, mut server.Mutation, workers int) *stackBundle {
 // WebSockets), comparing every reply and the projected rows after every
 // step, and checking every target's invariants.
 func TestModelPostgresAndStackAgree(t *testing.T) {
-	b := setupStack(t, server.MutationNone, 2)
+	b := setupStack(t, server.VariantNone, 2)
 	b.campaign.Seeds = seeds(2000, 30)
 	res, err := b.campaign.Run(context.Background())
 	require.NoError(t, err)

@@ -52,15 +52,15 @@ func (w *StackWorkers) Target(ctx context.Context, worker int, seed uint64, prob
 	t := &StackTarget{r: r, marks: &w.Marks, probe: probe, store: st, clock: clock.NewStub(faults.Epoch),
 		ids: &sharedIDs{ids: faults.IDSource(seed)}, apiKeys: map[string]string{},
 		frames: map[string]*gatewaytest.Client{}, leases: map[string]*gatewaytest.Client{}}
-	if err := t.build(ctx, w.Mutation); err != nil {
+	if err := t.build(ctx, w.Variant); err != nil {
 		_ = t.Close()
 		return nil, err
 	}
 	return t, nil
 }
 
-func (t *StackTarget) build(ctx context.Context, mutation server.Mutation) error {
-	cfg := server.Config{LeaseTTL: faults.WorldLeaseTTL, HeartbeatWindow: faults.WorldHeartbeatWindow, Mutation: mutation}
+func (t *StackTarget) build(ctx context.Context, variant server.Variant) error {
+	cfg := server.Config{LeaseTTL: faults.WorldLeaseTTL, HeartbeatWindow: faults.WorldHeartbeatWindow, Variant: variant}
 	t.svc = server.NewService(t.r.pool, t.store, t.ids, cfg)
 	if err := t.seed(ctx); err != nil {
 		return err

@@ -22,9 +22,9 @@ import (
 // and clocks are built fresh for every run (StackTarget).
 type StackWorkers struct {
 	URLs []string
-	// Mutation breaks the stack's service layer (never the model's or the
+	// Variant breaks the stack's service layer (never the model's or the
 	// Postgres target's), so a run shows the stack driver catching it.
-	Mutation server.Mutation
+	Variant server.Variant
 	// Marks counts, over every run, the branches the stack driver exists
 	// for, so that tests can assert they were reached.
 	Marks StackMarks
@@ -65,8 +65,8 @@ type stackResources struct {
 
 // NewStackWorkers creates n databases with newDB (which returns the URL of
 // a freshly migrated database).
-func NewStackWorkers(ctx context.Context, n int, mutation server.Mutation, newDB func(ctx context.Context) (string, error)) (*StackWorkers, error) {
-	w := &StackWorkers{Mutation: mutation, res: map[int]*stackResources{}}
+func NewStackWorkers(ctx context.Context, n int, variant server.Variant, newDB func(ctx context.Context) (string, error)) (*StackWorkers, error) {
+	w := &StackWorkers{Variant: variant, res: map[int]*stackResources{}}
 	for i := 0; i < n; i++ {
 		url, err := newDB(ctx)
 		if err != nil {

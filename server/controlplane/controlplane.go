@@ -50,8 +50,8 @@ type Config struct {
 	LeaseTTL, Heartbeat time.Duration
 	// SweepInterval and PollInterval tune the gateway loops (0: defaults).
 	SweepInterval, PollInterval time.Duration
-	// Mutation runs a deliberately broken service layer (harness only).
-	Mutation server.Mutation
+	// Variant runs a deliberately broken service layer (harness only).
+	Variant server.Variant
 	// Clock is the gateway's, the API's and the deliverer's (nil:
 	// clock.Real, so every decision takes the database clock).
 	Clock clock.Clock
@@ -149,7 +149,7 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 	}
 	defer fs.Close()
 	ids := protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}
-	svc := server.NewService(pool, fs, ids, server.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Mutation: f.Mutation})
+	svc := server.NewService(pool, fs, ids, server.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Variant: f.Variant})
 	m := metrics.New()
 	m.RegisterDB(store.DBCounter(pool))
 	gw := gateway.New(svc, pool, signer, m, log, gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat,

@@ -26,14 +26,14 @@ const (
 	DefaultMaxBadMessages = 5
 )
 
-// Mutation names a deliberately broken gateway, to prove the scenario
-// harness can fail (see server.Mutation). The broken gateways exist only in
+// Variant names a deliberately broken gateway, to prove the scenario
+// harness can fail (see server.Variant). The broken gateways exist only in
 // a build with -tags mutations (mutation_on.go); production runs with
-// MutationNone, the only one a default build has.
-type Mutation string
+// VariantNone, the only one a default build has.
+type Variant string
 
-// MutationNone is the correct gateway.
-const MutationNone Mutation = ""
+// VariantNone is the correct gateway.
+const VariantNone Variant = ""
 
 // Config tunes a Gateway. Zero fields take the defaults; PollInterval and
 // SweepInterval may be negative to turn that loop off (the harness sweeps
@@ -73,9 +73,9 @@ type Config struct {
 	// service call and heartbeat to its time; an unpinned one (nil is
 	// clock.Real) leaves them to the database clock (a zero now).
 	Clock clock.Clock
-	// Mutation selects a deliberately broken gateway (MutationNone in
-	// production; see Mutations).
-	Mutation Mutation
+	// Variant selects a deliberately broken gateway (VariantNone in
+	// production; see Variants).
+	Variant Variant
 	// Limits bound connection attempts per client IP (ConnectsPerIP) and
 	// authenticated sessions per device (ConnectsPerDevice); the other
 	// rules are the API's. Zero rules take the defaults.

@@ -94,7 +94,7 @@ func (s *session) onProgress(m *protocol.Progress) {
 		s.write(&protocol.ProgressOK{Type: protocol.TypeProgressOK, JobID: r.JobID, AttemptID: r.AttemptID,
 			LeaseExpiresAt: r.LeaseExpiresAt})
 	case protocol.CodeLeaseConflict:
-		s.touchIfRejectedMutation()
+		s.touchIfRejectedVariant()
 		s.g.m.Conflicts.WithLabelValues(string(r.Reason)).Inc()
 		s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: m.JobID, AttemptID: m.AttemptID,
 			Reason: r.Reason})
@@ -128,7 +128,7 @@ func (s *session) onCommit(m *protocol.Commit) {
 		return
 	}
 	if !endsAttempt(r.Code) {
-		s.touchIfRejectedMutation()
+		s.touchIfRejectedVariant()
 	}
 	s.g.m.Commits.WithLabelValues(string(r.Code)).Inc()
 	s.log.Info("commit", "job_id", m.JobID, "attempt_id", m.AttemptID, "code", r.Code)
@@ -163,7 +163,7 @@ func (s *session) onFail(m *protocol.Fail) {
 		return
 	}
 	if r.Code != protocol.CodeFailOK {
-		s.touchIfRejectedMutation()
+		s.touchIfRejectedVariant()
 	}
 	s.g.m.Fails.WithLabelValues(string(r.Code)).Inc()
 	s.log.Info("fail", "job_id", m.JobID, "attempt_id", m.AttemptID, "failure_code", m.FailureCode, "code", r.Code,

@@ -51,7 +51,7 @@ type Gateway struct {
 	// kept only by a broken variant (-tags mutations).
 	offeredOn sync.Map
 	// v holds the broken variant's hooks, constant false in the default
-	// build (see mutation_off.go).
+	// build (see variant_off.go).
 	v variant
 	// ignoreJobs drops JobsChannel notifications, so tests can show that
 	// the polling fallback alone finds queued work.
@@ -82,7 +82,7 @@ func New(svc *server.Service, pool *pgxpool.Pool, signer *grant.Signer, m *metri
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Gateway{svc: svc, pool: pool, signer: signer, m: m, log: log.With("component", "gateway"), cfg: cfg, v: newVariant(cfg.Mutation),
+	return &Gateway{svc: svc, pool: pool, signer: signer, m: m, log: log.With("component", "gateway"), cfg: cfg, v: newVariant(cfg.Variant),
 		ctx: ctx, stop: stop, listening: make(chan struct{}),
 		connectsPerIP: cfg.Limits.Keyed(cfg.Limits.ConnectsPerIP), connectsPerDevice: cfg.Limits.Keyed(cfg.Limits.ConnectsPerDevice),
 		all: map[*session]struct{}{}, byDevice: map[string]map[*session]struct{}{}}

@@ -299,10 +299,10 @@ func (s *session) write(msg any) bool {
 	return true
 }
 
-// touchIfRejectedMutation is the broken gateway that heartbeats a device
+// touchIfRejectedVariant is the broken gateway that heartbeats a device
 // on a rejected frame, uncoalesced (the window must not hide the bug); the
 // constant no-op outside a -tags mutations build.
-func (s *session) touchIfRejectedMutation() {
+func (s *session) touchIfRejectedVariant() {
 	if s.g.v.heartbeatRejected() {
 		if _, err := s.g.pool.Exec(s.g.ctx, store.SQLHeartbeat, s.deviceID, store.NowArg(s.g.now())); err != nil {
 			s.log.Warn("heartbeat device", "err", err)

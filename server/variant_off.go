@@ -6,26 +6,26 @@ import "fmt"
 
 // variant is empty in the default build: every hook below is the constant
 // false, so the compiler folds each guarded branch away and the fences are
-// exactly the contract. The broken variants live in mutation_on.go, built
+// exactly the contract. The broken variants live in variant_on.go, built
 // only with -tags mutations.
 type variant struct{}
 
 // newVariant refuses a broken variant the build does not have: callers
-// check names with CheckMutation first, so reaching here is a bug.
-func newVariant(m Mutation) variant {
-	if m != MutationNone {
-		panic(fmt.Sprintf("server: variant %q: %v", m, ErrNoMutations))
+// check names with CheckVariant first, so reaching here is a bug.
+func newVariant(m Variant) variant {
+	if m != VariantNone {
+		panic(fmt.Sprintf("server: variant %q: %v", m, ErrNoVariants))
 	}
 	return variant{}
 }
 
-// Mutations lists the broken variants this build has: none.
-func Mutations() []Mutation { return nil }
+// Variants lists the broken variants this build has: none.
+func Variants() []Variant { return nil }
 
-// CheckMutation accepts only MutationNone in the default build.
-func CheckMutation(m Mutation) error {
-	if m != MutationNone {
-		return fmt.Errorf("server variant %q: %w", m, ErrNoMutations)
+// CheckVariant accepts only VariantNone in the default build.
+func CheckVariant(m Variant) error {
+	if m != VariantNone {
+		return fmt.Errorf("server variant %q: %w", m, ErrNoVariants)
 	}
 	return nil
 }

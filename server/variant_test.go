@@ -12,30 +12,30 @@ import (
 	"github.com/rendermac/rendermac/server"
 )
 
-// Each mutation removes one fence. These tests run the sequence that fence
+// Each variant removes one fence. These tests run the sequence that fence
 // exists for against the correct service and the mutant side by side (same
 // seeded ids) and require the mutant to answer or write differently: proof
 // that a harness comparing replies and rows can fail.
 
-func TestMutationNoEpochCheck(t *testing.T) {
+func TestVariantNoEpochCheck(t *testing.T) {
 	t.Parallel()
-	run := func(m server.Mutation) (protocol.Reply, protocol.JobStatus) {
-		b := setup(t, server.Config{Mutation: m})
+	run := func(m server.Variant) (protocol.Reply, protocol.JobStatus) {
+		b := setup(t, server.Config{Variant: m})
 		offer, c := b.uploaded(t, t0)
 		c.LeaseEpoch = 2 // an epoch the server never issued
 		r, err := b.svc.Commit(context.Background(), t0, deviceID, c)
 		require.NoError(t, err)
 		return r, b.job(t, offer.JobID).Status
 	}
-	r, status := run(server.MutationNone)
+	r, status := run(server.VariantNone)
 	require.Equal(t, protocol.Reply{Code: protocol.CodeCommitConflict}, r)
 	require.Equal(t, protocol.JobActive, status)
-	r, status = run(server.MutationNoEpochCheck)
+	r, status = run(server.VariantNoEpochCheck)
 	require.Equal(t, protocol.Reply{Code: protocol.CodeCommitOK}, r, "the mutant accepts a wrong epoch")
 	require.Equal(t, protocol.JobSucceeded, status)
 
-	// The mutation is confined to commit: fail still checks the epoch.
-	b := setup(t, server.Config{Mutation: server.MutationNoEpochCheck})
+	// The variant is confined to commit: fail still checks the epoch.
+	b := setup(t, server.Config{Variant: server.VariantNoEpochCheck})
 	b.createJob(t, t0, nil)
 	f := failOf(b.lease(t, t0, deviceID), protocol.FailRunnerFailed)
 	f.LeaseEpoch = 2
@@ -44,10 +44,10 @@ func TestMutationNoEpochCheck(t *testing.T) {
 	require.Equal(t, protocol.Reply{Code: protocol.CodeFailConflict}, r)
 }
 
-func TestMutationNoTokenCheck(t *testing.T) {
+func TestVariantNoTokenCheck(t *testing.T) {
 	t.Parallel()
-	run := func(m server.Mutation) (commit, fail protocol.Reply) {
-		b := setup(t, server.Config{Mutation: m})
+	run := func(m server.Variant) (commit, fail protocol.Reply) {
+		b := setup(t, server.Config{Variant: m})
 		ctx := context.Background()
 		_, c := b.uploaded(t, t0)
 		c.CommitToken = "guessed"
@@ -61,10 +61,10 @@ func TestMutationNoTokenCheck(t *testing.T) {
 		require.NoError(t, err)
 		return commit, fail
 	}
-	commit, fail := run(server.MutationNone)
+	commit, fail := run(server.VariantNone)
 	require.Equal(t, protocol.Reply{Code: protocol.CodeCommitConflict}, commit)
 	require.Equal(t, protocol.Reply{Code: protocol.CodeFailConflict}, fail)
-	commit, fail = run(server.MutationNoTokenCheck)
+	commit, fail = run(server.VariantNoTokenCheck)
 	require.Equal(t, protocol.Reply{Code: protocol.CodeCommitOK}, commit, "the mutant commits without the token")
 	require.Equal(t, protocol.Reply{Code: protocol.CodeFailOK}, fail, "the mutant fails without the token")
 }
@@ -73,10 +73,10 @@ func TestMutationNoTokenCheck(t *testing.T) {
 // -> succeeded, which the transition tables refuse (an internal error, and
 // the job is left cancelling), and a bad output fails a job the buyer
 // cancelled.
-func TestMutationCommitFromCancelling(t *testing.T) {
+func TestVariantCommitFromCancelling(t *testing.T) {
 	t.Parallel()
-	run := func(m server.Mutation, verified bool) (protocol.Reply, protocol.JobRow, error) {
-		b := setup(t, server.Config{Mutation: m})
+	run := func(m server.Variant, verified bool) (protocol.Reply, protocol.JobRow, error) {
+		b := setup(t, server.Config{Variant: m})
 		ctx := context.Background()
 		offer, c := b.uploaded(t, t0)
 		r, err := b.svc.CommitBegin(ctx, t0, deviceID, c)
@@ -88,16 +88,16 @@ func TestMutationCommitFromCancelling(t *testing.T) {
 		return r, b.job(t, offer.JobID), err
 	}
 	for _, verified := range []bool{true, false} {
-		r, j, err := run(server.MutationNone, verified)
+		r, j, err := run(server.VariantNone, verified)
 		require.NoError(t, err)
 		require.Equal(t, protocol.Reply{Code: protocol.CodeJobCancelled}, r)
 		require.Equal(t, protocol.JobCancelled, j.Status)
 	}
-	_, j, err := run(server.MutationCommitFromCancelling, true)
+	_, j, err := run(server.VariantCommitFromCancelling, true)
 	require.ErrorIs(t, err, server.ErrInternal)
 	require.ErrorContains(t, err, "illegal job transition cancelling -> succeeded")
 	require.Equal(t, protocol.JobCancelling, j.Status, "the mutant cannot finish the cancellation")
-	r, j, err := run(server.MutationCommitFromCancelling, false)
+	r, j, err := run(server.VariantCommitFromCancelling, false)
 	require.NoError(t, err)
 	require.Equal(t, protocol.Reply{Code: protocol.CodeVerificationFailed}, r)
 	require.Equal(t, protocol.JobFailed, j.Status, "the mutant fails a job the buyer cancelled")

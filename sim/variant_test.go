@@ -9,17 +9,17 @@ import (
 	"github.com/rendermac/rendermac/protocol"
 )
 
-// Each mutation is paired with a short sequence that must break the named
-// invariant under the mutation and keep everything clean without it, and the
+// Each variant is paired with a short sequence that must break the named
+// invariant under the variant and keep everything clean without it, and the
 // machine must find it on its own within a bounded seeded walk.
-var mutationCases = []struct {
-	mut        Mutation
+var variantCases = []struct {
+	mut        Variant
 	invariants []int
-	// sequence drives b to the step the mutation breaks and returns that
+	// sequence drives b to the step the variant breaks and returns that
 	// step's reply with the reply the correct model gives.
 	sequence func(b *testBundle) (got protocol.Reply, correct protocol.Code)
 }{
-	{MutationCommitFromCancelling, []int{3, 4}, func(b *testBundle) (protocol.Reply, protocol.Code) {
+	{VariantCommitFromCancelling, []int{3, 4}, func(b *testBundle) (protocol.Reply, protocol.Code) {
 		id := b.create(request(buyerRich, svcSynthetic))
 		o := b.lease(devA)
 		b.upload(devA, o)
@@ -28,7 +28,7 @@ var mutationCases = []struct {
 		require.Empty(b.t, b.m.CheckInvariants())
 		return b.m.CommitFinish(b.now, o.JobID, o.AttemptID), protocol.CodeJobCancelled
 	}},
-	{MutationNoEpochCheck, []int{3}, func(b *testBundle) (protocol.Reply, protocol.Code) {
+	{VariantNoEpochCheck, []int{3}, func(b *testBundle) (protocol.Reply, protocol.Code) {
 		b.create(request(buyerRich, svcSynthetic))
 		o := b.lease(devA)
 		b.upload(devA, o)
@@ -36,14 +36,14 @@ var mutationCases = []struct {
 		c.LeaseEpoch = 2
 		return b.m.Commit(b.now, devA, c, true), protocol.CodeCommitConflict
 	}},
-	{MutationRequeuePastBudget, []int{5}, func(b *testBundle) (protocol.Reply, protocol.Code) {
+	{VariantRequeuePastBudget, []int{5}, func(b *testBundle) (protocol.Reply, protocol.Code) {
 		req := request(buyerRich, svcSynthetic)
 		req.MaxAttempts = 1
 		b.create(req)
 		o := b.lease(devA)
 		return b.m.Fail(b.now, devA, failOf(o, protocol.FailNoCapacity)), protocol.CodeFailOK
 	}},
-	{MutationKeepSlot, []int{9}, func(b *testBundle) (protocol.Reply, protocol.Code) {
+	{VariantKeepSlot, []int{9}, func(b *testBundle) (protocol.Reply, protocol.Code) {
 		b.create(request(buyerRich, svcSynthetic))
 		o := b.lease(devA)
 		return b.m.Fail(b.now, devA, failOf(o, protocol.FailRunnerFailed)), protocol.CodeFailOK
@@ -58,9 +58,9 @@ func invariantsOf(vs []protocol.Violation) []int {
 	return out
 }
 
-func TestMutationTargeted(t *testing.T) {
+func TestVariantTargeted(t *testing.T) {
 	t.Parallel()
-	for _, tc := range mutationCases {
+	for _, tc := range variantCases {
 		t.Run(string(tc.mut), func(t *testing.T) {
 			t.Parallel()
 			good := setup(t, Config{})
@@ -68,7 +68,7 @@ func TestMutationTargeted(t *testing.T) {
 			require.Equal(t, correct, r.Code)
 			good.clean()
 
-			bad := setup(t, Config{Mutation: tc.mut})
+			bad := setup(t, Config{Variant: tc.mut})
 			tc.sequence(bad)
 			vs := bad.m.CheckInvariants()
 			require.NotEmpty(t, vs)
@@ -80,16 +80,16 @@ func TestMutationTargeted(t *testing.T) {
 	}
 }
 
-// TestMutationSweepPaths shows the sweep half of the budget and slot
-// mutations: a lost attempt requeued past the budget, and a lost attempt's
+// TestVariantSweepPaths shows the sweep half of the budget and slot
+// variants: a lost attempt requeued past the budget, and a lost attempt's
 // slot kept.
-func TestMutationSweepPaths(t *testing.T) {
+func TestVariantSweepPaths(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		mut Mutation
+		mut Variant
 		inv int
-	}{{MutationRequeuePastBudget, 5}, {MutationKeepSlot, 9}} {
-		b := setup(t, Config{Mutation: tc.mut})
+	}{{VariantRequeuePastBudget, 5}, {VariantKeepSlot, 9}} {
+		b := setup(t, Config{Variant: tc.mut})
 		req := request(buyerRich, svcSynthetic)
 		req.MaxAttempts = 1
 		b.create(req)
@@ -100,12 +100,12 @@ func TestMutationSweepPaths(t *testing.T) {
 	}
 }
 
-// TestMutationFoundByMachine runs the state machine (loose: only the
-// invariant checker judges) on each mutation and requires that a seeded walk
+// TestVariantFoundByMachine runs the state machine (loose: only the
+// invariant checker judges) on each variant and requires that a seeded walk
 // finds a violation of the expected invariant.
-func TestMutationFoundByMachine(t *testing.T) {
+func TestVariantFoundByMachine(t *testing.T) {
 	t.Parallel()
-	for _, tc := range mutationCases {
+	for _, tc := range variantCases {
 		t.Run(string(tc.mut), func(t *testing.T) {
 			t.Parallel()
 			for seed := range uint64(200) {

@@ -9,25 +9,25 @@ import (
 )
 
 // variant is empty in the default build: its hooks are the constant false,
-// so the broken branches compile away. See mutation_on.go.
+// so the broken branches compile away. See variant_on.go.
 type variant struct{}
 
 // newVariant refuses a variant this build does not have (callers check
-// with CheckMutation first).
-func newVariant(m Mutation) variant {
-	if err := CheckMutation(m); err != nil {
+// with CheckVariant first).
+func newVariant(m Variant) variant {
+	if err := CheckVariant(m); err != nil {
 		panic("gateway: " + err.Error())
 	}
 	return variant{}
 }
 
-// Mutations lists the broken gateways this build has: none.
-func Mutations() []Mutation { return nil }
+// Variants lists the broken gateways this build has: none.
+func Variants() []Variant { return nil }
 
-// CheckMutation accepts only MutationNone in the default build.
-func CheckMutation(m Mutation) error {
-	if m != MutationNone {
-		return fmt.Errorf("gateway variant %q: %w", m, server.ErrNoMutations)
+// CheckVariant accepts only VariantNone in the default build.
+func CheckVariant(m Variant) error {
+	if m != VariantNone {
+		return fmt.Errorf("gateway variant %q: %w", m, server.ErrNoVariants)
 	}
 	return nil
 }

@@ -15,11 +15,11 @@ import (
 // refuted.
 func TestLinearizabilityCatchesUnfencedPostgres(t *testing.T) {
 	for _, tc := range []struct {
-		mut server.Mutation
+		mut server.Variant
 		gun string
 	}{
-		{server.MutationNoEpochCheck, linWrongEpoch},
-		{server.MutationNoTokenCheck, linStaleToken},
+		{server.VariantNoEpochCheck, linWrongEpoch},
+		{server.VariantNoTokenCheck, linStaleToken},
 	} {
 		t.Run(string(tc.mut), func(t *testing.T) {
 			w := Workload{Seed: linSeed, Duration: 3 * time.Second}

@@ -16,7 +16,7 @@ import (
 // service layer that does not compare the epoch (or the token) on commit is
 // caught as a divergence from the model and shrunk.
 func TestDifferentialCatchesBrokenServer(t *testing.T) {
-	for _, mut := range []server.Mutation{server.MutationNoEpochCheck, server.MutationNoTokenCheck} {
+	for _, mut := range []server.Variant{server.VariantNoEpochCheck, server.VariantNoTokenCheck} {
 		t.Run(string(mut), func(t *testing.T) {
 			c, done := setup(t, mut, 1)
 			defer done()
@@ -40,7 +40,7 @@ func TestDifferentialCatchesBrokenServer(t *testing.T) {
 // diverges from the model, and the failure is shrunk. It stops at the
 // first failing seed, since every run builds a whole stack.
 func TestStackCatchesBrokenServer(t *testing.T) {
-	for _, mut := range []server.Mutation{server.MutationNoEpochCheck, server.MutationNoTokenCheck} {
+	for _, mut := range []server.Variant{server.VariantNoEpochCheck, server.VariantNoTokenCheck} {
 		t.Run(string(mut), func(t *testing.T) {
 			b := setupStack(t, mut, 1)
 			ctx := context.Background()

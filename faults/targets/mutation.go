@@ -1,5 +1,0 @@
-package targets
-
-import "github.com/rendermac/rendermac/sim"
-
-func simMutation(m string) sim.Mutation { return sim.Mutation(m) }
