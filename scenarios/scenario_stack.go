@@ -15,11 +15,10 @@ import (
 	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 	"github.com/rendermac/rendermac/server/grant"
-	"github.com/rendermac/rendermac/server/metrics"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -27,8 +26,8 @@ import (
 // gateway is honoured by the API of another on the same database.
 var scSigningKey = bytes.Repeat([]byte("s"), grant.MinKeyBytes)
 
-// scStack is one control-plane process, wired as controlplane.Run wires it:
-// its own pool, service layer, device gateway and HTTP API (which serves the
+// scStack is one control-plane process, wired by controlplane.Assemble as
+// controlplane.Run wires it: its own pool, service layer, device gateway and HTTP API (which serves the
 // gateway's WebSocket route and the artifact grants) on one listener, over
 // the scenario's database, artifact store and pinned clock. The gateway's
 // poll and sweep loops are off: the script sweeps at instants of its own.
@@ -71,23 +70,22 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		return nil, fmt.Errorf("gateway %s: %w", name, err)
 	}
 	st := &scStack{name: name, pool: pool}
-	st.svc = server.NewService(pool, r.store, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader,
-		Tokens: rand.Reader}, r.serviceConfig())
 	st.srv = httptest.NewUnstartedServer(nil)
 	signer, err := grant.NewSigner(scSigningKey, "http://"+st.srv.Listener.Addr().String())
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	m := metrics.New()
-	log := slog.New(&scLogHandler{r: r, gateway: name})
-	gcfg := gateway.Config{LeaseTTL: scLeaseTTL, PollInterval: -1, SweepInterval: -1, Clock: r.clock,
+	gcfg := gateway.Config{LeaseTTL: scLeaseTTL, PollInterval: -1, SweepInterval: -1,
 		Variant: gatewayVariant(r.env.opts.HarnessVariant)}
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
 	}
-	st.gw = gateway.New(st.svc, pool, signer, m, log, gcfg)
-	a := api.New(st.svc, pool, r.store, signer, m, log, api.Config{Gateway: st.gw.Handler(), Clock: r.clock})
+	as := controlplane.Assemble(controlplane.Parts{Pool: pool, Store: r.store, Signer: signer, Clock: r.clock,
+		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: r.serviceConfig(),
+		Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
+	st.svc, st.gw = as.Service, as.Gateway
+	a := as.API
 	st.srv.Config.Handler = a.Handler()
 	st.srv.Start()
 	runCtx, stopRun := context.WithCancel(context.Background())

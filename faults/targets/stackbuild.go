@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/faults"
 	"github.com/rendermac/rendermac/internal/clock"
@@ -15,10 +16,10 @@ import (
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 	"github.com/rendermac/rendermac/server/grant"
-	"github.com/rendermac/rendermac/server/metrics"
 )
 
 // DeviceToken is the bearer token of a world device in the full stack;
@@ -60,26 +61,31 @@ func (w *StackWorkers) Target(ctx context.Context, worker int, seed uint64, prob
 }
 
 func (t *StackTarget) build(ctx context.Context, variant server.Variant) error {
-	cfg := server.Config{LeaseTTL: faults.WorldLeaseTTL, HeartbeatWindow: faults.WorldHeartbeatWindow, Variant: variant}
-	t.svc = server.NewService(t.r.pool, t.store, t.ids, cfg)
-	if err := t.seed(ctx); err != nil {
-		return err
-	}
 	signer, err := grant.NewSigner([]byte(strings.Repeat("s", grant.MinKeyBytes)), "http://artifacts.invalid")
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.DiscardHandler)
 	t.signer = signer
-	t.api = api.New(t.svc, t.r.pool, t.store, signer, metrics.New(), log, api.Config{Clock: t.clock}).Handler()
 	// TouchWindow: a microsecond of the pinned clock, not the (endless)
 	// heartbeat, so that the gateway's own liveness writes still happen
 	// after every time move (and normalization 3 still undoes them), while
 	// frames at one instant exercise their coalescing.
-	gcfg := gateway.Config{LeaseTTL: faults.WorldLeaseTTL, Heartbeat: NoPingHeartbeat, TouchWindow: time.Microsecond,
-		PollInterval: -1, SweepInterval: -1, MaxBadMessages: 1 << 30, Clock: t.clock}
-	t.gwF = gateway.New(server.NewService(t.r.poolF, t.store, t.ids, cfg), t.r.poolF, signer, metrics.New(), log, gcfg)
-	t.gwL = gateway.New(server.NewService(t.r.poolL, t.store, t.ids, cfg), t.r.poolL, signer, metrics.New(), log, gcfg)
+	parts := func(pool *pgxpool.Pool) controlplane.Parts {
+		return controlplane.Parts{Pool: pool, Store: t.store, IDs: t.ids, Signer: signer, Clock: t.clock,
+			Service: server.Config{LeaseTTL: faults.WorldLeaseTTL, HeartbeatWindow: faults.WorldHeartbeatWindow, Variant: variant},
+			Gateway: gateway.Config{LeaseTTL: faults.WorldLeaseTTL, Heartbeat: NoPingHeartbeat, TouchWindow: time.Microsecond,
+				PollInterval: -1, SweepInterval: -1, MaxBadMessages: 1 << 30}}
+	}
+	// Three assemblies of one process's wiring over the run's three pools:
+	// the buyer API's (its gateway is never served), the frames gateway's
+	// and the lease gateway's (their APIs are never served), so that the
+	// transaction signals of each pool are told apart.
+	main := controlplane.Assemble(parts(t.r.pool))
+	t.svc, t.api = main.Service, main.API.Handler()
+	if err := t.seed(ctx); err != nil {
+		return err
+	}
+	t.gwF, t.gwL = controlplane.Assemble(parts(t.r.poolF)).Gateway, controlplane.Assemble(parts(t.r.poolL)).Gateway
 	t.srvF, t.srvL = httptest.NewServer(t.gwF.Handler()), httptest.NewServer(t.gwL.Handler())
 	seeded, err := t.liveness(ctx, "")
 	if err != nil {

@@ -25,7 +25,6 @@ import (
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/grant"
-	"github.com/rendermac/rendermac/server/metrics"
 	"github.com/rendermac/rendermac/server/ratelimit"
 	"github.com/rendermac/rendermac/server/store"
 	"github.com/rendermac/rendermac/server/webhook"
@@ -148,18 +147,19 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		return err
 	}
 	defer fs.Close()
-	ids := protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}
-	svc := server.NewService(pool, fs, ids, server.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Variant: f.Variant})
-	m := metrics.New()
-	m.RegisterDB(store.DBCounter(pool))
-	gw := gateway.New(svc, pool, signer, m, log, gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat,
-		SweepInterval: f.SweepInterval, PollInterval: f.PollInterval, Limits: f.Limits, Clock: f.Clock})
-	deliverer, err := webhook.New(pool, key, m, log, webhook.Config{Clock: f.Clock})
+	as := Assemble(Parts{Pool: pool, Store: fs, Signer: signer, Clock: f.Clock, Log: log,
+		IDs:     protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader},
+		Service: server.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Variant: f.Variant},
+		Gateway: gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat, SweepInterval: f.SweepInterval,
+			PollInterval: f.PollInterval, Limits: f.Limits},
+		API: api.Config{Limits: f.Limits, PairMaxGuesses: f.PairMaxGuesses, MetricsTokenHash: f.MetricsTokenHash,
+			MetricsElsewhere: metricsLn != nil}})
+	svc, gw, a := as.Service, as.Gateway, as.API
+	as.Metrics.RegisterDB(store.DBCounter(pool))
+	deliverer, err := webhook.New(pool, key, as.Metrics, log, webhook.Config{Clock: f.Clock})
 	if err != nil {
 		return err
 	}
-	a := api.New(svc, pool, fs, signer, m, log, api.Config{Gateway: gw.Handler(), Clock: f.Clock, Limits: f.Limits, PairMaxGuesses: f.PairMaxGuesses,
-		MetricsTokenHash: f.MetricsTokenHash, MetricsElsewhere: metricsLn != nil})
 	srv := &http.Server{
 		Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),

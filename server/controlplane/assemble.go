@@ -1,0 +1,71 @@
+package controlplane
+
+import (
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/gateway"
+	"github.com/rendermac/rendermac/server/grant"
+	"github.com/rendermac/rendermac/server/metrics"
+)
+
+// Parts are what one control-plane process is assembled from: its pool,
+// artifact store, id source, grant signer, clock and log, and the settings
+// of its three layers. Run builds them from a Config; the harness builds
+// them over its own pool, store and pinned clock, so that every stack,
+// production or test, is wired by Assemble alone.
+type Parts struct {
+	Pool   *pgxpool.Pool
+	Store  artifact.Store
+	IDs    protocol.IDSource
+	Signer *grant.Signer
+	// Clock is the gateway's and the API's (nil: clock.Real, every decision
+	// at the database clock); Gateway.Clock and API.Clock are overwritten.
+	Clock clock.Clock
+	Log   *slog.Logger
+	// Metrics is the registry the gateway and the API count into (nil: a
+	// new one).
+	Metrics *metrics.Metrics
+	Service server.Config
+	Gateway gateway.Config
+	// API.Gateway is overwritten with the assembled gateway's handler.
+	API api.Config
+}
+
+// Assembly is one assembled process. Nothing runs yet: serve API.Handler()
+// (which also serves the gateway's WebSocket route), run Gateway.Run for
+// the listener, poll and sweep loops, and Gateway.Shutdown to drain.
+type Assembly struct {
+	Service *server.Service
+	Gateway *gateway.Gateway
+	API     *api.API
+	Metrics *metrics.Metrics
+}
+
+// Assemble wires one process in the one order every stack uses: the
+// fenced service layer over the pool and the store; the device gateway on
+// that service; the HTTP API on the same service, serving the gateway's
+// route, with the same clock, signer and metrics.
+func Assemble(p Parts) *Assembly {
+	if p.Log == nil {
+		p.Log = slog.New(slog.DiscardHandler)
+	}
+	m := p.Metrics
+	if m == nil {
+		m = metrics.New()
+	}
+	svc := server.NewService(p.Pool, p.Store, p.IDs, p.Service)
+	gcfg := p.Gateway
+	gcfg.Clock = p.Clock
+	gw := gateway.New(svc, p.Pool, p.Signer, m, p.Log, gcfg)
+	acfg := p.API
+	acfg.Gateway, acfg.Clock = gw.Handler(), p.Clock
+	return &Assembly{Service: svc, Gateway: gw, Metrics: m,
+		API: api.New(svc, p.Pool, p.Store, p.Signer, m, p.Log, acfg)}
+}
