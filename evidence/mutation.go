@@ -3,6 +3,9 @@ package evidence
 import (
 	"bufio"
 	"fmt"
+	"path"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -46,6 +49,49 @@ func (m MutationScore) Score() float64 {
 	return 100 * float64(m.Killed) / float64(m.Total)
 }
 
+// ByQualify says whether the qualify gate alone failed on the mutant (a
+// timeout counts: the gate did not pass).
+func (mu Mutant) ByQualify() bool {
+	return (mu.Outcome == "killed" || mu.Outcome == "timeout") &&
+		slices.ContainsFunc(mu.KilledBy, func(s string) bool { return !strings.HasPrefix(s, "test ") })
+}
+
+// PackageRows is the catalogue by package: how many mutants each package
+// holds, how many were killed, and how many by the qualify gate alone (the
+// card is the one gate, so the last two columns should be equal).
+func PackageRows(m MutationScore) (header []string, rows [][]string) {
+	header = []string{"Package", "Mutants", "Killed", "By qualify alone"}
+	type count struct{ n, killed, byQualify int }
+	counts := map[string]*count{}
+	for _, mu := range m.Mutants {
+		if mu.Outcome == "invalid" {
+			continue
+		}
+		p := path.Dir(mu.File)
+		if counts[p] == nil {
+			counts[p] = &count{}
+		}
+		c := counts[p]
+		c.n++
+		if mu.Outcome == "killed" || mu.Outcome == "timeout" {
+			c.killed++
+		}
+		if mu.ByQualify() {
+			c.byQualify++
+		}
+	}
+	pkgs := make([]string, 0, len(counts))
+	for p := range counts {
+		pkgs = append(pkgs, p)
+	}
+	slices.Sort(pkgs)
+	for _, p := range pkgs {
+		c := counts[p]
+		rows = append(rows, []string{p, strconv.Itoa(c.n), strconv.Itoa(c.killed), strconv.Itoa(c.byQualify)})
+	}
+	return header, rows
+}
+
 // MutantRows is the table the Markdown card and the command's stdout show.
 func MutantRows(m MutationScore) (header []string, rows [][]string) {
 	header = []string{"ID", "Kind", "File", "Outcome", "Killed by"}
@@ -67,7 +113,12 @@ func mdMutations(w *bufio.Writer, c Card) error {
 	fmt.Fprint(w, "\n## Mutation score\n\n")
 	fmt.Fprintf(w, "Score: **%d/%d killed (%.1f%%)**, %d by the qualify gate alone. Gate: %s\n\n",
 		m.Killed, m.Total, m.Score(), m.KilledByQualify, code(m.Gate))
-	header, rows := MutantRows(*m)
+	header, rows := PackageRows(*m)
+	if err := mdTable(w, header, rows); err != nil {
+		return fmt.Errorf("mutation package table: %w", err)
+	}
+	fmt.Fprint(w, "\n")
+	header, rows = MutantRows(*m)
 	if err := mdTable(w, header, rows); err != nil {
 		return fmt.Errorf("mutation table: %w", err)
 	}

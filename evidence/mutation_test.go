@@ -44,3 +44,23 @@ func TestMutationScoreSection(t *testing.T) {
 	require.NoError(t, WriteMarkdown(&md, c, WriteOptions{}))
 	require.False(t, strings.Contains(md.String(), "Mutation score"))
 }
+
+// The by-package table counts the catalogue per package and tells a kill
+// by qualify from one by package tests only; invalid mutants do not count.
+func TestMutationPackageRows(t *testing.T) {
+	score := MutationScore{Mutants: []Mutant{
+		{ID: "a", File: "server/lease.go", Outcome: "killed", KilledBy: []string{"model-vs-postgres seed 3"}},
+		{ID: "b", File: "server/sweep.go", Outcome: "killed", KilledBy: []string{"test ./server/: TestSweep"}},
+		{ID: "c", File: "server/api/pair.go", Outcome: "timeout", KilledBy: []string{"timeout"}},
+		{ID: "d", File: "protocol/codes.go", Outcome: "survived"},
+		{ID: "e", File: "protocol/codes.go", Outcome: "invalid"},
+	}}
+	header, rows := PackageRows(score)
+	require.Equal(t, []string{"Package", "Mutants", "Killed", "By qualify alone"}, header)
+	require.Equal(t, [][]string{{"protocol", "1", "0", "0"}, {"server", "2", "2", "1"}, {"server/api", "1", "1", "1"}}, rows)
+	require.False(t, score.Mutants[1].ByQualify(), "a kill by package tests alone is not qualify's")
+
+	var md bytes.Buffer
+	require.NoError(t, WriteMarkdown(&md, Card{Title: "Source mutation campaign", Date: "2026-12-05", MutationScore: &score}, WriteOptions{}))
+	require.Regexp(t, `\| server +\| 2 +\| 2 +\| 1 +\|`, md.String())
+}

@@ -107,9 +107,9 @@ func Run(ctx context.Context, o Options) (evidence.MutationScore, error) {
 		score.Total++
 		if r.Outcome == "killed" || r.Outcome == "timeout" {
 			score.Killed++
-			if slices.ContainsFunc(r.KilledBy, func(s string) bool { return !strings.HasPrefix(s, "test ") }) {
-				score.KilledByQualify++
-			}
+		}
+		if r.ByQualify() {
+			score.KilledByQualify++
 		}
 	}
 	return score, ctx.Err()

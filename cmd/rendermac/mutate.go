@@ -66,38 +66,44 @@ func runMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	wall := time.Since(start)
-	card := evidence.Card{Title: "Source mutation campaign", Date: start.UTC().Format("2006-01-02"),
-		Passed: score.Killed == score.Total, MutationScore: &score}
+	card := evidence.Card{Title: "Source mutation campaign", Date: start.UTC().Format("2006-01-02"), MutationScore: &score}
 	card.Run = evidence.RunInfo{Build: currentBuild(), Host: hostname(), Command: recordedCommand("mutate", args),
 		DurationMs: wall.Milliseconds()}
-	if !card.Passed {
-		for _, m := range score.Mutants {
-			if m.Outcome == "survived" {
-				card.Failures = append(card.Failures, evidence.Failure{Source: "mutant " + m.ID, Detail: "survived: " + m.What,
-					Replay: "go run ./cmd/rendermac mutate --only " + m.ID + " --tests"})
-			}
+	// The card is the one gate: a mutant only package tests kill is a
+	// gap in qualify, and fails the campaign as a survivor does.
+	for _, m := range score.Mutants {
+		switch {
+		case m.Outcome == "survived":
+			card.Failures = append(card.Failures, evidence.Failure{Source: "mutant " + m.ID, Detail: "survived: " + m.What,
+				Replay: "go run ./cmd/rendermac mutate --only " + m.ID + " --tests"})
+		case m.Outcome == "killed" && !m.ByQualify():
+			card.Failures = append(card.Failures, evidence.Failure{Source: "mutant " + m.ID,
+				Detail: "killed by package tests only, not by qualify: " + m.What,
+				Replay: "go run ./cmd/rendermac mutate --only " + m.ID})
 		}
-		card.Passed = len(card.Failures) == 0
 	}
+	card.Passed = len(card.Failures) == 0
 	paths, err := evidence.WriteAll(*out, card, evidence.WriteOptions{})
 	if err != nil {
 		return err
 	}
-	header, rows := evidence.MutantRows(score)
-	t := tablewriter.NewWriter(stdout)
-	t.Header(header)
-	for _, r := range rows {
-		_ = t.Append(r)
-	}
-	if err := t.Render(); err != nil {
-		return err
+	for _, table := range []func(evidence.MutationScore) ([]string, [][]string){evidence.MutantRows, evidence.PackageRows} {
+		header, rows := table(score)
+		t := tablewriter.NewWriter(stdout)
+		t.Header(header)
+		for _, r := range rows {
+			_ = t.Append(r)
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "mutation score: %d/%d killed (%.1f%%), %d by qualify alone\n", score.Killed, score.Total, score.Score(), score.KilledByQualify)
 	for _, p := range paths {
 		fmt.Fprintf(stdout, "wrote %s\n", p)
 	}
 	fmt.Fprintf(stderr, "mutate: wall time %s\n", wall.Round(time.Second))
-	if score.Killed < score.Total {
+	if !card.Passed {
 		return exitError{1}
 	}
 	return nil
