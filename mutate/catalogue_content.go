@@ -19,7 +19,7 @@ var contentMutants = []Mutant{
 		Old: "if errors.Is(err, mp4.ErrInvalid) {", New: "if errors.Is(err, context.Canceled) {",
 		What: "a failed media check is taken for a store error: the commit is left unjudged instead of failed"},
 	{ID: "verify-skips-media-check", Kind: "verification", File: "server/commit.go",
-		Old: "claimed.Bytes, claimed.SHA256, svc.Media)", New: "claimed.Bytes, claimed.SHA256, artifact.MediaNone)",
+		Old: "claimed.Bytes, claimed.SHA256, svc.Media)", New: "claimed.Bytes, claimed.SHA256, svc.Media[:0])",
 		What: "commit verification checks size and digest but not the media"},
 	{ID: "upload-open-while-committing", Kind: "seal", File: "server/upload.go",
 		Old: "case !status.LeasePhase() && !s.v.noOutputSeal():", New: "case !status.LeasePhase() && status != protocol.AttemptCommitting && !s.v.noOutputSeal():",
