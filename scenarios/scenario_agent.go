@@ -212,13 +212,16 @@ func cmdFail(r *scRun, st scStep) error {
 
 // cmdUpload PUTs the attempt's output through the offer's signed upload
 // URL, as the agent does: a small valid MP4, or with `corrupt` one whose
-// moov box is renamed (honest size and digest, broken media); `other`
-// sends another valid MP4 than a plain upload does; with `refused` the
-// upload must be answered with an error status; with `late` any answer is
-// taken (a refusal is counted as upload.refused) and the run's final
-// checks judge what the store holds.
+// moov box is renamed (honest size and digest, broken media), or with
+// `nomoov`, `notrack` or `truncated` one broken as scenario_content.go
+// says; `other` sends another valid MP4 than a plain upload does; with
+// `refused` the upload must be answered with an error status (with
+// status=N that status, with code=C an error body of that code); with
+// `late` any answer is taken (a refusal is counted as upload.refused) and
+// the run's final checks judge what the store holds.
 // Example: upload a1 j1 corrupt
-// Example: upload a1 j1 other refused
+// Example: upload a1 j1 other refused status=409 code=output_sealed
+// Example: upload a1 j1 notrack
 // Example: upload a1 j1 other late
 func cmdUpload(r *scRun, st scStep) error {
 	a, o, _, err := r.frameParts(st, 2)
@@ -235,6 +238,13 @@ func cmdUpload(r *scRun, st scStep) error {
 	if slices.Contains(words, "corrupt") {
 		data = bytes.Replace(data, []byte("moov"), []byte("free"), 1)
 		what = "MP4 without moov"
+	}
+	broken, how, err := breakOutput(words, data)
+	if err != nil {
+		return fmt.Errorf("upload: derive the broken output: %w", err)
+	}
+	if how != "" {
+		data, what = broken, how
 	}
 	req, err := http.NewRequestWithContext(r.ctx, http.MethodPut, o.Output.UploadURL, bytes.NewReader(data))
 	if err != nil {
@@ -258,7 +268,14 @@ func cmdUpload(r *scRun, st scStep) error {
 	switch {
 	case refused && resp.StatusCode/100 == 2:
 		return fmt.Errorf("upload: expected the upload to be refused, got HTTP %d", resp.StatusCode)
+	case refused && st.opt("code", "") != "" && refusalCode(body) != st.opt("code", ""),
+		refused && st.opt("status", "") != "" && st.opt("status", "") != strconv.Itoa(resp.StatusCode):
+		return fmt.Errorf("upload: expected a refusal %s %s, got HTTP %d: %s", st.opt("status", ""), st.opt("code", ""),
+			resp.StatusCode, body)
 	case refused:
+		if c := st.opt("code", ""); c != "" {
+			r.reply(fmt.Sprintf("upload refused (%d %s)", resp.StatusCode, c))
+		}
 		r.count("upload.refused", 1)
 		return nil
 	case resp.StatusCode/100 != 2:

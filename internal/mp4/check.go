@@ -20,7 +20,7 @@ const (
 )
 
 // Info describes a file Check accepted. Every accepted file has a four-character
-// MajorBrand, Timescale > 0, Duration > 0 and at least one mdat.
+// MajorBrand, Timescale > 0, Duration > 0, at least one track and at least one mdat.
 type Info struct {
 	// MajorBrand is ftyp's major brand, e.g. "isom".
 	MajorBrand string
@@ -68,7 +68,8 @@ type walker struct {
 
 // Check walks the ISO-BMFF box tree of the size bytes readable from r and reports
 // what it found. It accepts the input only if the first box is ftyp, a single
-// top-level moov holds a single mvhd with timescale > 0 and duration > 0, a
+// top-level moov holds a single mvhd with timescale > 0 and duration > 0 and at
+// least one trak (a movie of no track is no media, however well formed), a
 // top-level mdat exists, and every box lies within its parent and the file.
 //
 // Rejections match ErrInvalid and usually a more specific sentinel; a *BoxError
@@ -89,6 +90,8 @@ func Check(r io.ReaderAt, size int64) (Info, error) {
 		return Info{}, ErrMissingMoov
 	case !w.mvhd:
 		return Info{}, ErrMissingMvhd
+	case w.info.Tracks == 0:
+		return Info{}, ErrNoTracks
 	case w.info.MdatBoxes == 0:
 		return Info{}, ErrMissingMdat
 	}

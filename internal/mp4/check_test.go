@@ -27,6 +27,9 @@ func mvhdV1(timescale uint32, duration uint64) []byte {
 
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
+// testTrak is the smallest track Check counts: an empty trak box.
+var testTrak = box("trak")
+
 // header32 is a bare box header declaring size, for boxes whose size lies.
 func header32(size uint32, typ string) []byte { return append(u32(size), typ...) }
 
@@ -59,7 +62,9 @@ func TestCheckRejectsMalformed(t *testing.T) {
 			`mp4: box "moov" at offset 0 is the first box; ftyp must come first`},
 		{"ftyp only", testFtyp, ErrMissingMoov, "mp4: missing moov box"},
 		{"no mvhd", cat(testFtyp, box("moov", box("trak")), testMdat), ErrMissingMvhd, ""},
-		{"no mdat", cat(testFtyp, box("moov", mvhdV0(1000, 1))), ErrMissingMdat, "mp4: missing mdat box"},
+		{"no mdat", cat(testFtyp, box("moov", mvhdV0(1000, 1), testTrak)), ErrMissingMdat, "mp4: missing mdat box"},
+		{"no track", cat(testFtyp, box("moov", mvhdV0(1000, 1)), testMdat), ErrNoTracks, "mp4: no trak box in moov"},
+		{"track outside moov", cat(testFtyp, box("moov", mvhdV0(1000, 1)), testTrak, testMdat), ErrNoTracks, ""},
 		{"mdat only nested", cat(testFtyp, box("moov", mvhdV0(1000, 1), box("trak", testMdat))), ErrMissingMdat, ""},
 		{"zero duration", cat(testFtyp, box("moov", mvhdV0(1000, 0)), testMdat), ErrZeroDuration, ""},
 		{"zero duration v1", cat(testFtyp, box("moov", mvhdV1(1000, 0)), testMdat), ErrZeroDuration, ""},
@@ -108,19 +113,19 @@ func TestCheckAccepts(t *testing.T) {
 		in    []byte
 		check func(t *testing.T, info Info)
 	}{
-		{"mvhd v0", cat(testFtyp, box("moov", mvhdV0(600, 1200)), testMdat), func(t *testing.T, info Info) {
+		{"mvhd v0", cat(testFtyp, box("moov", mvhdV0(600, 1200), testTrak), testMdat), func(t *testing.T, info Info) {
 			require.Equal(t, Info{MajorBrand: "isom", MinorVersion: 0x200, Timescale: 600, Duration: 1200,
-				Boxes: 4, TopLevelBoxes: 3, MdatBoxes: 1, MdatBytes: 7}, info)
+				Boxes: 5, TopLevelBoxes: 3, Tracks: 1, MdatBoxes: 1, MdatBytes: 7}, info)
 		}},
-		{"mvhd v1", cat(testFtyp, box("moov", mvhdV1(90000, 1<<40)), testMdat), func(t *testing.T, info Info) {
+		{"mvhd v1", cat(testFtyp, box("moov", mvhdV1(90000, 1<<40), testTrak), testMdat), func(t *testing.T, info Info) {
 			require.Equal(t, uint8(1), info.MvhdVersion)
 			require.Equal(t, uint64(1<<40), info.Duration)
 		}},
-		{"mdat size zero runs to end", cat(testFtyp, box("moov", mvhdV0(1, 1)), header32(0, "mdat"), make([]byte, 100)),
+		{"mdat size zero runs to end", cat(testFtyp, box("moov", mvhdV0(1, 1), testTrak), header32(0, "mdat"), make([]byte, 100)),
 			func(t *testing.T, info Info) { require.Equal(t, int64(100), info.MdatBytes) }},
-		{"mdat largesize", cat(testFtyp, box("moov", mvhdV0(1, 1)), header64(16+5, "mdat"), make([]byte, 5)),
+		{"mdat largesize", cat(testFtyp, box("moov", mvhdV0(1, 1), testTrak), header64(16+5, "mdat"), make([]byte, 5)),
 			func(t *testing.T, info Info) { require.Equal(t, int64(5), info.MdatBytes) }},
-		{"free uuid and mdat first", cat(testFtyp, box("free"), testMdat, box("uuid", make([]byte, 16)), box("moov", box("udta", []byte{0, 0, 0, 0}), mvhdV0(1, 1))),
+		{"free uuid and mdat first", cat(testFtyp, box("free"), testMdat, box("uuid", make([]byte, 16)), box("moov", box("udta", []byte{0, 0, 0, 0}), mvhdV0(1, 1), testTrak)),
 			func(t *testing.T, info Info) { require.Equal(t, 5, info.TopLevelBoxes) }},
 		{"max depth", cat(testFtyp, box("moov", mvhdV0(1, 1), nest(MaxDepth-1)), testMdat), nil},
 	}

@@ -2,7 +2,8 @@
 //
 // It is the media check of the contract's verification step (SPEC §3 Commit): an
 // object only verifies as MP4 if a box walk finds a leading ftyp, a moov whose mvhd
-// has a positive duration and timescale, and an mdat, with every box size consistent
+// has a positive duration and timescale and which holds at least one trak, and an
+// mdat, with every box size consistent
 // with its parent and the file. Check reads untrusted bytes, so it never allocates
 // in proportion to a declared box size, bounds recursion depth and box count, and
 // reports every rejection as an error matching ErrInvalid, which lets the verifier

@@ -28,6 +28,8 @@ var (
 	ErrMissingMoov error = &formatError{"mp4: missing moov box"}
 	// ErrMissingMvhd: the moov box has no mvhd child.
 	ErrMissingMvhd error = &formatError{"mp4: missing mvhd box in moov"}
+	// ErrNoTracks: the moov box holds no trak: a movie with nothing to play.
+	ErrNoTracks error = &formatError{"mp4: no trak box in moov"}
 	// ErrMissingMdat: no top-level mdat box.
 	ErrMissingMdat error = &formatError{"mp4: missing mdat box"}
 	// ErrZeroTimescale: mvhd timescale is 0, so the duration means nothing.

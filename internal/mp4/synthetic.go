@@ -30,15 +30,17 @@ type SyntheticParams struct {
 	// MdatBytes is the mdat payload length; 0 or less means DefaultMdatBytes, and
 	// values above MaxSyntheticMdatBytes are clamped to it.
 	MdatBytes int
-	// Track adds one minimal video trak (tkhd, mdia with mdhd, hdlr and an empty
-	// sample table) so that the file also looks like media to stricter tools.
+	// Track is ignored: every synthetic file has its one minimal video trak,
+	// because Check requires a track. It stays for the callers that ask for it.
 	Track bool
 }
 
-// Synthetic builds a structurally valid MP4: ftyp (isom), moov with mvhd and
-// optionally a trak, then mdat. The output is a pure function of params (all
-// timestamps are zero), so two agents, or an agent and a test, produce identical
-// bytes and digests. Check accepts every output.
+// Synthetic builds a structurally valid MP4: ftyp (isom), moov with mvhd and one
+// minimal video trak (tkhd, mdia with mdhd, hdlr and an empty sample table, so
+// that the file also looks like media to stricter tools), then mdat. The output
+// is a pure function of params (all timestamps are zero), so two agents, or an
+// agent and a test, produce identical bytes and digests. Check accepts every
+// output.
 func Synthetic(params SyntheticParams) []byte {
 	p := params
 	if p.Timescale == 0 {
@@ -59,12 +61,8 @@ func Synthetic(params SyntheticParams) []byte {
 	}
 
 	ftyp := box("ftyp", []byte("isom"), u32(0x200), []byte("isomiso2mp41"))
-	nextTrack := uint32(1)
-	var trak []byte
-	if p.Track {
-		trak = synthTrak(version, p.Timescale, p.Duration)
-		nextTrack = 2
-	}
+	const nextTrack = 2 // the one trak is track 1
+	trak := synthTrak(version, p.Timescale, p.Duration)
 	mvhd := fullBox("mvhd", version, 0,
 		times(version, 0, 0), u32(p.Timescale), dur(version, p.Duration),
 		u32(0x00010000), u16(0x0100), make([]byte, 10), // rate 1.0, volume 1.0, reserved

@@ -16,7 +16,7 @@ func TestSyntheticPassesCheck(t *testing.T) {
 		want   Info
 	}{
 		{"zero value", SyntheticParams{}, Info{MajorBrand: "isom", MinorVersion: 0x200, Timescale: DefaultTimescale,
-			Duration: DefaultTimescale, Boxes: 4, TopLevelBoxes: 3, MdatBoxes: 1, MdatBytes: DefaultMdatBytes}},
+			Duration: DefaultTimescale, Boxes: 19, TopLevelBoxes: 3, Tracks: 1, MdatBoxes: 1, MdatBytes: DefaultMdatBytes}},
 		{"with track", SyntheticParams{Seed: "job-1", Timescale: 30000, Duration: 90000, MdatBytes: 100, Track: true},
 			Info{MajorBrand: "isom", MinorVersion: 0x200, Timescale: 30000, Duration: 90000,
 				Boxes: 19, TopLevelBoxes: 3, Tracks: 1, MdatBoxes: 1, MdatBytes: 100}},
@@ -25,7 +25,7 @@ func TestSyntheticPassesCheck(t *testing.T) {
 				Duration: math.MaxUint32 + 1, Boxes: 19, TopLevelBoxes: 3, Tracks: 1, MdatBoxes: 1, MdatBytes: 1}},
 		{"clamped payload", SyntheticParams{MdatBytes: MaxSyntheticMdatBytes + 1},
 			Info{MajorBrand: "isom", MinorVersion: 0x200, Timescale: DefaultTimescale, Duration: DefaultTimescale,
-				Boxes: 4, TopLevelBoxes: 3, MdatBoxes: 1, MdatBytes: MaxSyntheticMdatBytes}},
+				Boxes: 19, TopLevelBoxes: 3, Tracks: 1, MdatBoxes: 1, MdatBytes: MaxSyntheticMdatBytes}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,6 +62,7 @@ func FuzzSynthetic(f *testing.F) {
 		b := Synthetic(SyntheticParams{Seed: seed, Timescale: timescale, Duration: duration, MdatBytes: int(n), Track: track})
 		info, err := Check(bytes.NewReader(b), int64(len(b)))
 		require.NoError(t, err)
+		require.Equal(t, 1, info.Tracks, "every synthetic file has its track, asked for or not")
 		if timescale != 0 {
 			require.Equal(t, timescale, info.Timescale)
 		}
