@@ -15,6 +15,9 @@ type Card struct {
 	Campaigns []Campaign `json:"campaigns"`
 	// Scenarios are named phase-fault scenarios, in catalogue order.
 	Scenarios []Scenario `json:"scenarios"`
+	// Contract is protocol's tables compared with the contract's text, in
+	// a fixed order (empty on a card whose run did not check them).
+	Contract []ContractCheck `json:"contract,omitempty"`
 	// Invariants lists what was checked after every step.
 	Invariants []Invariant `json:"invariants"`
 	// Failures lists every failure with the command that replays it.

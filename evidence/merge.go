@@ -48,7 +48,8 @@ type ShardCard struct {
 //     failing seed of a campaign, so a failing merged card can hold up to
 //     N shrunk sequences for a campaign where one unsharded run holds one.
 //
-// Equal in every shard: Title, Invariants, NoTimings, the provenance
+// Equal in every shard: Title, Contract (every shard checks the same
+// tables; their failures are taken from the first shard only), Invariants, NoTimings, the provenance
 // (commit, dirty flag, Go, schema, model and generator versions), the
 // command (qualify records it without --shard), generator weights and
 // first seed; a card with
@@ -185,6 +186,9 @@ func sameRun(a, b ShardCard) error {
 			return fmt.Errorf("merge: %s and %s are not shards of one run: %s differs (%v, %v)", a.Name, b.Name, f.what, f.x, f.y)
 		}
 	}
+	if !slices.Equal(a.Card.Contract, b.Card.Contract) {
+		return fmt.Errorf("merge: %s and %s are not shards of one run: their contract checks differ", a.Name, b.Name)
+	}
 	if !slices.Equal(a.Card.Invariants, b.Card.Invariants) {
 		return fmt.Errorf("merge: %s and %s are not shards of one run: they checked different invariants", a.Name, b.Name)
 	}
@@ -285,7 +289,8 @@ func mergeFailures(shards []ShardCard, campaigns []Campaign) []Failure {
 	}
 	for k, s := range shards {
 		for j, f := range s.Card.Failures {
-			if !taken[k][j] {
+			// Every shard checks the contract; one run lists its failures once.
+			if !taken[k][j] && (k == 0 || f.Source != ContractSource) {
 				out = append(out, f)
 			}
 		}
