@@ -418,3 +418,21 @@ func specDuration(s string) time.Duration {
 	unit := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[s[len(s)-1]]
 	return time.Duration(n) * unit
 }
+
+// Base64URL is the alphabet of base64url (RFC 4648 section 5).
+const Base64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// TokenForm reads, from the contract's text, the form every commit token
+// offered must have: its length in characters (the stated number of random
+// bytes, base64url without padding) and its alphabet. Campaigns check the
+// tokens the targets really offered against it, not against protocol's
+// constant, which a wrong generator would carry too.
+func TokenForm(spec string) (length int, alphabet string, err error) {
+	s := doc{name: docs.SPECFile, text: spec}
+	m, err := s.find(reToken, "the commit token's row (bytes, base64url without padding, hash length)")
+	if err != nil {
+		return 0, "", err
+	}
+	n, _ := strconv.Atoi(s.text[m[2]:m[3]])
+	return base64.RawURLEncoding.EncodedLen(n), Base64URL, nil
+}

@@ -117,3 +117,13 @@ func TestUnreadableTextIsReported(t *testing.T) {
 		t.Errorf("want the malformed table line named with its SPEC line, got %+v", r)
 	}
 }
+
+func TestTokenForm(t *testing.T) {
+	n, alphabet, err := TokenForm(docs.SPEC)
+	if err != nil || n != 32 || len(alphabet) != 64 || strings.ContainsAny(alphabet, "+/=") {
+		t.Fatalf("want 32 base64url characters, got %d %q %v", n, alphabet, err)
+	}
+	if _, _, err := TokenForm(strings.Replace(docs.SPEC, "random bytes", "bytes", 1)); err == nil {
+		t.Fatal("a token row without its byte count must be an error")
+	}
+}

@@ -70,6 +70,10 @@ type Campaign struct {
 	Errors      int            `json:"errors"`
 	Passed      bool           `json:"passed"`
 	DurationMs  int64          `json:"duration_ms"`
+	// TokensChecked counts the commit tokens the campaign's targets offered,
+	// each checked against the contract's form (length and alphabet) and
+	// for a repeat across the campaign's seeds (0: not checked).
+	TokensChecked int `json:"tokens_checked,omitempty"`
 	// Coverage is what the campaign reached and had to reach (nil for a
 	// campaign that does not record it, such as a determinism re-run).
 	Coverage *Coverage `json:"coverage,omitempty"`

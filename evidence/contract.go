@@ -3,6 +3,7 @@ package evidence
 import (
 	"bufio"
 	"fmt"
+	"strings"
 )
 
 // ContractCheck is one table of the contract (docs/SPEC.md, docs/semantics.md)
@@ -39,4 +40,19 @@ func mdContract(w *bufio.Writer, c Card) error {
 		return fmt.Errorf("contract table: %w", err)
 	}
 	return nil
+}
+
+// mdTokens says how many offered commit tokens each campaign checked
+// against the contract's form and for repeats; nothing when none did.
+func mdTokens(w *bufio.Writer, c Card) {
+	var parts []string
+	for _, cp := range c.Campaigns {
+		if cp.TokensChecked > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", cp.Name, cp.TokensChecked))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "\nCommit tokens offered, each checked for the contract's length and alphabet and for a repeat "+
+			"across the campaign: %s.\n", strings.Join(parts, ", "))
+	}
 }

@@ -97,6 +97,7 @@ func mdCampaigns(w *bufio.Writer, c Card) error {
 	if err := mdTable(w, header, rows, 2, 3, 4, 5, 6, 7); err != nil {
 		return fmt.Errorf("campaigns table: %w", err)
 	}
+	mdTokens(w, c)
 	for _, cp := range c.Campaigns {
 		if cp.Coverage != nil {
 			continue // its coverage section lists replies, with reasons

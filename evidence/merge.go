@@ -36,7 +36,8 @@ type ShardCard struct {
 //   - campaigns (same names, targets and steps per sequence in every
 //     shard, and each shard's first seed where the previous shard's slice
 //     ended): seeds, sequences, steps, reply counts, divergences,
-//     violations and errors summed, the verdict PASS only if every shard's;
+//     violations, errors and tokens checked summed (each shard checked its
+//     slice's tokens for repeats, not across slices), the verdict PASS only if every shard's;
 //     coverage counts summed (Coverage.Add) against the same required
 //     cells, tables and gate, and the coverage gate, which shards defer,
 //     applied to the sums;
@@ -232,6 +233,7 @@ func mergeCampaigns(shards []ShardCard) ([]Campaign, error) {
 			m.Seeds += cp.Seeds
 			m.Sequences += cp.Sequences
 			m.Steps += cp.Steps
+			m.TokensChecked += cp.TokensChecked
 			m.Replies = addCounts(m.Replies, cp.Replies)
 			m.Divergences += cp.Divergences
 			m.Violations += cp.Violations

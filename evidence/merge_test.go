@@ -49,6 +49,7 @@ var mergeRules = map[string]string{
 	"Card.Campaigns[].Errors":                               "merged",
 	"Card.Campaigns[].Passed":                               "merged",
 	"Card.Campaigns[].DurationMs":                           "merged",
+	"Card.Campaigns[].TokensChecked":                        "merged",
 	"Card.Campaigns[].Coverage.JobTransitions":              "merged",
 	"Card.Campaigns[].Coverage.AttemptTransitions":          "merged",
 	"Card.Campaigns[].Coverage.Replies":                     "merged",
@@ -167,7 +168,7 @@ func shardFixture() []ShardCard {
 		Contract: []ContractCheck{{Table: "retryable failure codes", Source: "docs/SPEC.md:106", Contract: "`no_capacity`", Passed: true}},
 		Campaigns: []Campaign{
 			{Name: "model", Target: "model", Seeds: 2, FirstSeed: 1, StepsPerSeq: 20, Sequences: 2, Steps: 40,
-				Replies: map[string]int{"created": 3, "no_job": 1}, Passed: true, DurationMs: 10, Coverage: cov1},
+				Replies: map[string]int{"created": 3, "no_job": 1}, Passed: true, DurationMs: 10, Coverage: cov1, TokensChecked: 7},
 			{Name: "determinism: model", Target: "model", Seeds: 1, FirstSeed: 1, StepsPerSeq: 20, Sequences: 2, Steps: 40,
 				Replies: map[string]int{}, Passed: true, DurationMs: 5},
 		},
@@ -179,7 +180,7 @@ func shardFixture() []ShardCard {
 	two.Run.Host, two.Run.DurationMs, two.Run.Shard = "ci-2", 2000, "2/2"
 	two.Campaigns = []Campaign{
 		{Name: "model", Target: "model", Seeds: 3, FirstSeed: 3, StepsPerSeq: 20, Sequences: 3, Steps: 59,
-			Replies: map[string]int{"created": 4, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 20, Coverage: cov2},
+			Replies: map[string]int{"created": 4, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 20, Coverage: cov2, TokensChecked: 5},
 		{Name: "determinism: model", Target: "model", Seeds: 1, FirstSeed: 2, StepsPerSeq: 20, Sequences: 2, Steps: 40,
 			Divergences: 1, DurationMs: 6},
 	}
@@ -224,6 +225,7 @@ func TestMergeCombinesShardsInUnshardedOrder(t *testing.T) {
 	want.Campaigns = []Campaign{
 		{Name: "model", Target: "model", Seeds: 5, FirstSeed: 1, StepsPerSeq: 20, Sequences: 5, Steps: 99,
 			Replies: map[string]int{"created": 7, "no_job": 1, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 30,
+			TokensChecked: 12,
 			Coverage: &Coverage{JobTransitions: Counts{"queued->active": 3, "active->queued": 4},
 				AttemptTransitions: Counts{"leased->running": 1}, Replies: Counts{"created": 3, "no_job": 1},
 				Faults: Counts{"wrong_epoch": 5}, FaultPhases: Counts{"stale_token@leased": 1},

@@ -212,7 +212,8 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 			card.Run.PostgresKind, card.Run.PostgresVersion = setup.pgKind, setup.pgVersion
 		}
 		c := faults.Campaign{Factory: setup.factory, Options: setup.options, Gen: f.gen, Seeds: seeds.list,
-			Steps: f.steps, Workers: f.workers, Progress: func(done, total int) { prog.update(name, done, total) }}
+			Steps: f.steps, Workers: f.workers, Progress: func(done, total int) { prog.update(name, done, total) },
+			Tokens: tokenRule()}
 		start = time.Now()
 		res, err = c.Run(ctx)
 		prog.done(name)
@@ -223,7 +224,8 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 	camp := evidence.Campaign{Name: name, Target: f.target, Seeds: len(seeds.list), FirstSeed: seeds.first, StepsPerSeq: f.steps,
 		Sequences: res.Seeds, Steps: res.Steps, Replies: res.Codes, Divergences: res.Divergences(),
 		Violations: res.Violations(), Errors: res.Errors(), Passed: len(res.Failures) == 0,
-		Coverage: cardCoverage(res.Coverage)}
+		Coverage: cardCoverage(res.Coverage), TokensChecked: res.TokensChecked}
+	camp.Passed = camp.Passed && len(res.TokenProblems) == 0
 	if !card.NoTimings {
 		camp.DurationMs = time.Since(start).Milliseconds()
 	}
@@ -254,6 +256,7 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 		}
 		card.Failures = append(card.Failures, fl)
 	}
+	card.Failures = append(card.Failures, tokenFailures(name, f, res.TokenProblems)...)
 	if missed {
 		card.Failures = append(card.Failures, covFail)
 	}
