@@ -25,6 +25,12 @@ var contractMutants = []Mutant{
 	{ID: "token-alphabet-std", Kind: "contract-token", File: "protocol/token.go",
 		Old: "plaintext = base64.RawURLEncoding.EncodeToString(b[:])", New: "plaintext = base64.RawStdEncoding.EncodeToString(b[:])",
 		What: "commit tokens are standard base64 (with + and /), not base64url"},
+	// A token source that repeats across runs (as a server seeded from a
+	// constant would): every run's tokens are distinct within it, so only
+	// the campaign's check for repeats across seeds sees it.
+	{ID: "token-stream-ignores-seed", Kind: "contract-token", File: "faults/rng.go",
+		Old: "Tokens: key(3)}", New: "Tokens: rand.NewChaCha8([32]byte{31: 3})}",
+		What: "every seed draws the same commit tokens: a token is offered again in another run"},
 	// Time boundaries: the SQL parts < from <= one microsecond off the model.
 	{ID: "sweep-lost-after-expiry", Kind: "time-boundary", File: "server/sweep.go",
 		Old: "SQLLeasePhases + ` AND a.lease_expires_at <= $1", New: "SQLLeasePhases + ` AND a.lease_expires_at < $1",
