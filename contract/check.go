@@ -43,7 +43,7 @@ func Check(spec, semantics string, t Tables) []Result {
 	var out []Result
 	out = append(out, failureCodes(s, t)...)
 	out = append(out, jobTable(s, t), attemptStatuses(s, t), attemptTable(s, t), maxAttempts(s, t),
-		commitToken(s, t), conflictReasons(s, t), replyCodes(s, m, t), createJobFields(m, t), actors(m, t),
+		commitToken(s, t), readLimit(s, t), conflictReasons(s, t), replyCodes(s, m, t), createJobFields(m, t), actors(m, t),
 		admissionWindow(m, t))
 	return out
 }
@@ -317,6 +317,23 @@ func tokenProblem(tok TokenSample, n, wantLen, hashLen int) string {
 		return "protocol.VerifyCommitToken refuses it against its own hash"
 	}
 	return ""
+}
+
+var reReadLimit = regexp.MustCompile(`read limit (\d+) KiB`)
+
+// readLimit: SPEC section 5, "read limit 64 KiB (larger: close 1009)".
+func readLimit(s doc, t Tables) Result {
+	const table = "wire frame read limit"
+	m, err := s.find(reReadLimit, "the wire's read limit")
+	if err != nil {
+		return unreadable(table, s.name, err)
+	}
+	kib, _ := strconv.Atoi(s.text[m[2]:m[3]])
+	r := Result{Table: table, Source: s.at(m[0]), Contract: fmt.Sprintf("%d KiB", kib)}
+	if t.ReadLimitBytes != kib<<10 {
+		r.Detail = fmt.Sprintf("protocol.ReadLimitBytes is %d, the contract says %d KiB (%d)", t.ReadLimitBytes, kib, kib<<10)
+	}
+	return r
 }
 
 var reReasons = regexp.MustCompile("`lease_conflict` with a `reason`:")

@@ -20,8 +20,8 @@ func failed(rs []Result) map[string]Result {
 
 func TestProtocolAgreesWithContract(t *testing.T) {
 	rs := CheckEmbedded()
-	if len(rs) != 12 {
-		t.Fatalf("want 12 tables checked, got %d", len(rs))
+	if len(rs) != 13 {
+		t.Fatalf("want 13 tables checked, got %d", len(rs))
 	}
 	for _, r := range rs {
 		if !r.Passed() {
@@ -71,6 +71,7 @@ func TestAlteredProtocolIsReported(t *testing.T) {
 		{"commit token size, alphabet and hash", "not unpadded base64url", func(x *Tables) {
 			x.Tokens[3].Plaintext = strings.Replace(x.Tokens[3].Plaintext, x.Tokens[3].Plaintext[:1], "+", 1)
 		}},
+		{"wire frame read limit", "ReadLimitBytes is 65535", func(x *Tables) { x.ReadLimitBytes-- }},
 		{"lease_conflict reasons", "order differs", func(x *Tables) {
 			x.ConflictReasons[0], x.ConflictReasons[1] = x.ConflictReasons[1], x.ConflictReasons[0]
 		}},
@@ -108,7 +109,7 @@ func TestUnreadableTextIsReported(t *testing.T) {
 	if r.Source != "docs/SPEC.md" || !strings.Contains(r.Detail, "cannot find retryable failure codes") {
 		t.Errorf("want an unreadable-text failure naming SPEC.md, got %+v", r)
 	}
-	if f := failed(Check("", "", Protocol())); len(f) != 12 {
+	if f := failed(Check("", "", Protocol())); len(f) != 13 {
 		t.Errorf("empty documents: want every table to fail, got %d", len(f))
 	}
 	spec = strings.Replace(docs.SPEC, "verifying:  succeeded", "verifying   succeeded", 1)

@@ -3,7 +3,7 @@
 // the failure codes and which of them are retryable, the job and attempt
 // state machines, the lease phases and their ranks, the bounds of
 // max_attempts and of the admission window, the commit token's size,
-// encoding and stored hash, the lease_conflict reasons, the reply codes,
+// encoding and stored hash, the wire's read limit, the lease_conflict reasons, the reply codes,
 // CreateJob's validation order and the journal's actors.
 //
 // The model (sim) and the server share these tables through protocol, so a

@@ -36,6 +36,9 @@ type Tables struct {
 	TokenBytes int
 	Tokens     []TokenSample
 
+	// ReadLimitBytes is the largest frame the gateway reads.
+	ReadLimitBytes int
+
 	ConflictReasons []string
 	Codes           []string
 	CreateJobFields []string
@@ -65,7 +68,7 @@ func Protocol() Tables {
 		MaxAttemptsMin:  protocol.MaxAttemptsMin, MaxAttemptsMax: protocol.MaxAttemptsMax,
 		MaxAttemptsDefault: protocol.MaxAttemptsDefault,
 		AdmissionWindowMin: protocol.AdmissionWindowMin, AdmissionWindowMax: protocol.AdmissionWindowMax,
-		TokenBytes: protocol.CommitTokenBytes, CreateJobFields: append([]string(nil), protocol.CreateJobFields...)}
+		TokenBytes: protocol.CommitTokenBytes, ReadLimitBytes: protocol.ReadLimitBytes, CreateJobFields: append([]string(nil), protocol.CreateJobFields...)}
 	for _, c := range protocol.FailureCodes {
 		t.FailureCodes = append(t.FailureCodes, string(c))
 		t.Retryable[string(c)] = c.IsRetryable()
