@@ -15,6 +15,9 @@ type Card struct {
 	Campaigns []Campaign `json:"campaigns"`
 	// Scenarios are named phase-fault scenarios, in catalogue order.
 	Scenarios []Scenario `json:"scenarios"`
+	// Contract is protocol's tables compared with the contract's text, in
+	// a fixed order (empty on a card whose run did not check them).
+	Contract []ContractCheck `json:"contract,omitempty"`
 	// Invariants lists what was checked after every step.
 	Invariants []Invariant `json:"invariants"`
 	// Failures lists every failure with the command that replays it.
@@ -67,6 +70,10 @@ type Campaign struct {
 	Errors      int            `json:"errors"`
 	Passed      bool           `json:"passed"`
 	DurationMs  int64          `json:"duration_ms"`
+	// TokensChecked counts the commit tokens the campaign's targets offered,
+	// each checked against the contract's form (length and alphabet) and
+	// for a repeat across the campaign's seeds (0: not checked).
+	TokensChecked int `json:"tokens_checked,omitempty"`
 	// Coverage is what the campaign reached and had to reach (nil for a
 	// campaign that does not record it, such as a determinism re-run).
 	Coverage *Coverage `json:"coverage,omitempty"`

@@ -26,7 +26,7 @@ func WriteMarkdown(w io.Writer, c Card, o WriteOptions) error {
 	// returned by mdTable and checked.
 	bw := bufio.NewWriter(w)
 	steps := []func(*bufio.Writer, Card) error{
-		mdHeader, mdRun, mdCampaigns, mdScenarios, mdMutations, mdInvariants, mdFailures, mdNotCovered,
+		mdHeader, mdRun, mdContract, mdCampaigns, mdScenarios, mdMutations, mdInvariants, mdFailures, mdNotCovered,
 	}
 	for _, step := range steps {
 		if err := step(bw, c); err != nil {
@@ -97,6 +97,7 @@ func mdCampaigns(w *bufio.Writer, c Card) error {
 	if err := mdTable(w, header, rows, 2, 3, 4, 5, 6, 7); err != nil {
 		return fmt.Errorf("campaigns table: %w", err)
 	}
+	mdTokens(w, c)
 	for _, cp := range c.Campaigns {
 		if cp.Coverage != nil {
 			continue // its coverage section lists replies, with reasons

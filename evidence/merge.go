@@ -36,7 +36,8 @@ type ShardCard struct {
 //   - campaigns (same names, targets and steps per sequence in every
 //     shard, and each shard's first seed where the previous shard's slice
 //     ended): seeds, sequences, steps, reply counts, divergences,
-//     violations and errors summed, the verdict PASS only if every shard's;
+//     violations, errors and tokens checked summed (each shard checked its
+//     slice's tokens for repeats, not across slices), the verdict PASS only if every shard's;
 //     coverage counts summed (Coverage.Add) against the same required
 //     cells, tables and gate, and the coverage gate, which shards defer,
 //     applied to the sums;
@@ -48,7 +49,8 @@ type ShardCard struct {
 //     failing seed of a campaign, so a failing merged card can hold up to
 //     N shrunk sequences for a campaign where one unsharded run holds one.
 //
-// Equal in every shard: Title, Invariants, NoTimings, the provenance
+// Equal in every shard: Title, Contract (every shard checks the same
+// tables; their failures are taken from the first shard only), Invariants, NoTimings, the provenance
 // (commit, dirty flag, Go, schema, model and generator versions), the
 // command (qualify records it without --shard), generator weights and
 // first seed; a card with
@@ -185,6 +187,9 @@ func sameRun(a, b ShardCard) error {
 			return fmt.Errorf("merge: %s and %s are not shards of one run: %s differs (%v, %v)", a.Name, b.Name, f.what, f.x, f.y)
 		}
 	}
+	if !slices.Equal(a.Card.Contract, b.Card.Contract) {
+		return fmt.Errorf("merge: %s and %s are not shards of one run: their contract checks differ", a.Name, b.Name)
+	}
 	if !slices.Equal(a.Card.Invariants, b.Card.Invariants) {
 		return fmt.Errorf("merge: %s and %s are not shards of one run: they checked different invariants", a.Name, b.Name)
 	}
@@ -228,6 +233,7 @@ func mergeCampaigns(shards []ShardCard) ([]Campaign, error) {
 			m.Seeds += cp.Seeds
 			m.Sequences += cp.Sequences
 			m.Steps += cp.Steps
+			m.TokensChecked += cp.TokensChecked
 			m.Replies = addCounts(m.Replies, cp.Replies)
 			m.Divergences += cp.Divergences
 			m.Violations += cp.Violations
@@ -285,7 +291,8 @@ func mergeFailures(shards []ShardCard, campaigns []Campaign) []Failure {
 	}
 	for k, s := range shards {
 		for j, f := range s.Card.Failures {
-			if !taken[k][j] {
+			// Every shard checks the contract; one run lists its failures once.
+			if !taken[k][j] && (k == 0 || f.Source != ContractSource) {
 				out = append(out, f)
 			}
 		}

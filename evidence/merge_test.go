@@ -49,6 +49,7 @@ var mergeRules = map[string]string{
 	"Card.Campaigns[].Errors":                               "merged",
 	"Card.Campaigns[].Passed":                               "merged",
 	"Card.Campaigns[].DurationMs":                           "merged",
+	"Card.Campaigns[].TokensChecked":                        "merged",
 	"Card.Campaigns[].Coverage.JobTransitions":              "merged",
 	"Card.Campaigns[].Coverage.AttemptTransitions":          "merged",
 	"Card.Campaigns[].Coverage.Replies":                     "merged",
@@ -65,6 +66,7 @@ var mergeRules = map[string]string{
 	"Card.Campaigns[].Coverage.Tables.FaultPhases":          "checked",
 	"Card.Campaigns[].Coverage.Gate":                        "checked",
 	"Card.Scenarios":                                        "merged",
+	"Card.Contract":                                         "checked",
 	"Card.Invariants":                                       "checked",
 	"Card.Failures":                                         "merged",
 	"Card.NotCovered":                                       "merged",
@@ -73,7 +75,7 @@ var mergeRules = map[string]string{
 }
 
 // wholeValues are walked no further: Merge moves or compares them whole.
-var wholeValues = map[string]bool{"Card.Scenarios": true, "Card.Invariants": true, "Card.Failures": true,
+var wholeValues = map[string]bool{"Card.Contract": true, "Card.Scenarios": true, "Card.Invariants": true, "Card.Failures": true,
 	"Card.NotCovered": true, "Card.MutationScore": true}
 
 // cardPaths lists every leaf field of t as Card.Run.Host, Card.Campaigns[].Name...
@@ -163,9 +165,10 @@ func shardFixture() []ShardCard {
 		Required: required, Tables: tables, Gate: true}
 	inv := []Invariant{{Number: 1, Text: "one live attempt"}}
 	one := Card{Title: "Phase-fault qualification", Date: "2026-12-03", Passed: true, Run: run, Invariants: inv, NoTimings: true,
+		Contract: []ContractCheck{{Table: "retryable failure codes", Source: "docs/SPEC.md:106", Contract: "`no_capacity`", Passed: true}},
 		Campaigns: []Campaign{
 			{Name: "model", Target: "model", Seeds: 2, FirstSeed: 1, StepsPerSeq: 20, Sequences: 2, Steps: 40,
-				Replies: map[string]int{"created": 3, "no_job": 1}, Passed: true, DurationMs: 10, Coverage: cov1},
+				Replies: map[string]int{"created": 3, "no_job": 1}, Passed: true, DurationMs: 10, Coverage: cov1, TokensChecked: 7},
 			{Name: "determinism: model", Target: "model", Seeds: 1, FirstSeed: 1, StepsPerSeq: 20, Sequences: 2, Steps: 40,
 				Replies: map[string]int{}, Passed: true, DurationMs: 5},
 		},
@@ -177,7 +180,7 @@ func shardFixture() []ShardCard {
 	two.Run.Host, two.Run.DurationMs, two.Run.Shard = "ci-2", 2000, "2/2"
 	two.Campaigns = []Campaign{
 		{Name: "model", Target: "model", Seeds: 3, FirstSeed: 3, StepsPerSeq: 20, Sequences: 3, Steps: 59,
-			Replies: map[string]int{"created": 4, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 20, Coverage: cov2},
+			Replies: map[string]int{"created": 4, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 20, Coverage: cov2, TokensChecked: 5},
 		{Name: "determinism: model", Target: "model", Seeds: 1, FirstSeed: 2, StepsPerSeq: 20, Sequences: 2, Steps: 40,
 			Divergences: 1, DurationMs: 6},
 	}
@@ -222,6 +225,7 @@ func TestMergeCombinesShardsInUnshardedOrder(t *testing.T) {
 	want.Campaigns = []Campaign{
 		{Name: "model", Target: "model", Seeds: 5, FirstSeed: 1, StepsPerSeq: 20, Sequences: 5, Steps: 99,
 			Replies: map[string]int{"created": 7, "no_job": 1, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 30,
+			TokensChecked: 12,
 			Coverage: &Coverage{JobTransitions: Counts{"queued->active": 3, "active->queued": 4},
 				AttemptTransitions: Counts{"leased->running": 1}, Replies: Counts{"created": 3, "no_job": 1},
 				Faults: Counts{"wrong_epoch": 5}, FaultPhases: Counts{"stale_token@leased": 1},
@@ -238,6 +242,29 @@ func TestMergeCombinesShardsInUnshardedOrder(t *testing.T) {
 
 	// The inputs are not modified.
 	require.Equal(t, shardFixture(), shards)
+}
+
+// Every shard checks the contract: a failing table is one failure of the
+// merged card, not one per shard.
+func TestMergeListsContractFailuresOnce(t *testing.T) {
+	shards := shardFixture()
+	for i := range shards {
+		c := &shards[i].Card
+		c.Passed = false
+		c.Contract = []ContractCheck{{Table: "retryable failure codes", Source: "docs/SPEC.md:106", Contract: "`no_capacity`",
+			Detail: "`no_capacity` is in the contract's list, not in protocol"}}
+		c.Failures = append([]Failure{{Source: ContractSource, Detail: "retryable failure codes", Replay: "rendermac qualify"}}, c.Failures...)
+	}
+	got, err := Merge(shards)
+	require.NoError(t, err)
+	n := 0
+	for _, f := range got.Failures {
+		if f.Source == ContractSource {
+			n++
+		}
+	}
+	require.Equal(t, 1, n, "the contract's failure once, from the first shard")
+	require.False(t, got.Passed)
 }
 
 // Changing any checked field in one shard makes Merge refuse the pair.

@@ -44,6 +44,11 @@ func (c Card) Validate() error {
 			return fmt.Errorf("evidence: card says PASS but campaign %q failed", cp.Name)
 		}
 	}
+	for _, k := range c.Contract {
+		if !k.Passed {
+			return fmt.Errorf("evidence: card says PASS but contract table %q disagrees", k.Table)
+		}
+	}
 	for _, s := range c.Scenarios {
 		if !s.Passed {
 			return fmt.Errorf("evidence: card says PASS but scenario %q failed", s.Name)

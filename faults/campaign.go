@@ -21,6 +21,9 @@ type Campaign struct {
 	ShrinkBudget int
 	// Progress, if set, is called after each seed with the count done.
 	Progress func(done, total int)
+	// Tokens, if set, is the form every offered commit token must have;
+	// the campaign also checks that none is offered twice across its seeds.
+	Tokens *TokenRule
 }
 
 // SeedFailure is a failing seed with its shrunk sequence.
@@ -39,6 +42,10 @@ type CampaignResult struct {
 	// Coverage sums every seed's coverage (see Coverage).
 	Coverage Coverage
 	Failures []SeedFailure
+	// TokensChecked counts the offered commit tokens checked against
+	// Campaign.Tokens; TokenProblems lists the first that broke it.
+	TokensChecked int
+	TokenProblems []TokenProblem
 }
 
 // Violations counts failures of kind violation; Divergences of kind divergence.
@@ -131,6 +138,9 @@ func (c Campaign) Run(ctx context.Context) (CampaignResult, error) {
 		if res.Failure != nil {
 			out.Failures = append(out.Failures, SeedFailure{Seed: c.Seeds[i], Result: res})
 		}
+	}
+	if c.Tokens != nil {
+		out.TokensChecked, out.TokenProblems = checkTokens(*c.Tokens, c.Seeds, results)
 	}
 	if len(out.Failures) > 0 {
 		first := &out.Failures[0]

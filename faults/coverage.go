@@ -179,6 +179,10 @@ func (r *runner) countFaults(ev Event, c *Coverage) {
 		if ev.Advance >= clockJump {
 			kinds = append(kinds, FaultClockJump)
 		}
+	case OpBoundary:
+		if r.landed != "" {
+			kinds = append(kinds, r.landed)
+		}
 	case OpCancel:
 		if j := r.v.job(ev.Job); j != nil && ev.Buyer >= 0 && WorldBuyers[ev.Buyer%len(WorldBuyers)].ID != j.buyer {
 			kinds = append(kinds, FaultForeignBuyer)
@@ -277,7 +281,9 @@ type Required struct {
 //     ends failed or lost, or cancelled only at a commit from uploading);
 //   - every reply code of section 3 the harness can provoke, lease_conflict
 //     with each of its reasons (attempt_lost is never a reply);
-//   - every fault kind the generator draws.
+//   - every fault kind the generator draws, and a boundary tick landing on
+//     each kind of boundary (lease expiry, admission deadline, heartbeat
+//     deadline) exactly and one microsecond either side.
 func RequiredCoverage() Required {
 	req := Required{
 		JobTransitions: []string{"queued->active", "queued->cancelled", "queued->failed",
@@ -294,6 +300,7 @@ func RequiredCoverage() Required {
 			FaultBadOutput, FaultBadFailureCode, FaultForeignBuyer, FaultClockJump, FaultUnknownService,
 			FaultBadMaxAttempts, FaultUnstorableParams, FaultDuplicate, FaultReorder},
 	}
+	req.Faults = append(req.Faults, boundaryFaults()...)
 	for _, c := range []protocol.Code{protocol.CodeCreated, protocol.CodeValidation, protocol.CodeInsufficientFunds,
 		protocol.CodeIdempotencyConflict, protocol.CodeLeaseOffer, protocol.CodeNoJob, protocol.CodeNoSlot,
 		protocol.CodeProgressOK, protocol.CodeCommitPending, protocol.CodeCommitOK, protocol.CodeCommitConflict,

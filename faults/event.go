@@ -28,10 +28,42 @@ const (
 	// OpUpload PUTs other bytes to an attempt's output key (a re-upload
 	// while it runs, or a late one after its claim, which must be refused).
 	OpUpload
+	// OpBoundary is a tick that lands on a time boundary of the state (a
+	// lease expiry, an admission deadline, a device's heartbeat deadline)
+	// or one microsecond either side: where `<` and `<=` part.
+	OpBoundary
 	opCount
 )
 
-var opNames = [opCount]string{"create", "lease", "progress", "commit", "commit_begin", "commit_finish", "fail", "cancel", "tick", "sweep", "upload"}
+var opNames = [opCount]string{"create", "lease", "progress", "commit", "commit_begin", "commit_finish", "fail", "cancel", "tick", "sweep", "upload",
+	"boundary"}
+
+// Boundary is the kind of instant a boundary tick lands on.
+type Boundary uint8
+
+// Boundaries: every rule of SPEC section 3 that compares now with a stored
+// instant.
+const (
+	// BoundaryLease is a live attempt's lease_expires_at (progress, commit
+	// and the sweeper's lost and re-verification steps).
+	BoundaryLease Boundary = iota
+	// BoundaryDeadline is a non-terminal job's admission_deadline (lease's
+	// pick, requeue, the sweeper's admission_expired).
+	BoundaryDeadline
+	// BoundaryHeartbeat is an online device's last_seen_at plus the
+	// heartbeat window (the sweeper's offline step).
+	BoundaryHeartbeat
+	boundaryCount
+)
+
+var boundaryNames = [boundaryCount]string{"lease_expiry", "admission_deadline", "heartbeat"}
+
+func (b Boundary) String() string {
+	if b < boundaryCount {
+		return boundaryNames[b]
+	}
+	return "boundary(" + strconv.Itoa(int(b)) + ")"
+}
 
 func (o Op) String() string {
 	if o < opCount {
@@ -70,6 +102,11 @@ type Event struct {
 	Code     protocol.FailureCode
 	OutputOK bool
 	Advance  time.Duration
+	// boundary only: which instant (Job picks among those after now, in
+	// time order), OffsetUs microseconds from it (-1, 0 or 1); Advance is
+	// the tick taken when the state has no such instant after now.
+	At       Boundary
+	OffsetUs int
 
 	// create only.
 	Service     string
@@ -118,6 +155,11 @@ func (e Event) String() string {
 		kv("job", e.Job)
 		kv("att", e.Attempt)
 	case OpTick:
+		kv("ms", e.Advance.Milliseconds())
+	case OpBoundary:
+		kv("at", e.At)
+		kv("off", e.OffsetUs)
+		kv("job", e.Job)
 		kv("ms", e.Advance.Milliseconds())
 	}
 	return b.String()
@@ -194,6 +236,16 @@ func (e *Event) set(k, v string) error {
 			}
 		}
 		return fmt.Errorf("unknown token kind %q", v)
+	case "at":
+		for i, n := range boundaryNames {
+			if n == v {
+				e.At = Boundary(i)
+				return nil
+			}
+		}
+		return fmt.Errorf("unknown boundary %q", v)
+	case "off":
+		return atoi(&e.OffsetUs)
 	case "ms":
 		var ms int
 		err := atoi(&ms)

@@ -30,7 +30,7 @@ type GenConfig struct {
 var DefaultGenConfig = GenConfig{
 	Weights: [opCount]int{
 		OpCreate: 12, OpLease: 18, OpProgress: 24, OpCommit: 14, OpCommitBegin: 4,
-		OpCommitFinish: 3, OpFail: 5, OpCancel: 5, OpTick: 8, OpSweep: 6, OpUpload: 3,
+		OpCommitFinish: 3, OpFail: 5, OpCancel: 5, OpTick: 8, OpSweep: 6, OpUpload: 3, OpBoundary: 6,
 	},
 	Perturb:   Ratio{1, 8},
 	Duplicate: Ratio{1, 25},
@@ -128,6 +128,11 @@ func genEvent(g *Rng, cfg GenConfig) Event {
 		if g.Chance(Ratio{1, 20}) {
 			ev.Advance = time.Duration(g.Between(60, 900)) * time.Second // a clock jump
 		}
+	case OpBoundary:
+		ev.At = Boundary(g.IntN(int(boundaryCount)))
+		ev.OffsetUs = g.IntN(3) - 1
+		ev.Job = geometric(g, 8, cfg.NextJob) // the earliest instant after now, mostly
+		ev.Advance = time.Duration(g.Between(500, 20_000)) * time.Millisecond
 	}
 	return ev
 }

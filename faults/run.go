@@ -66,6 +66,9 @@ type RunResult struct {
 	Trace []string
 	// Coverage is set when Options.Coverage is.
 	Coverage *Coverage
+	// Offers are the commit tokens the first target offered, when
+	// Options.Coverage is set (a campaign checks them, see TokenRule).
+	Offers []Offer
 }
 
 // Run plays seq against fresh targets from f, step by step: it applies each
@@ -107,6 +110,13 @@ func (r *runner) play(ctx context.Context, seq Sequence, res *RunResult) {
 	for i, ev := range seq.Events {
 		res.Steps++
 		r.v.aim(r.live)
+		if ev.Op == OpBoundary {
+			var err error
+			if r.advance, r.landed, err = r.resolveBoundary(ctx, ev); err != nil {
+				res.Failure = &Failure{Kind: FailureError, Step: i, Event: ev, Target: r.targets[0].Name(), Detail: err.Error()}
+				return
+			}
+		}
 		if res.Coverage != nil {
 			r.countFaults(ev, res.Coverage)
 		}
@@ -117,6 +127,7 @@ func (r *runner) play(ctx context.Context, seq Sequence, res *RunResult) {
 			}
 			if res.Coverage != nil {
 				r.countReplies(res.Coverage)
+				res.Offers = r.offers(i, res.Offers)
 			}
 			fail = r.check(ctx)
 		}
@@ -168,6 +179,10 @@ type runner struct {
 	live LiveAttempts
 	// last holds every target's outcome of the latest step.
 	last []outcome
+	// advance and landed are the current boundary tick's resolution: the
+	// tick it takes and its coverage key ("" when it fell back).
+	advance time.Duration
+	landed  string
 }
 
 // outcome is one target's answer to a step: replies (a commit has two) or a
@@ -179,8 +194,12 @@ type outcome struct {
 
 func (r *runner) step(ctx context.Context, ev Event) ([]string, *Failure) {
 	r.last = nil
-	if ev.Op == OpTick {
+	switch ev.Op {
+	case OpTick:
 		r.v.now = r.v.now.Add(ev.Advance)
+		return []string{"tick"}, nil
+	case OpBoundary:
+		r.v.now = r.v.now.Add(r.advance)
 		return []string{"tick"}, nil
 	}
 	outs := make([]outcome, len(r.targets))
@@ -210,6 +229,20 @@ func (r *runner) step(ctx context.Context, ev Event) ([]string, *Failure) {
 		codes = append(codes, "sweep")
 	}
 	return codes, nil
+}
+
+// offers appends the commit tokens the latest step's lease offers carried
+// (the first target's; the others offered the same).
+func (r *runner) offers(step int, to []Offer) []Offer {
+	if len(r.last) == 0 {
+		return to
+	}
+	for _, rep := range r.last[0].replies {
+		if rep.Code == protocol.CodeLeaseOffer {
+			to = append(to, Offer{Step: step, Token: rep.CommitToken})
+		}
+	}
+	return to
 }
 
 // countReplies adds the latest step's replies (of the first target; the

@@ -89,7 +89,7 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		seeds = seedSlice{total: 1, first: f.seed, list: []uint64{f.seed}}
 	}
 	c := faults.Campaign{Factory: fac.factory, Options: fac.options, Gen: f.gen, Seeds: seeds.list,
-		Steps: f.steps, Workers: f.workers}
+		Steps: f.steps, Workers: f.workers, Tokens: tokenRule()}
 	var prog *progress // nil: no progress; a nil *progress ignores updates
 	if f.progress {
 		prog = newProgress(stderr)
@@ -110,7 +110,13 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	printCampaign(stdout, f.target, res)
 	wall := time.Since(start)
 	fmt.Fprintf(stderr, "fuzz: wall time %s (%.0f steps/s)\n", wall.Round(time.Millisecond), float64(res.Steps)/wall.Seconds())
+	for _, fl := range tokenFailures("fuzz", f, res.TokenProblems) {
+		fmt.Fprintf(stdout, "\nFAIL seed %d: %s\nreplay: %s\n", fl.Seed, fl.Detail, fl.Replay)
+	}
 	if len(res.Failures) == 0 {
+		if len(res.TokenProblems) > 0 {
+			return exitError{1}
+		}
 		return nil
 	}
 	return reportFailure(stdout, f, res.Failures[0])

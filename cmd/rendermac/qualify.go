@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/rendermac/rendermac/contract"
 	"github.com/rendermac/rendermac/evidence"
 	"github.com/rendermac/rendermac/faults"
 	"github.com/rendermac/rendermac/faults/targets"
@@ -111,6 +112,7 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "qualify: shard %s: a slice of every campaign's seeds and of the scenarios\n", f.shard)
 	}
 
+	qualifyContract(&card, stderr)
 	model := fuzzFlags{target: "model", variant: f.modelVariant, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays"),
 		gen: f.gen, weights: f.weights}
 	gate := !f.noCoverageGate
@@ -171,6 +173,26 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
+// contractReplay reruns the contract check alone.
+const contractReplay = "go test -count=1 -run TestProtocolAgreesWithContract ./contract/"
+
+// qualifyContract compares protocol's tables with the contract's text (the
+// embedded docs/SPEC.md and docs/semantics.md) and records every table on
+// the card; a table protocol disagrees on, or whose text cannot be read, is
+// a failure. It runs in every shard (it is cheap and has no seeds); card
+// merge keeps its failures once.
+func qualifyContract(card *evidence.Card, stderr io.Writer) {
+	for _, r := range contract.CheckEmbedded() {
+		card.Contract = append(card.Contract, evidence.ContractCheck{Table: r.Table, Source: r.Source,
+			Contract: r.Contract, Passed: r.Passed(), Detail: r.Detail})
+		if !r.Passed() {
+			fmt.Fprintf(stderr, "qualify: contract FAIL: %s (%s): %s\n", r.Table, r.Source, r.Detail)
+			card.Failures = append(card.Failures, evidence.Failure{Source: evidence.ContractSource,
+				Detail: fmt.Sprintf("%s (%s): %s", r.Table, r.Source, r.Detail), Replay: contractReplay})
+		}
+	}
+}
+
 // qualifyCampaign runs one campaign over its seeds (this shard's slice) and
 // records it (and its first failure, shrunk, with a replay file) on the
 // card, with its coverage; with gate, a required cell it never reached
@@ -190,7 +212,8 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 			card.Run.PostgresKind, card.Run.PostgresVersion = setup.pgKind, setup.pgVersion
 		}
 		c := faults.Campaign{Factory: setup.factory, Options: setup.options, Gen: f.gen, Seeds: seeds.list,
-			Steps: f.steps, Workers: f.workers, Progress: func(done, total int) { prog.update(name, done, total) }}
+			Steps: f.steps, Workers: f.workers, Progress: func(done, total int) { prog.update(name, done, total) },
+			Tokens: tokenRule()}
 		start = time.Now()
 		res, err = c.Run(ctx)
 		prog.done(name)
@@ -201,7 +224,8 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 	camp := evidence.Campaign{Name: name, Target: f.target, Seeds: len(seeds.list), FirstSeed: seeds.first, StepsPerSeq: f.steps,
 		Sequences: res.Seeds, Steps: res.Steps, Replies: res.Codes, Divergences: res.Divergences(),
 		Violations: res.Violations(), Errors: res.Errors(), Passed: len(res.Failures) == 0,
-		Coverage: cardCoverage(res.Coverage)}
+		Coverage: cardCoverage(res.Coverage), TokensChecked: res.TokensChecked}
+	camp.Passed = camp.Passed && len(res.TokenProblems) == 0
 	if !card.NoTimings {
 		camp.DurationMs = time.Since(start).Milliseconds()
 	}
@@ -232,6 +256,7 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 		}
 		card.Failures = append(card.Failures, fl)
 	}
+	card.Failures = append(card.Failures, tokenFailures(name, f, res.TokenProblems)...)
 	if missed {
 		card.Failures = append(card.Failures, covFail)
 	}

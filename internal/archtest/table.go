@@ -42,6 +42,8 @@ var core = []string{"protocol", "sim", "faults", "internal/provenance"}
 var Layers = []Layer{
 	{Pkgs: []string{"protocol"}, Why: "the contract is stdlib only"},
 	{Pkgs: []string{"internal/..."}, May: []string{"internal/..."}, Why: "internal packages are leaves under the project"},
+	{Pkgs: []string{"docs"}, Why: "the contract's text, embedded: stdlib only"},
+	{Pkgs: []string{"contract"}, May: []string{"protocol", "docs"}, Why: "protocol's tables checked against the contract's text"},
 	{Pkgs: []string{"sim"}, May: []string{"protocol", "internal/provenance"}, Why: "the model knows only the contract"},
 	{Pkgs: []string{"faults"}, May: []string{"protocol", "sim", "internal/provenance"}, Why: "the generator and runner are pure: never pgx, never server"},
 	{Pkgs: []string{"faults/conformance"}, May: []string{"protocol", "faults"}, Why: "one suite every Target implementation runs"},
