@@ -32,6 +32,9 @@ var httpMutants = []Mutant{
 		Old:  "sqlAuthDevice, protocol.HashCommitToken(token)).Scan(&id)",
 		New:  "sqlAuthDevice, protocol.HashCommitToken(strings.ToLower(token))).Scan(&id)",
 		What: "the gateway hashes the token case-folded: a paired device's token (base64url) never authenticates"},
+	{ID: "gateway-hello-revoked-welcomed", Kind: "auth", File: "server/gateway/frames.go",
+		Old: "if !ok {\n\t\t_ = s.conn.Close(websocket.StatusPolicyViolation", New: "if false && !ok {\n\t\t_ = s.conn.Close(websocket.StatusPolicyViolation",
+		What: "a device revoked between its upgrade and its hello is welcomed instead of closed with 1008"},
 	// Webhook signatures and retries (server/webhook).
 	{ID: "webhook-sign-payload-only", Kind: "webhook", File: "server/webhook/deliver.go",
 		Old: "Sign(BuyerSecret(d.key, w.BuyerID), body))", New: "Sign(BuyerSecret(d.key, w.BuyerID), w.Payload))",

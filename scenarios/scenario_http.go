@@ -189,12 +189,18 @@ func (r *scRun) postJSON(url string, body []byte) (int, []byte, error) {
 // cmdDial opens GET /v1/provider/ws with a device token and requires the
 // upgrade to be refused with the status and code after `->`: token=own
 // (default) is the agent's own token, unknown one no device has, hash the
-// hash its device row stores (a leaked row is not a credential).
+// hash its device row stores (a leaked row is not a credential). With
+// then=revoke the upgrade must succeed; the device is then revoked before
+// its hello, and the session must be closed with the code after `closed`.
 // Example: dial a1 token=unknown -> 401 unauthorized
+// Example: dial a3 then=revoke -> closed 1008
 func cmdDial(r *scRun, st scStep) error {
 	a := r.agents[arg(st, 0)]
 	if a == nil || len(st.arrow) != 2 {
-		return errors.New("want: dial AGENT [token=own|unknown|hash] [gateway=G] -> STATUS CODE")
+		return errors.New("want: dial AGENT [token=own|unknown|hash] [then=revoke] [gateway=G] -> STATUS CODE | closed CODE")
+	}
+	if st.opt("then", "") == "revoke" {
+		return r.revokeBeforeHello(a, st)
 	}
 	which := st.opt("token", "own")
 	token := a.token
@@ -357,4 +363,42 @@ func (r *scRun) rowsPrint() (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("jobs=%v attempts=%v buyers=%v journal=%d", snap.Jobs, snap.Attempts, snap.Buyers, len(snap.Journal)), nil
+}
+
+// revokeBeforeHello dials with the agent's own token, revokes its device
+// once upgraded, says hello, and requires the close code after `closed`.
+func (r *scRun) revokeBeforeHello(a *scAgent, st scStep) error {
+	if st.arrow[0] != "closed" {
+		return errors.New("want: dial AGENT then=revoke -> closed CODE")
+	}
+	gw, err := r.stack(st.opt("gateway", "gw1"))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	c, _, err := gatewaytest.Dial(ctx, gw.wsURL(), a.token)
+	if err != nil {
+		return fmt.Errorf("dial %s with its own token, before its revocation: %w", a.name, err)
+	}
+	a.clients = append(a.clients, c)
+	if err := r.admin.RevokeDevice(r.ctx, a.deviceID); err != nil {
+		return err
+	}
+	r.tl.add(laneAgent, fmt.Sprintf("%s upgraded on %s; operator revokes its device before its hello", a.name, gw.name))
+	w, err := c.Hello(ctx, []string{scService}, a.slots, a.slots)
+	if err == nil {
+		return fmt.Errorf("dial %s: a device revoked before its hello was welcomed: %+v", a.name, w)
+	}
+	code, err := c.Wait(ctx)
+	if err != nil {
+		return fmt.Errorf("dial %s: hello after revocation: %w", a.name, err)
+	}
+	r.tl.add(laneAgent, fmt.Sprintf("%s <- closed %d after its hello", a.name, code))
+	r.reply(fmt.Sprintf("dial %s revoked before hello -> closed %d", a.name, code))
+	if strconv.Itoa(int(code)) != st.arrow[1] {
+		return fmt.Errorf("dial %s: a device revoked before its hello: want close %s, got %d", a.name, st.arrow[1], code)
+	}
+	r.count("dial.refused", 1)
+	return nil
 }
