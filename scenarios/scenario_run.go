@@ -86,6 +86,7 @@ type scRun struct {
 	agents   map[string]*scAgent
 	pgDown   bool
 	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
+	surface  *scSurface         // scenario_http.go's commands
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -224,6 +225,7 @@ func (r *scRun) cleanup() {
 	if r.hook != nil {
 		r.hook.srv.Close()
 	}
+	r.surface.close()
 	if r.observer != nil {
 		r.observer.Close()
 	}

@@ -1,0 +1,262 @@
+package scenarios
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/metrics"
+	"github.com/rendermac/rendermac/server/webhook"
+)
+
+// Webhooks as a receiver meets them (SPEC section 6): an endpoint of the
+// buyer's that knows only what the contract tells it. It verifies every
+// POST's X-RenderMac-Signature itself (sha256= and the hex HMAC-SHA256 of
+// the raw body, keyed with the buyer's webhook secret as printed), never
+// through package webhook's own check, counts deliveries per job, refuses
+// the first POSTs of each delivery with a 500 to force retries, and
+// requires that every job's terminal event arrives at least once, with the
+// same bytes on every retry. Any bad signature fails the scenario.
+
+// The receiver's view of the wire, written from the SPEC, not imported.
+const (
+	rcvSignatureHeader = "X-RenderMac-Signature"
+	rcvDeliveryHeader  = "X-RenderMac-Delivery"
+	rcvEventHeader     = "X-RenderMac-Event"
+)
+
+// scReceiver is the buyer's independent webhook endpoint.
+type scReceiver struct {
+	srv *httptest.Server
+	// secret is the buyer's webhook secret, as the operator hands it over
+	// (`rendermac admin webhook-secret` prints it).
+	secret string
+	fail   int // the first fail POSTs of each delivery are answered 500
+
+	mu  sync.Mutex
+	bad []string // why a POST was not a valid delivery
+	// per delivery id: its POSTs' bodies, and how many were refused
+	bodies   map[string][]string
+	refused  map[string]int
+	accepted map[string]int
+	jobOf    map[string]string // delivery id -> job id
+	eventOf  map[string]string // delivery id -> event
+}
+
+// rcvDelivery is the body as the receiver reads it.
+type rcvDelivery struct {
+	DeliveryID json.Number     `json:"delivery_id"`
+	Event      string          `json:"event"`
+	JobID      string          `json:"job_id"`
+	CreatedAt  string          `json:"created_at"`
+	Data       json.RawMessage `json:"data"`
+}
+
+func (h *scReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if why := h.check(req, body, err); why != "" {
+		h.bad = append(h.bad, why)
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	var d rcvDelivery
+	_ = json.Unmarshal(body, &d) // check decoded it already
+	id := d.DeliveryID.String()
+	h.bodies[id] = append(h.bodies[id], string(body))
+	h.jobOf[id], h.eventOf[id] = d.JobID, d.Event
+	if h.refused[id] < h.fail {
+		h.refused[id]++
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	h.accepted[id]++
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// check returns why a POST is not a valid, correctly signed delivery.
+func (h *scReceiver) check(req *http.Request, body []byte, readErr error) string {
+	sig := req.Header.Get(rcvSignatureHeader)
+	hexSig, ok := strings.CutPrefix(sig, "sha256=")
+	got, err := hex.DecodeString(hexSig)
+	m := hmac.New(sha256.New, []byte(h.secret))
+	m.Write(body)
+	var d rcvDelivery
+	switch {
+	case req.Method != http.MethodPost || readErr != nil:
+		return fmt.Sprintf("%s with a body that could not be read (%v)", req.Method, readErr)
+	case !ok || err != nil:
+		return fmt.Sprintf("signature header %q is not sha256=<hex>", sig)
+	case !hmac.Equal(got, m.Sum(nil)):
+		return fmt.Sprintf("bad signature %q over the %d-byte body", sig, len(body))
+	case json.Unmarshal(body, &d) != nil || d.DeliveryID == "" || d.JobID == "":
+		return fmt.Sprintf("body is not a delivery: %.200s", body)
+	case req.Header.Get(rcvDeliveryHeader) != d.DeliveryID.String():
+		return fmt.Sprintf("%s %q is not the body's delivery_id %s", rcvDeliveryHeader, req.Header.Get(rcvDeliveryHeader), d.DeliveryID)
+	case req.Header.Get(rcvEventHeader) != d.Event:
+		return fmt.Sprintf("%s %q is not the body's event %q", rcvEventHeader, req.Header.Get(rcvEventHeader), d.Event)
+	}
+	return ""
+}
+
+// badDeliveries fails on anything the receiver refused as invalid.
+func (h *scReceiver) badDeliveries() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.bad) > 0 {
+		return fmt.Errorf("the receiver got %d invalid POST(s): %s", len(h.bad), strings.Join(h.bad, "; "))
+	}
+	return nil
+}
+
+// cmdReceiver starts the buyer's independent receiver (`receiver start`,
+// refusing the first fail POSTs of every delivery with 500) and sets it as
+// the buyer's webhook_url, or runs the outbox deliverer at the pinned
+// clock (`receiver deliver`), moving the clock past each backoff, for at
+// most passes passes or until nothing is left to deliver.
+// Example: receiver start fail=1
+// Example: receiver deliver passes=4
+func cmdReceiver(r *scRun, st scStep) error {
+	s := r.surfaceState()
+	switch arg(st, 0) {
+	case "start":
+		fail, err := optInt(st, "fail", 1)
+		if err != nil {
+			return err
+		}
+		if s.receiver != nil {
+			return errors.New("receiver start: already started")
+		}
+		h := &scReceiver{secret: webhook.BuyerSecret(scSigningKey, scBuyerID), fail: fail, bodies: map[string][]string{},
+			refused: map[string]int{}, accepted: map[string]int{}, jobOf: map[string]string{}, eventOf: map[string]string{}}
+		h.srv = httptest.NewServer(h)
+		s.receiver = h
+		if err := api.SetWebhookURL(r.ctx, r.observer, scBuyerID, h.srv.URL); err != nil {
+			return err
+		}
+		r.tl.add(laneGateway, fmt.Sprintf("buyer's receiver up; it refuses the first %d POST(s) of each delivery", fail))
+		return nil
+	case "deliver":
+		if s.receiver == nil {
+			return errors.New("receiver deliver: no `receiver start` before it")
+		}
+		passes, err := optInt(st, "passes", 4)
+		if err != nil {
+			return err
+		}
+		return r.deliverWebhooks(s.receiver, passes)
+	}
+	return errors.New("want: receiver start [fail=N] | receiver deliver [passes=N]")
+}
+
+func (r *scRun) deliverWebhooks(h *scReceiver, passes int) error {
+	d, err := webhook.New(r.observer, scSigningKey, metrics.New(), slog.New(slog.DiscardHandler),
+		webhook.Config{Clock: r.clock, Client: h.srv.Client()})
+	if err != nil {
+		return err
+	}
+	var total webhook.Result
+	for pass := 0; pass < passes; pass++ {
+		res, err := d.DeliverDue(r.ctx, r.clock.Now())
+		if err != nil {
+			return fmt.Errorf("receiver deliver: pass %d: %w", pass, err)
+		}
+		total.Claimed += res.Claimed
+		total.Delivered += res.Delivered
+		total.Failed += res.Failed
+		r.clock.Advance(webhook.DefaultBackoffMax)
+	}
+	var pending int
+	if err := r.observer.QueryRow(r.ctx, `SELECT count(*) FROM webhook_outbox WHERE delivered_at IS NULL`).Scan(&pending); err != nil {
+		return err
+	}
+	r.tl.add(laneGateway, fmt.Sprintf("deliverer: %d pass(es), %d POSTs, %d delivered, %d failed, %d outbox row(s) pending",
+		passes, total.Claimed, total.Delivered, total.Failed, pending))
+	r.count("webhook.retried", int64(total.Failed))
+	if err := h.badDeliveries(); err != nil {
+		return err
+	}
+	if pending > 0 {
+		return fmt.Errorf("receiver deliver: %d outbox row(s) still undelivered after %d passes", pending, passes)
+	}
+	return nil
+}
+
+// cmdReceived checks what the receiver got for a job: its terminal event
+// (the job's status) delivered at least once, after exactly `refused`
+// refused POSTs, every POST of it with the same bytes, and no invalid POST
+// at all.
+// Example: received j1 succeeded refused=1
+func cmdReceived(r *scRun, st scStep) error {
+	h := r.surfaceState().receiver
+	if h == nil {
+		return errors.New("received: no `receiver start` before it")
+	}
+	id, err := r.jobID(arg(st, 0))
+	if err != nil {
+		return err
+	}
+	event := arg(st, 1)
+	wantRefused, err := optInt(st, "refused", h.fail)
+	if err != nil {
+		return err
+	}
+	if err := h.badDeliveries(); err != nil {
+		return err
+	}
+	var status string
+	if err := r.observer.QueryRow(r.ctx, `SELECT status FROM jobs WHERE id = $1`, id).Scan(&status); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	var ids []string
+	for d, j := range h.jobOf {
+		if j == id {
+			ids = append(ids, d)
+		}
+	}
+	slices.Sort(ids)
+	var accepted, refused int
+	var events []string
+	identical := true
+	for _, d := range ids {
+		accepted += h.accepted[d]
+		refused += h.refused[d]
+		events = append(events, h.eventOf[d])
+		for _, b := range h.bodies[d] {
+			identical = identical && b == h.bodies[d][0]
+		}
+	}
+	h.mu.Unlock()
+	rendered := fmt.Sprintf("%s: %d delivery id(s) %s, events %v, %d accepted, %d refused", arg(st, 0),
+		len(ids), strings.Join(ids, ","), events, accepted, refused)
+	r.tl.add(laneGateway, "receiver: "+rendered)
+	r.reply(fmt.Sprintf("received %s %s accepted=%d refused=%d", arg(st, 0), event, accepted, refused))
+	switch {
+	case status != event:
+		return fmt.Errorf("received %s: the job is %s, not %s", arg(st, 0), status, event)
+	case len(ids) != 1 || events[0] != event:
+		return fmt.Errorf("received %s: want one delivery of event %s, got %s", arg(st, 0), event, rendered)
+	case accepted < 1:
+		return fmt.Errorf("received %s: the terminal event was never delivered (at least once): %s", arg(st, 0), rendered)
+	case refused != wantRefused:
+		return fmt.Errorf("received %s: want %d refused POST(s) retried, got %s", arg(st, 0), wantRefused, rendered)
+	case !identical:
+		return fmt.Errorf("received %s: a retry carried other bytes than the first POST", arg(st, 0))
+	}
+	r.count("webhook.received", int64(accepted))
+	r.count("webhook.refused", int64(refused))
+	return nil
+}
