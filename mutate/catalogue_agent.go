@@ -4,7 +4,7 @@ package mutate
 // plane's own checks can miss: the server refuses the bad frame, so its
 // rows stay correct, and only the agent's behaviour on the wire shows the
 // defect. qualify kills them because the scenario catalogue runs the agent
-// package in process through a recording relay (scenarios 61 to 63,
+// package in process through a recording relay (scenarios 61 to 65,
 // scenarios/scenario_realagent.go) and checks every frame it sends.
 var agentMutants = []Mutant{
 	{ID: "agent-token-per-job", Kind: "agent-identity", File: "agent/attempt.go",
@@ -20,6 +20,14 @@ var agentMutants = []Mutant{
 		Old:  "\tat.unsent = nil\n\tat.finalSent = false\n",
 		New:  "\tat.unsent = nil\n\tat.finalSent = false\n\tif c, ok := at.final.(*protocol.Commit); ok {\n\t\tc.LeaseEpoch++\n\t}\n",
 		What: "on reconnect the agent re-sends its pending commit with an epoch of its own making (killed by agent_cut_before_commit)"},
+	{ID: "agent-ignores-cancel", Kind: "agent-fence", File: "agent/dispatch.go",
+		Old:  "a.log.Info(\"cancel: stopping the attempt\", at.logAttrs()...)\n\tat.cancel(errBuyerCancelled)",
+		New:  "a.log.Info(\"cancel: noted; rendering on\", at.logAttrs()...)",
+		What: "the agent logs a buyer's cancel and keeps rendering the cancelled job (killed by agent_cancel_while_rendering)"},
+	{ID: "agent-retries-rejected-commit", Kind: "agent-fence", File: "agent/dispatch.go",
+		Old:  "\ta.endLocked(at, errAttemptOver)\n}",
+		New:  "\tif typ == protocol.TypeCommitRejected {\n\t\tat.finalSent = false\n\t\tsignal(a.wake)\n\t\treturn\n\t}\n\ta.endLocked(at, errAttemptOver)\n}",
+		What: "a rejected commit is sent again instead of ending the attempt: the lost attempt keeps its slot (killed by agent_reconnect_after_expiry)"},
 }
 
 func init() { Catalogue = append(Catalogue, agentMutants...) }

@@ -465,7 +465,7 @@ func (r *scRun) awaitWire(a *scRealAgent, st scStep) error {
 	if dir != "sent" && dir != "got" {
 		return errors.New("want: agent await AGENT sent|got TYPE [WORDS]")
 	}
-	spec := st.args[3:]
+	spec := wireSpec(st)
 	n, err := optInt(st, "n", 1)
 	if err != nil {
 		return err
@@ -492,12 +492,17 @@ func (r *scRun) awaitWire(a *scRealAgent, st scStep) error {
 	}
 }
 
-// summary renders the wire for an error message.
+// summary renders the wire for an error message: its first frames, since
+// an agent stuck in a loop can send thousands.
 func (rl *scRelay) summary() string {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	var parts []string
-	for _, f := range rl.frames {
+	for i, f := range rl.frames {
+		if i == wireSummaryFrames {
+			parts = append(parts, fmt.Sprintf("... and %d more", len(rl.frames)-i))
+			break
+		}
 		dir := "got"
 		if f.sent {
 			dir = "sent"
@@ -527,6 +532,19 @@ func (r *scRun) describeSent(msg any) (string, []string) {
 	return fmt.Sprintf("%T", msg), []string{"-"}
 }
 
+// wireSpec is the frame a wire step names: its words after the agent and
+// the direction, as written (free=1 and requeued=true are words of the
+// frame), without the step's own n= and session= options.
+func wireSpec(st scStep) []string {
+	var out []string
+	for _, w := range st.words[3:] {
+		if !strings.HasPrefix(w, "n=") && !strings.HasPrefix(w, "session=") {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // markWire is `reached wire A sent|got TYPE [WORDS] [session=N] [n=N]`.
 func (r *scRun) markWire(st scStep) (bool, error) {
 	a := r.real[arg(st, 1)]
@@ -544,7 +562,7 @@ func (r *scRun) markWire(st scStep) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	_, ok, _ := a.relay.find(arg(st, 2) == "sent", st.args[3:], session, n)
+	_, ok, _ := a.relay.find(arg(st, 2) == "sent", wireSpec(st), session, n)
 	return ok, nil
 }
 
@@ -626,11 +644,21 @@ func checkWire(agentName string, frames []scWireFrame) error {
 			errs = append(errs, label+": commit_token is not the one offered with this attempt")
 		}
 	}
+	if len(errs) > wireErrorsShown {
+		errs = append(errs[:wireErrorsShown], fmt.Sprintf("... and %d more", len(errs)-wireErrorsShown))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("agent %s broke the wire contract (SPEC section 5):\n  %s", agentName, strings.Join(errs, "\n  "))
 	}
 	return nil
 }
+
+// wireErrorsShown bounds the violations one report lists: an agent stuck
+// in a loop can send thousands of frames in a scenario.
+const wireErrorsShown = 5
+
+// wireSummaryFrames bounds the frames an await's error lists.
+const wireSummaryFrames = 40
 
 // goneBy returns the attempt a gateway frame ends for the agent, and why.
 func goneBy(msg any) (string, string) {
