@@ -125,6 +125,7 @@ func (rl *scRelay) serve(w http.ResponseWriter, req *http.Request) {
 	offline := rl.offline
 	rl.mu.Unlock()
 	if offline {
+		rl.add(scWireFrame{sent: true, session: rl.sessionNow(), typ: "dial_refused", detail: []string{"-"}})
 		http.Error(w, "network down (scenario relay offline)", http.StatusServiceUnavailable)
 		return
 	}
@@ -265,7 +266,24 @@ func (rl *scRelay) uploaded(status int) {
 		n := rl.cut()
 		rl.r.tl.add(laneAgent, fmt.Sprintf("%s: network cut after its upload was stored, before it heard the answer (%d session(s) dropped)", rl.agent, n))
 	}
-	rl.add(scWireFrame{sent: true, session: rl.sessionNow(), typ: "upload", detail: []string{"status=" + strconv.Itoa(status), "-"}})
+}
+
+// scUploadBody is an upload's answer; the agent closing it means it has
+// heard the answer, which the wire records as an `upload` pseudo-frame.
+type scUploadBody struct {
+	io.ReadCloser
+	once   sync.Once
+	relay  *scRelay
+	status int
+}
+
+func (b *scUploadBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() {
+		b.relay.add(scWireFrame{sent: true, session: b.relay.sessionNow(), typ: "upload",
+			detail: []string{"status=" + strconv.Itoa(b.status), "-"}})
+	})
+	return err
 }
 
 func (rl *scRelay) sessionNow() int {
@@ -275,12 +293,19 @@ func (rl *scRelay) sessionNow() int {
 }
 
 // find returns the nth recorded frame in that direction matching spec (a
-// type and words, as `expect` matches) on session (0: any), or a channel
-// closed when the next frame is recorded.
-func (rl *scRelay) find(sent bool, spec []string, session, n int) (scWireFrame, bool, <-chan struct{}) {
+// type and words, as `expect` matches) on session (0: any), counting only
+// frames after the first of type since (when set), or a channel closed
+// when the next frame is recorded.
+func (rl *scRelay) find(sent bool, spec []string, session, n int, since string) (scWireFrame, bool, <-chan struct{}) {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	for _, f := range rl.frames {
+		if since != "" {
+			if f.typ == since {
+				since = ""
+			}
+			continue
+		}
 		if f.sent == sent && (session == 0 || f.session == session) && matchSpec([][]string{spec}, f.typ, f.detail) == 0 {
 			if n--; n <= 0 {
 				return f, true, nil
@@ -291,7 +316,8 @@ func (rl *scRelay) find(sent bool, spec []string, session, n int) (scWireFrame, 
 }
 
 // scAgentTransport is the agent's HTTP transport: the ordinary one, with
-// the relay told when an upload was stored.
+// the relay told when an upload was stored and when the agent has read the
+// answer.
 type scAgentTransport struct {
 	base  http.RoundTripper
 	relay *scRelay
@@ -301,6 +327,7 @@ func (t *scAgentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	resp, err := t.base.RoundTrip(req)
 	if err == nil && req.Method == http.MethodPut && resp.StatusCode/100 == 2 {
 		t.relay.uploaded(resp.StatusCode)
+		resp.Body = &scUploadBody{ReadCloser: resp.Body, relay: t.relay, status: resp.StatusCode}
 	}
 	return resp, err
 }
@@ -309,17 +336,23 @@ func (t *scAgentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 //
 //	agent start A [slots=N] [hold] [gateway=G]  pair device A and run the agent through a recording relay
 //	agent release A [n=N]                       let N held runs go
-//	agent await A sent|got TYPE [WORDS] [n=N]   wait until the agent sent (got) N such frames
+//	agent await A sent|got TYPE [WORDS] [n=N] [since=T]
+//	                                            wait until the agent sent (got) N such frames
+//	                                            (counted after its first frame of type T)
 //	agent cut A [after-upload] [offline]        drop its connection now, or once its next upload is stored;
 //	                                            offline: refuse reconnects until `agent online A`
 //	agent online A                              accept its reconnects again
 //	agent stop A                                shut the agent down as SIGTERM does
 //
-// At the end of the scenario every such agent is stopped and its wire is
-// checked (checkWire).
+// Besides frames, the wire holds pseudo-frames an await can wait for:
+// `sent upload` (the agent has read an upload's answer) and `sent
+// dial_refused` (a reconnect refused while the relay is offline). At the
+// end of the scenario every such agent is stopped and its wire is checked
+// (checkWire).
 // Example: agent start a1 slots=1 hold
 // Example: agent await a1 sent progress running j1#2
 // Example: agent await a1 got progress_ok j1#1 n=2
+// Example: agent await a1 sent dial_refused n=2 since=upload
 // Example: agent cut a1 after-upload offline
 func cmdAgent(r *scRun, st scStep) error {
 	verb, name := arg(st, 0), arg(st, 1)
@@ -473,7 +506,7 @@ func (r *scRun) awaitWire(a *scRealAgent, st scStep) error {
 	deadline := time.NewTimer(r.timeout)
 	defer deadline.Stop()
 	for {
-		f, ok, changed := a.relay.find(dir == "sent", spec, 0, n)
+		f, ok, changed := a.relay.find(dir == "sent", spec, 0, n, st.opt("since", ""))
 		if ok {
 			arrow := "<-"
 			if f.sent {
@@ -534,11 +567,11 @@ func (r *scRun) describeSent(msg any) (string, []string) {
 
 // wireSpec is the frame a wire step names: its words after the agent and
 // the direction, as written (free=1 and requeued=true are words of the
-// frame), without the step's own n= and session= options.
+// frame), without the step's own n=, session= and since= options.
 func wireSpec(st scStep) []string {
 	var out []string
 	for _, w := range st.words[3:] {
-		if !strings.HasPrefix(w, "n=") && !strings.HasPrefix(w, "session=") {
+		if !strings.HasPrefix(w, "n=") && !strings.HasPrefix(w, "session=") && !strings.HasPrefix(w, "since=") {
 			out = append(out, w)
 		}
 	}
@@ -562,7 +595,7 @@ func (r *scRun) markWire(st scStep) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	_, ok, _ := a.relay.find(arg(st, 2) == "sent", wireSpec(st), session, n)
+	_, ok, _ := a.relay.find(arg(st, 2) == "sent", wireSpec(st), session, n, "")
 	return ok, nil
 }
 
