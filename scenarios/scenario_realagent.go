@@ -192,8 +192,11 @@ func (rl *scRelay) pump(s *scRelaySession, session int, fromAgent bool) {
 			src.CloseNow()
 			return
 		}
+		// Described (an offer named) before the agent can answer it, so
+		// the agent's frames about it carry its script name.
+		f := rl.describe(session, fromAgent, data)
 		if fromAgent {
-			rl.record(session, true, data)
+			rl.add(f)
 		}
 		if err := dst.Write(ctx, typ, data); err != nil {
 			src.CloseNow()
@@ -201,12 +204,12 @@ func (rl *scRelay) pump(s *scRelaySession, session int, fromAgent bool) {
 			return
 		}
 		if !fromAgent {
-			rl.record(session, false, data)
+			rl.add(f)
 		}
 	}
 }
 
-func (rl *scRelay) record(session int, sent bool, data []byte) {
+func (rl *scRelay) describe(session int, sent bool, data []byte) scWireFrame {
 	decode := protocol.DecodeGatewayFrame
 	if sent {
 		decode = protocol.DecodeAgentFrame
@@ -224,7 +227,7 @@ func (rl *scRelay) record(session int, sent bool, data []byte) {
 	} else {
 		f.typ, f.detail = rl.r.describe(rl.agent, rl.held, msg)
 	}
-	rl.addLocked(f)
+	return f
 }
 
 func (rl *scRelay) add(f scWireFrame) {
@@ -639,7 +642,14 @@ func (rl *scRelay) snapshot() []scWireFrame {
 // the catalogue's scripts leave no frame of the agent in flight then (its
 // runner is held, its heartbeat is 10s of real time away).
 func checkWire(agentName string, frames []scWireFrame) error {
+	// Offers count wherever they stand: the relay records a gateway frame
+	// once delivered, and the agent may answer an offer before that.
 	offers := map[string]*protocol.LeaseOffer{}
+	for _, f := range frames {
+		if o, ok := f.msg.(*protocol.LeaseOffer); ok && !f.sent {
+			offers[o.AttemptID] = o
+		}
+	}
 	gone := map[string]string{}
 	var errs []string
 	for _, f := range frames {
@@ -648,9 +658,6 @@ func checkWire(agentName string, frames []scWireFrame) error {
 				if _, seen := gone[id]; !seen {
 					gone[id] = why
 				}
-			}
-			if o, ok := f.msg.(*protocol.LeaseOffer); ok {
-				offers[o.AttemptID] = o
 			}
 			continue
 		}
