@@ -26,8 +26,9 @@ import (
 // A step is a command and its words; `key=value` words are options, words
 // after `->` are the expected outcome of the command itself, and "quoted
 // words" may hold spaces. The commands and their examples are listed with
-// their handlers (scenario_agent.go, scenario_control.go, scenario_check.go,
-// and the HTTP surface's in scenario_http.go and scenario_webhook.go).
+// their handlers (scenario_agent.go, scenario_realagent.go, scenario_control.go,
+// scenario_check.go, and the HTTP surface's in scenario_http.go and
+// scenario_webhook.go).
 // Every script must hold at least one `reached` step: the mark proving the
 // run hit the branch the scenario exists for.
 

@@ -49,6 +49,9 @@ var requiredScenarios = []string{
 	"non_retryable_failure", "verification_failure", "admission_deadline", "agent_reconnect", "agent_restart",
 	"gateway_kill_between_commits", "postgres_restart", "db_cut_during_commit", "cancel_via_other_gateway",
 	"slot_release_order", "artifact_store_outage", "clock_jump", "cancel_commit_race", "postgres_crash",
+	// The shipped agent's rules on the wire (issue 33).
+	"agent_retry_same_process", "agent_attempt_gone_while_running", "agent_cut_before_commit",
+	"agent_cancel_while_rendering", "agent_reconnect_after_expiry",
 }
 
 // Every script parses, names its fault, phase and outcome, carries a

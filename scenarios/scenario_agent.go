@@ -76,15 +76,14 @@ func cmdConnect(r *scRun, st scStep) error {
 		if err != nil {
 			return err
 		}
-		a = &scAgent{name: st.args[0], slots: slots, held: map[string]string{},
-			deviceID: fmt.Sprintf("00000000-0000-4000-8000-%012x", 0xd1+len(r.agents)),
-			token:    "device-token-" + st.args[0]}
-		if err := r.admin.CreateDevice(r.ctx, a.deviceID, a.name, services, a.slots,
-			protocol.HashCommitToken(a.token)); err != nil {
+		if r.real[st.args[0]] != nil {
+			return fmt.Errorf("%s is a shipped agent (agent start)", st.args[0])
+		}
+		a = &scAgent{name: st.args[0], slots: slots, held: map[string]string{}}
+		if a.deviceID, a.token, err = r.pairDevice(a.name, services, a.slots); err != nil {
 			return err
 		}
 		r.agents[a.name] = a
-		r.setName(a.deviceID, a.name)
 	}
 	slots, err := strconv.Atoi(st.opt("slots", strconv.Itoa(a.slots)))
 	if err != nil {
@@ -471,7 +470,7 @@ func (r *scRun) next(a *scAgent, wait time.Duration) (string, []string, error) {
 		}
 		return "", nil, err
 	default:
-		typ, detail = r.describe(a, msg)
+		typ, detail = r.describe(a.name, a.held, msg)
 	}
 	a.got = append(a.got, scGot{session: a.session, typ: typ, detail: detail})
 	r.tl.add(laneAgent, fmt.Sprintf("%s <- %s %s", a.name, typ, strings.Join(detail, " ")))
@@ -480,12 +479,12 @@ func (r *scRun) next(a *scAgent, wait time.Duration) (string, []string, error) {
 
 // describe renders a gateway frame as its type and the words a spec can
 // match; the last word is the attempt it is about.
-func (r *scRun) describe(a *scAgent, msg any) (string, []string) {
+func (r *scRun) describe(agent string, held map[string]string, msg any) (string, []string) {
 	switch m := msg.(type) {
 	case *protocol.Welcome:
-		return protocol.TypeWelcome, []string{a.name}
+		return protocol.TypeWelcome, []string{agent}
 	case *protocol.LeaseOffer:
-		return protocol.TypeLeaseOffer, []string{r.registerOffer(a, m)}
+		return protocol.TypeLeaseOffer, []string{r.registerOffer(held, m)}
 	case *protocol.ProgressOK:
 		return protocol.TypeProgressOK, []string{r.name(m.AttemptID)}
 	case *protocol.LeaseConflict:
@@ -506,15 +505,16 @@ func (r *scRun) describe(a *scAgent, msg any) (string, []string) {
 	return fmt.Sprintf("%T", msg), []string{"-"}
 }
 
-// registerOffer names an offer J#n after its job and attempt number.
-func (r *scRun) registerOffer(a *scAgent, o *protocol.LeaseOffer) string {
+// registerOffer names an offer J#n after its job and attempt number and
+// records it as the latest attempt of that job its agent holds.
+func (r *scRun) registerOffer(held map[string]string, o *protocol.LeaseOffer) string {
 	job := r.name(o.JobID)
 	name := fmt.Sprintf("%s#%d", job, o.AttemptNumber)
 	r.setName(o.AttemptID, name)
 	r.mu.Lock()
 	r.offers[name] = o
 	r.mu.Unlock()
-	a.held[job] = name
+	held[job] = name
 	return name
 }
 

@@ -157,6 +157,7 @@ func cmdTokens(r *scRun, st scStep) error {
 //	reached log "MESSAGE" [gateway=G] [level=warn]        a gateway logged it
 //	reached frame A TYPE [WORDS] [session=N]              the agent got that frame
 //	reached counter NAME [n=N]                            a harness counter rose
+//	reached wire A sent|got TYPE [WORDS] [session=N]      a shipped agent sent (got) that frame
 //
 // Example: reached journal j1 job verifying->cancelling actor=buyer
 func cmdReached(r *scRun, st scStep) error {
@@ -205,6 +206,9 @@ func (r *scRun) mark(st scStep) (bool, string, error) {
 			}
 		}
 		return false, what, nil
+	case "wire":
+		ok, err := r.markWire(st)
+		return ok, what, err
 	case "counter":
 		c := r.counter(arg(st, 1))
 		return c >= int64(n), fmt.Sprintf("%s (counter %d)", what, c), nil

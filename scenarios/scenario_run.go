@@ -47,6 +47,8 @@ func init() {
 		// scenario_agent.go
 		"connect": cmdConnect, "drop": cmdDrop, "slots": cmdSlots, "progress": cmdProgress, "commit": cmdCommit,
 		"fail": cmdFail, "upload": cmdUpload, "expect": cmdExpect, "nothing": cmdNothing,
+		// scenario_realagent.go
+		"agent": cmdAgent,
 		// scenario_control.go
 		"create": cmdCreate, "cancel": cmdCancel, "advance": cmdAdvance, "sweep": cmdSweep, "gateway": cmdGateway,
 		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "arm": cmdArm, "await": cmdAwait,
@@ -84,6 +86,7 @@ type scRun struct {
 	httpc    *http.Client
 	stacks   map[string]*scStack
 	agents   map[string]*scAgent
+	real     map[string]*scRealAgent // shipped agents in process (`agent start`)
 	pgDown   bool
 	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
 	surface  *scSurface         // scenario_http.go's commands
@@ -153,13 +156,13 @@ func (r *scRun) execute() error {
 	// snapshot, so no writer may run between them.
 	r.releaseBlocks()
 	r.waitPending()
+	// Shipped agents stop first, while their gateway still answers their
+	// shutdown's fail frames; their wire is judged once it is complete.
+	wireErr := r.stopRealAgents()
 	r.closeAgents()
 	r.stopStacks()
 	r.pollJournal()
-	if err := r.checkInvariants(); err != nil {
-		return errors.Join(stepErr, err)
-	}
-	return stepErr
+	return errors.Join(stepErr, wireErr, r.checkInvariants())
 }
 
 func (r *scRun) setup() error {
@@ -212,6 +215,7 @@ func (r *scRun) setup() error {
 func (r *scRun) cleanup() {
 	r.releaseBlocks()
 	fpClear()
+	_ = r.stopRealAgents() // after a failed setup or step: already stopped otherwise
 	r.closeAgents()
 	r.stopStacks()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,0 +1,734 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/rendermac/rendermac/agent"
+	"github.com/rendermac/rendermac/agent/runner"
+	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// The shipped agent in the catalogue. `agent start` runs package agent's
+// Agent in this process (its own session, dispatch, pipeline and transfer
+// code, memory kept across offers and reconnects) with the built-in
+// synthetic.mp4 runner, against a scenario stack. Its WebSocket goes
+// through scRelay, a recording relay in front of the gateway: every frame
+// both ways is decoded and kept, so the agent's rules are checked on the
+// wire (checkWire, run for every such agent at the end of the scenario)
+// without a hook in the agent or the gateway. The relay can also cut the
+// session, or refuse reconnects, as a network would.
+//
+// The agent runs on the real clock (its heartbeats and reconnect backoff);
+// the stacks keep the pinned clock. The runner can be held (`hold`): each
+// run waits for an `agent release`, which is how a script puts a fault
+// between the agent's phases.
+
+// Bounds of the in-process agent: quick reconnects, a short drain.
+const (
+	realAgentBackoffBase = 20 * time.Millisecond
+	realAgentBackoffMax  = 200 * time.Millisecond
+	realAgentShutdown    = 3 * time.Second
+)
+
+// scRealAgent is one shipped agent running in the scenario's process.
+type scRealAgent struct {
+	name, deviceID, token string
+	relay                 *scRelay
+	gate                  *scGatedRunner
+	workDir               string
+	stop                  context.CancelFunc
+	done                  chan error
+	stopped, judged       bool
+}
+
+// scGatedRunner is the built-in synthetic runner, made to wait for a
+// permit before each run when hold is set. It adds no behaviour of its
+// own: the output is the synthetic service's.
+type scGatedRunner struct {
+	inner   runner.Runner
+	hold    bool
+	permits chan struct{}
+}
+
+func (g *scGatedRunner) Run(ctx context.Context, spec runner.Spec, in, out string) error {
+	if g.hold {
+		select {
+		case <-g.permits:
+		case <-ctx.Done():
+			return fmt.Errorf("held run stopped: %w", context.Cause(ctx))
+		}
+	}
+	return g.inner.Run(ctx, spec, in, out)
+}
+
+// scWireFrame is one frame the relay passed: sent by the agent (sent) or
+// delivered to it, on which session, and how `await` and `reached wire`
+// match it (its type and words; the last word is its attempt).
+type scWireFrame struct {
+	sent    bool
+	session int
+	msg     any
+	typ     string
+	detail  []string
+}
+
+// scRelay is the recording WebSocket relay between one agent and a gateway.
+type scRelay struct {
+	r     *scRun
+	agent string
+	wsURL string // the gateway's session endpoint
+	srv   *httptest.Server
+
+	mu       sync.Mutex
+	frames   []scWireFrame
+	changed  chan struct{} // closed and replaced on every new frame
+	sessions int
+	live     []*scRelaySession
+	offline  bool
+	// cutAfterUpload arms a cut (and, with offlineAfterCut, the refusal
+	// of reconnects) for when the agent's next upload has been stored.
+	cutAfterUpload, offlineAfterCut bool
+	held                            map[string]string // job name -> the latest attempt offered
+}
+
+type scRelaySession struct{ agentConn, gatewayConn *websocket.Conn }
+
+func newRelay(r *scRun, name, wsURL string) *scRelay {
+	rl := &scRelay{r: r, agent: name, wsURL: wsURL, changed: make(chan struct{}), held: map[string]string{}}
+	rl.srv = httptest.NewServer(http.HandlerFunc(rl.serve))
+	return rl
+}
+
+// serve relays one agent session: it dials the gateway with the agent's
+// handshake header first, so that a refusal (401, 429, 503) reaches the
+// agent as the gateway's own status.
+func (rl *scRelay) serve(w http.ResponseWriter, req *http.Request) {
+	rl.mu.Lock()
+	offline := rl.offline
+	rl.mu.Unlock()
+	if offline {
+		rl.add(scWireFrame{sent: true, session: rl.sessionNow(), typ: "dial_refused", detail: []string{"-"}})
+		http.Error(w, "network down (scenario relay offline)", http.StatusServiceUnavailable)
+		return
+	}
+	dctx, cancel := context.WithTimeout(req.Context(), rl.r.timeout)
+	defer cancel()
+	gconn, resp, err := websocket.Dial(dctx, rl.wsURL, &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": req.Header.Values("Authorization")}})
+	if err != nil {
+		status := http.StatusBadGateway
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			status = resp.StatusCode
+			if ra := resp.Header.Get("Retry-After"); ra != "" {
+				w.Header().Set("Retry-After", ra)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		if resp != nil && resp.Body != nil {
+			_, _ = io.Copy(w, io.LimitReader(resp.Body, 4096))
+		}
+		return
+	}
+	aconn, err := websocket.Accept(w, req, nil)
+	if err != nil {
+		gconn.CloseNow()
+		return
+	}
+	// The relay enforces no limit of its own: each end enforces its own.
+	aconn.SetReadLimit(-1)
+	gconn.SetReadLimit(-1)
+	s := &scRelaySession{agentConn: aconn, gatewayConn: gconn}
+	rl.mu.Lock()
+	rl.sessions++
+	session := rl.sessions
+	rl.live = append(rl.live, s)
+	rl.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(func() { rl.pump(s, session, true) })
+	wg.Go(func() { rl.pump(s, session, false) })
+	wg.Wait()
+	rl.mu.Lock()
+	rl.live = slices.DeleteFunc(rl.live, func(x *scRelaySession) bool { return x == s })
+	rl.mu.Unlock()
+}
+
+// pump copies one direction. An agent frame is recorded when the relay
+// reads it; a gateway frame once it has been written to the agent, so that
+// "after the agent was told" means after delivery. When either end goes,
+// its close status (or an abrupt cut) is passed to the other.
+func (rl *scRelay) pump(s *scRelaySession, session int, fromAgent bool) {
+	src, dst := s.gatewayConn, s.agentConn
+	if fromAgent {
+		src, dst = s.agentConn, s.gatewayConn
+	}
+	ctx := context.Background()
+	for {
+		typ, data, err := src.Read(ctx)
+		if err != nil {
+			if st := websocket.CloseStatus(err); st != -1 {
+				_ = dst.Close(st, "")
+			} else {
+				dst.CloseNow()
+			}
+			src.CloseNow()
+			return
+		}
+		// Described (an offer named) before the agent can answer it, so
+		// the agent's frames about it carry its script name.
+		f := rl.describe(session, fromAgent, data)
+		if fromAgent {
+			rl.add(f)
+		}
+		if err := dst.Write(ctx, typ, data); err != nil {
+			src.CloseNow()
+			dst.CloseNow()
+			return
+		}
+		if !fromAgent {
+			rl.add(f)
+		}
+	}
+}
+
+func (rl *scRelay) describe(session int, sent bool, data []byte) scWireFrame {
+	decode := protocol.DecodeGatewayFrame
+	if sent {
+		decode = protocol.DecodeAgentFrame
+	}
+	msg, err := decode(data)
+	if err != nil {
+		msg = err
+	}
+	f := scWireFrame{sent: sent, session: session, msg: msg}
+	// Under rl.mu: the offers' names (held) are shared by the sessions.
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if sent {
+		f.typ, f.detail = rl.r.describeSent(msg)
+	} else {
+		f.typ, f.detail = rl.r.describe(rl.agent, rl.held, msg)
+	}
+	return f
+}
+
+func (rl *scRelay) add(f scWireFrame) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	rl.addLocked(f)
+}
+
+func (rl *scRelay) addLocked(f scWireFrame) {
+	rl.frames = append(rl.frames, f)
+	close(rl.changed)
+	rl.changed = make(chan struct{})
+}
+
+// cut drops every live session at once, without a close frame.
+func (rl *scRelay) cut() int {
+	rl.mu.Lock()
+	live := slices.Clone(rl.live)
+	rl.mu.Unlock()
+	for _, s := range live {
+		s.agentConn.CloseNow()
+		s.gatewayConn.CloseNow()
+	}
+	return len(live)
+}
+
+// uploaded is called once the artifact store acknowledged one of the
+// agent's uploads, before the agent hears the answer: an armed cut strikes
+// between the upload and the commit.
+func (rl *scRelay) uploaded(status int) {
+	rl.mu.Lock()
+	armed := rl.cutAfterUpload
+	rl.cutAfterUpload = false
+	if armed && rl.offlineAfterCut {
+		rl.offline = true
+	}
+	rl.mu.Unlock()
+	if armed {
+		n := rl.cut()
+		rl.r.tl.add(laneAgent, fmt.Sprintf("%s: network cut after its upload was stored, before it heard the answer (%d session(s) dropped)", rl.agent, n))
+	}
+}
+
+// scUploadBody is an upload's answer; the agent closing it means it has
+// heard the answer, which the wire records as an `upload` pseudo-frame.
+type scUploadBody struct {
+	io.ReadCloser
+	once   sync.Once
+	relay  *scRelay
+	status int
+}
+
+func (b *scUploadBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() {
+		b.relay.add(scWireFrame{sent: true, session: b.relay.sessionNow(), typ: "upload",
+			detail: []string{"status=" + strconv.Itoa(b.status), "-"}})
+	})
+	return err
+}
+
+func (rl *scRelay) sessionNow() int {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return rl.sessions
+}
+
+// find returns the nth recorded frame in that direction matching spec (a
+// type and words, as `expect` matches) on session (0: any), counting only
+// frames after the first of type since (when set), or a channel closed
+// when the next frame is recorded.
+func (rl *scRelay) find(sent bool, spec []string, session, n int, since string) (scWireFrame, bool, <-chan struct{}) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	for _, f := range rl.frames {
+		if since != "" {
+			if f.typ == since {
+				since = ""
+			}
+			continue
+		}
+		if f.sent == sent && (session == 0 || f.session == session) && matchSpec([][]string{spec}, f.typ, f.detail) == 0 {
+			if n--; n <= 0 {
+				return f, true, nil
+			}
+		}
+	}
+	return scWireFrame{}, false, rl.changed
+}
+
+// scAgentTransport is the agent's HTTP transport: the ordinary one, with
+// the relay told when an upload was stored and when the agent has read the
+// answer.
+type scAgentTransport struct {
+	base  http.RoundTripper
+	relay *scRelay
+}
+
+func (t *scAgentTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && req.Method == http.MethodPut && resp.StatusCode/100 == 2 {
+		t.relay.uploaded(resp.StatusCode)
+		resp.Body = &scUploadBody{ReadCloser: resp.Body, relay: t.relay, status: resp.StatusCode}
+	}
+	return resp, err
+}
+
+// cmdAgent drives a shipped agent running in this process:
+//
+//	agent start A [slots=N] [hold] [gateway=G]  pair device A and run the agent through a recording relay
+//	agent release A [n=N]                       let N held runs go
+//	agent await A sent|got TYPE [WORDS] [n=N] [since=T]
+//	                                            wait until the agent sent (got) N such frames
+//	                                            (counted after its first frame of type T)
+//	agent cut A [after-upload] [offline]        drop its connection now, or once its next upload is stored;
+//	                                            offline: refuse reconnects until `agent online A`
+//	agent online A                              accept its reconnects again
+//	agent stop A                                shut the agent down as SIGTERM does
+//
+// Besides frames, the wire holds pseudo-frames an await can wait for:
+// `sent upload` (the agent has read an upload's answer) and `sent
+// dial_refused` (a reconnect refused while the relay is offline). At the
+// end of the scenario every such agent is stopped and its wire is checked
+// (checkWire).
+// Example: agent start a1 slots=1 hold
+// Example: agent await a1 sent progress running j1#2
+// Example: agent await a1 got progress_ok j1#1 n=2
+// Example: agent await a1 sent dial_refused n=2 since=upload
+// Example: agent cut a1 after-upload offline
+func cmdAgent(r *scRun, st scStep) error {
+	verb, name := arg(st, 0), arg(st, 1)
+	if verb == "start" {
+		return r.startRealAgent(name, st)
+	}
+	a := r.real[name]
+	if a == nil {
+		return fmt.Errorf("no shipped agent %s (want: agent start %s first)", name, name)
+	}
+	switch verb {
+	case "release":
+		n, err := optInt(st, "n", 1)
+		if err != nil {
+			return err
+		}
+		for range n {
+			a.gate.permits <- struct{}{}
+		}
+		r.tl.add(laneAgent, fmt.Sprintf("%s: %d held run(s) released", name, n))
+		return nil
+	case "await":
+		return r.awaitWire(a, st)
+	case "cut":
+		words := st.args[2:]
+		if slices.Contains(words, "after-upload") {
+			a.relay.mu.Lock()
+			a.relay.cutAfterUpload, a.relay.offlineAfterCut = true, slices.Contains(words, "offline")
+			a.relay.mu.Unlock()
+			r.tl.add(laneAgent, name+": network cut armed for after its next upload")
+			return nil
+		}
+		a.relay.mu.Lock()
+		a.relay.offline = slices.Contains(words, "offline")
+		a.relay.mu.Unlock()
+		n := a.relay.cut()
+		r.tl.add(laneAgent, fmt.Sprintf("%s: network cut (%d session(s) dropped)", name, n))
+		return nil
+	case "online":
+		a.relay.mu.Lock()
+		a.relay.offline = false
+		a.relay.mu.Unlock()
+		r.tl.add(laneAgent, name+": network back")
+		return nil
+	case "stop":
+		return r.stopRealAgent(a)
+	}
+	return fmt.Errorf("want: agent start|release|await|cut|online|stop AGENT ...")
+}
+
+func (r *scRun) startRealAgent(name string, st scStep) error {
+	if name == "" || r.real[name] != nil || r.agents[name] != nil {
+		return fmt.Errorf("agent start: want a new agent name, got %q", name)
+	}
+	slots, err := optInt(st, "slots", 1)
+	if err != nil {
+		return err
+	}
+	gw, err := r.stack(st.opt("gateway", "gw1"))
+	if err != nil {
+		return err
+	}
+	services := []string{scService}
+	deviceID, token, err := r.pairDevice(name, services, slots)
+	if err != nil {
+		return err
+	}
+	workDir, err := os.MkdirTemp("", "rendermac-scenario-agent-")
+	if err != nil {
+		return err
+	}
+	a := &scRealAgent{name: name, deviceID: deviceID, token: token, workDir: workDir,
+		relay: newRelay(r, name, gw.wsURL()),
+		gate: &scGatedRunner{inner: runner.Synthetic{Clock: clock.Real{}}, hold: slices.Contains(st.args[1:], "hold"),
+			permits: make(chan struct{}, 64)},
+		done: make(chan error, 1)}
+	if r.real == nil {
+		r.real = map[string]*scRealAgent{}
+	}
+	r.real[name] = a
+	logger := slog.New(slog.DiscardHandler)
+	if w := r.env.opts.Log; w != nil {
+		logger = slog.New(slog.NewTextHandler(w, nil)).With("agent", name)
+	}
+	seed := fnv.New64a()
+	_, _ = seed.Write([]byte(name))
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	ag, err := agent.New(agent.Config{ServerURL: a.relay.srv.URL, DeviceToken: token, Services: services, Slots: slots,
+		WorkDir: workDir, Clock: clock.Real{}, Rand: rand.New(rand.NewPCG(seed.Sum64(), 1)), Logger: logger,
+		HTTPClient:  &http.Client{Transport: &scAgentTransport{base: base, relay: a.relay}},
+		Runners:     map[string]runner.Runner{scService: a.gate},
+		BackoffBase: realAgentBackoffBase, BackoffMax: realAgentBackoffMax, ShutdownTimeout: realAgentShutdown})
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(context.WithoutCancel(r.ctx))
+	a.stop = stop
+	go func() { a.done <- ag.Run(ctx) }()
+	r.tl.add(laneAgent, fmt.Sprintf("%s: shipped agent started in process (slots=%d, runner synthetic.mp4%s) via a recording relay to %s",
+		name, slots, map[bool]string{true: ", held", false: ""}[a.gate.hold], gw.name))
+	return nil
+}
+
+// pairDevice creates a device row for an agent of the script, with the
+// token its sessions authenticate with.
+func (r *scRun) pairDevice(name string, services []string, slots int) (deviceID, token string, err error) {
+	deviceID = fmt.Sprintf("00000000-0000-4000-8000-%012x", 0xd1+len(r.agents)+len(r.real))
+	token = "device-token-" + name
+	if err := r.admin.CreateDevice(r.ctx, deviceID, name, services, slots, protocol.HashCommitToken(token)); err != nil {
+		return "", "", err
+	}
+	r.setName(deviceID, name)
+	return deviceID, token, nil
+}
+
+// stopRealAgent shuts the agent down (running attempts are failed with
+// provider_offline, bounded by its shutdown timeout) and waits for Run.
+func (r *scRun) stopRealAgent(a *scRealAgent) error {
+	if a.stopped {
+		return nil
+	}
+	a.stopped = true
+	a.stop()
+	var err error
+	select {
+	case err = <-a.done:
+	case <-time.After(realAgentShutdown + r.timeout):
+		err = errors.New("agent did not return from Run after its shutdown")
+	}
+	a.relay.cut()
+	a.relay.srv.Close()
+	_ = os.RemoveAll(a.workDir)
+	r.tl.add(laneAgent, a.name+": shipped agent stopped")
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", a.name, err)
+	}
+	return nil
+}
+
+// awaitWire waits, up to the frame timeout, for a frame on the agent's wire.
+func (r *scRun) awaitWire(a *scRealAgent, st scStep) error {
+	dir := arg(st, 2)
+	if dir != "sent" && dir != "got" {
+		return errors.New("want: agent await AGENT sent|got TYPE [WORDS]")
+	}
+	spec := wireSpec(st)
+	n, err := optInt(st, "n", 1)
+	if err != nil {
+		return err
+	}
+	deadline := time.NewTimer(r.timeout)
+	defer deadline.Stop()
+	for {
+		f, ok, changed := a.relay.find(dir == "sent", spec, 0, n, st.opt("since", ""))
+		if ok {
+			arrow := "<-"
+			if f.sent {
+				arrow = "->"
+			}
+			r.tl.add(laneAgent, fmt.Sprintf("%s %s %s %s (session %d)", a.name, arrow, f.typ, strings.Join(f.detail, " "), f.session))
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return fmt.Errorf("agent %s never %s %s within %v; wire: %s", a.name, dir, strings.Join(spec, " "), r.timeout, a.relay.summary())
+		case <-r.ctx.Done():
+			return r.ctx.Err()
+		}
+	}
+}
+
+// summary renders the wire for an error message: its first frames, since
+// an agent stuck in a loop can send thousands.
+func (rl *scRelay) summary() string {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	var parts []string
+	for i, f := range rl.frames {
+		if i == wireSummaryFrames {
+			parts = append(parts, fmt.Sprintf("... and %d more", len(rl.frames)-i))
+			break
+		}
+		dir := "got"
+		if f.sent {
+			dir = "sent"
+		}
+		parts = append(parts, fmt.Sprintf("s%d %s %s %s", f.session, dir, f.typ, strings.Join(f.detail, " ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describeSent renders an agent frame as its type and words; the last word
+// is the attempt it is about.
+func (r *scRun) describeSent(msg any) (string, []string) {
+	switch m := msg.(type) {
+	case *protocol.Hello:
+		return protocol.TypeHello, []string{"free=" + strconv.Itoa(m.SlotsFree), "-"}
+	case *protocol.Slots:
+		return protocol.TypeSlots, []string{"free=" + strconv.Itoa(m.SlotsFree), "-"}
+	case *protocol.Progress:
+		return protocol.TypeProgress, []string{string(m.Phase), r.name(m.AttemptID)}
+	case *protocol.Commit:
+		return protocol.TypeCommit, []string{r.name(m.AttemptID)}
+	case *protocol.Fail:
+		return protocol.TypeFail, []string{string(m.FailureCode), r.name(m.AttemptID)}
+	case error:
+		return "undecodable", []string{"-"}
+	}
+	return fmt.Sprintf("%T", msg), []string{"-"}
+}
+
+// wireSpec is the frame a wire step names: its words after the agent and
+// the direction, as written (free=1 and requeued=true are words of the
+// frame), without the step's own n=, session= and since= options.
+func wireSpec(st scStep) []string {
+	var out []string
+	for _, w := range st.words[3:] {
+		if !strings.HasPrefix(w, "n=") && !strings.HasPrefix(w, "session=") && !strings.HasPrefix(w, "since=") {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// markWire is `reached wire A sent|got TYPE [WORDS] [session=N] [n=N]`.
+func (r *scRun) markWire(st scStep) (bool, error) {
+	a := r.real[arg(st, 1)]
+	if a == nil {
+		return false, fmt.Errorf("no shipped agent %s", arg(st, 1))
+	}
+	if dir := arg(st, 2); dir != "sent" && dir != "got" {
+		return false, errors.New("want: reached wire AGENT sent|got TYPE [WORDS] [session=N]")
+	}
+	session, err := optInt(st, "session", 0)
+	if err != nil {
+		return false, err
+	}
+	n, err := optInt(st, "n", 1)
+	if err != nil {
+		return false, err
+	}
+	_, ok, _ := a.relay.find(arg(st, 2) == "sent", wireSpec(st), session, n, "")
+	return ok, nil
+}
+
+// stopRealAgents stops every shipped agent and checks each one's wire.
+func (r *scRun) stopRealAgents() error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(r.real)) {
+		a := r.real[name]
+		if a.stopped { // stopped by the script: its wire is still judged, once
+			if a.judged {
+				continue
+			}
+		} else if err := r.stopRealAgent(a); err != nil {
+			errs = append(errs, err)
+		}
+		a.judged = true
+		if err := checkWire(a.name, a.relay.snapshot()); err != nil {
+			errs = append(errs, err)
+		} else {
+			r.tl.add(laneAgent, a.name+": wire check held: every frame echoed its offer's job, attempt, epoch and token; nothing after an attempt was gone")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (rl *scRelay) snapshot() []scWireFrame {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return slices.Clone(rl.frames)
+}
+
+// checkWire holds the agent's side of SPEC section 5 against what it sent:
+// every progress, commit and fail names an attempt this agent was offered
+// and echoes that offer's job id and lease epoch; commit and fail carry
+// that offer's commit token (never a previous attempt's); and once the
+// gateway told the agent an attempt is gone (its commit or fail answered,
+// or a lease_conflict other than job_cancelling or phase_regression,
+// including the sweeper's attempt_lost), the agent sends nothing more for
+// it. "Told" is when the relay delivered the frame, so a frame the agent
+// had already sent but the relay had not yet read would count against it;
+// the catalogue's scripts leave no frame of the agent in flight then (its
+// runner is held, its heartbeat is 10s of real time away).
+func checkWire(agentName string, frames []scWireFrame) error {
+	// Offers count wherever they stand: the relay records a gateway frame
+	// once delivered, and the agent may answer an offer before that.
+	offers := map[string]*protocol.LeaseOffer{}
+	for _, f := range frames {
+		if o, ok := f.msg.(*protocol.LeaseOffer); ok && !f.sent {
+			offers[o.AttemptID] = o
+		}
+	}
+	gone := map[string]string{}
+	var errs []string
+	for _, f := range frames {
+		if !f.sent {
+			if id, why := goneBy(f.msg); id != "" {
+				if _, seen := gone[id]; !seen {
+					gone[id] = why
+				}
+			}
+			continue
+		}
+		job, attempt, epoch, token, hasToken := frameIdentity(f.msg)
+		if attempt == "" {
+			continue
+		}
+		label := fmt.Sprintf("session %d: %s %s", f.session, f.typ, strings.Join(f.detail, " "))
+		o := offers[attempt]
+		switch {
+		case o == nil:
+			errs = append(errs, label+": names an attempt this agent was never offered")
+			continue
+		case gone[attempt] != "":
+			errs = append(errs, fmt.Sprintf("%s: sent after the gateway said the attempt was gone (%s)", label, gone[attempt]))
+		}
+		if job != o.JobID {
+			errs = append(errs, label+": job id is not the offer's")
+		}
+		if epoch != o.LeaseEpoch {
+			errs = append(errs, fmt.Sprintf("%s: lease_epoch %d, the offer's is %d", label, epoch, o.LeaseEpoch))
+		}
+		if hasToken && token != o.CommitToken {
+			errs = append(errs, label+": commit_token is not the one offered with this attempt")
+		}
+	}
+	if len(errs) > wireErrorsShown {
+		errs = append(errs[:wireErrorsShown], fmt.Sprintf("... and %d more", len(errs)-wireErrorsShown))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("agent %s broke the wire contract (SPEC section 5):\n  %s", agentName, strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+// wireErrorsShown bounds the violations one report lists: an agent stuck
+// in a loop can send thousands of frames in a scenario.
+const wireErrorsShown = 5
+
+// wireSummaryFrames bounds the frames an await's error lists.
+const wireSummaryFrames = 40
+
+// goneBy returns the attempt a gateway frame ends for the agent, and why.
+func goneBy(msg any) (string, string) {
+	switch m := msg.(type) {
+	case *protocol.LeaseConflict:
+		if m.Reason != protocol.ReasonJobCancelling && m.Reason != protocol.ReasonPhaseRegression {
+			return m.AttemptID, "lease_conflict " + string(m.Reason)
+		}
+	case *protocol.CommitOK:
+		return m.AttemptID, "commit_ok"
+	case *protocol.CommitRejected:
+		return m.AttemptID, "commit_rejected " + string(m.Code)
+	case *protocol.FailOK:
+		return m.AttemptID, "fail_ok"
+	case *protocol.FailRejected:
+		return m.AttemptID, "fail_rejected " + string(m.Code)
+	}
+	return "", ""
+}
+
+// frameIdentity is what an agent frame claims: job, attempt, epoch and,
+// for commit and fail, the token.
+func frameIdentity(msg any) (job, attempt string, epoch int, token string, hasToken bool) {
+	switch m := msg.(type) {
+	case *protocol.Progress:
+		return m.JobID, m.AttemptID, m.LeaseEpoch, "", false
+	case *protocol.Commit:
+		return m.JobID, m.AttemptID, m.LeaseEpoch, m.CommitToken, true
+	case *protocol.Fail:
+		return m.JobID, m.AttemptID, m.LeaseEpoch, m.CommitToken, true
+	}
+	return "", "", 0, "", false
+}
