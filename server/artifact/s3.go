@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/rendermac/rendermac/server/grant"
 )
 
 // s3PartBytes is the part size of a multipart Put and the most a Put ever
@@ -100,9 +102,6 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	if cfg.AccessKey != "" && cfg.SecretKey != "" {
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, "")))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
-	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("artifact: load AWS configuration: %w", err)
@@ -118,6 +117,9 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		if cfg.HTTPClient != nil {
+			o.HTTPClient = cfg.HTTPClient
+		}
 		// Checksums only where the API requires them: a presigned PUT must
 		// not carry a checksum of a body the presigner never saw, and
 		// Verify hashes the bytes itself anyway.
@@ -334,6 +336,26 @@ func (s *S3) Presign(ctx context.Context, put bool, key string, ttl time.Duratio
 		return "", fmt.Errorf("artifact: presign get %q: %w", key, err)
 	}
 	return r.URL, nil
+}
+
+var _ grant.Issuer = (*S3)(nil)
+
+// Grant is the S3 store as a grant.Issuer: presigned URLs of the bucket. A
+// put grant is issued only for a Writable key (an input or an output, never
+// a sealed copy); a get grant of an output key opens its sealed copy
+// (ServedKey), the only bytes of an output ever served. now is not used:
+// the bucket judges expiry by its own clock from the signing time.
+func (s *S3) Grant(ctx context.Context, op grant.Op, key string, _ time.Time, ttl time.Duration) (string, error) {
+	switch op {
+	case grant.Put:
+		if !Writable(key) {
+			return "", fmt.Errorf("artifact: no put grant for %q: only input and output keys are written by grant holders", key)
+		}
+		return s.Presign(ctx, true, key, ttl)
+	case grant.Get:
+		return s.Presign(ctx, false, ServedKey(s, key), ttl)
+	}
+	return "", fmt.Errorf("artifact: unknown grant op %q", op)
 }
 
 // s3Reader is an open S3 object (see S3.Open).
