@@ -71,7 +71,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		return nil, fmt.Errorf("gateway %s: %w", name, err)
 	}
 	st := &scStack{name: name, pool: pool}
-	st.svc = server.NewService(pool, r.store, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader,
+	st.svc = server.NewService(pool, r.served(), protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader,
 		Tokens: rand.Reader}, r.serviceConfig())
 	st.srv = httptest.NewUnstartedServer(nil)
 	signer, err := grant.NewSigner(scSigningKey, "http://"+st.srv.Listener.Addr().String())
@@ -82,12 +82,12 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	m := metrics.New()
 	log := slog.New(&scLogHandler{r: r, gateway: name})
 	gcfg := gateway.Config{LeaseTTL: scLeaseTTL, PollInterval: -1, SweepInterval: -1, Clock: r.clock,
-		Variant: gatewayVariant(r.env.opts.HarnessVariant)}
+		Variant: gatewayVariant(r.env.opts.HarnessVariant), Grants: r.grants()}
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
 	}
 	st.gw = gateway.New(st.svc, pool, signer, m, log, gcfg)
-	a := api.New(st.svc, pool, r.store, signer, m, log, api.Config{Gateway: st.gw.Handler(), Clock: r.clock})
+	a := api.New(st.svc, pool, r.served(), signer, m, log, api.Config{Gateway: st.gw.Handler(), Clock: r.clock, Grants: r.grants()})
 	st.srv.Config.Handler = a.Handler()
 	st.srv.Start()
 	runCtx, stopRun := context.WithCancel(context.Background())
