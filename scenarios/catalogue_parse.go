@@ -28,7 +28,10 @@ import (
 // words" may hold spaces. The commands and their examples are listed with
 // their handlers (scenario_agent.go, scenario_control.go, scenario_check.go).
 // Every script must hold at least one `reached` step: the mark proving the
-// run hit the branch the scenario exists for.
+// run hit the branch the scenario exists for. Any step may take
+// `store=fs` or `store=s3`: it then runs only on that artifact store (the
+// filesystem default, or S3 with EnvOptions.ArtifactsS3), for the few
+// outcomes the two stores answer differently.
 
 // scStep is one parsed step.
 type scStep struct {
@@ -159,6 +162,9 @@ func parseStep(line int, text string) (scStep, error) {
 			st.arrow = append(st.arrow, w)
 		case strings.Contains(w, "=") && !strings.HasPrefix(w, "="):
 			k, v, _ := strings.Cut(w, "=")
+			if k == "store" && v != storeFS && v != storeS3 {
+				return scStep{}, fmt.Errorf("store=%s: want store=%s or store=%s", v, storeFS, storeS3)
+			}
 			st.kv[k] = v
 		default:
 			st.args = append(st.args, w)

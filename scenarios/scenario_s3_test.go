@@ -50,3 +50,13 @@ func TestS3LateUploadFailsWhenTheUnsealedKeyIsServed(t *testing.T) {
 		"it must fail on the served bytes: %v", res.Err)
 	t.Logf("fails as it must: %v", firstLine(res.Err))
 }
+
+// A step's store= option names a store kind or the script is refused.
+func TestStepStoreOption(t *testing.T) {
+	st, err := parseStep(1, "reached counter upload.landed store=s3")
+	require.NoError(t, err)
+	require.Equal(t, "s3", st.opt("store", ""))
+	require.Equal(t, []string{"counter", "upload.landed"}, st.args)
+	_, err = parseStep(1, "reached counter c store=gcs")
+	require.ErrorContains(t, err, "want store=fs or store=s3")
+}
