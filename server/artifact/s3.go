@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -117,6 +118,11 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		// versitygw's posix backend answers 409 ExistingObjectIsDirectory
+		// when two writes create the same parent directory at once (seen
+		// with concurrent verifications); the write did not happen, so it
+		// is retried like a throttle. AWS S3 never sends this code.
+		o.Retryer = retry.AddWithErrorCodes(retry.NewStandard(), "ExistingObjectIsDirectory")
 		if cfg.HTTPClient != nil {
 			o.HTTPClient = cfg.HTTPClient
 		}
