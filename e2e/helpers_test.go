@@ -103,6 +103,13 @@ type stack struct {
 // then the control plane, then SPEC section 4 is checked over the rows.
 func newStack(t *testing.T) *stack {
 	t.Helper()
+	return newStackWith(t, nil)
+}
+
+// newStackWith is newStack with tune applied to the configuration first
+// (e.g. an S3 artifact store).
+func newStackWith(t *testing.T, tune func(*controlplane.Config)) *stack {
+	t.Helper()
 	db := pgprovider.MustDatabase(t, templateName, store.Migrate)
 	key := make([]byte, 32)
 	_, err := rand.Read(key)
@@ -112,6 +119,9 @@ func newStack(t *testing.T) *stack {
 		DB: db, Listen: "127.0.0.1:0", Artifacts: t.TempDir(), SigningKey: key,
 		LeaseTTL: leaseTTL, Heartbeat: heartbeat, SweepInterval: sweepInterval, PollInterval: pollInterval,
 		Log: debugLogger(newLogBuffer(t, "control plane")),
+	}
+	if tune != nil {
+		tune(&s.cfg)
 	}
 	t.Cleanup(func() { requireInvariants(t, db) })
 	t.Cleanup(s.client.CloseIdleConnections)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rendermac/rendermac/internal/pgtest"
+	"github.com/rendermac/rendermac/internal/s3provider"
 )
 
 // TestMain runs the child agent when this binary was re-executed as one
@@ -19,5 +20,11 @@ func TestMain(m *testing.M) {
 	}
 	// agent.Pair uses http.DefaultClient; its idle keep-alive connection
 	// is the client's, not a leak of the code under test.
-	os.Exit(pgtest.Run(m, http.DefaultClient.CloseIdleConnections))
+	// The S3 tests share one versitygw process; it goes with the tests.
+	os.Exit(pgtest.Run(m, func() {
+		http.DefaultClient.CloseIdleConnections()
+		if err := s3provider.Shutdown(); err != nil {
+			panic(err)
+		}
+	}))
 }

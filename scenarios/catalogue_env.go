@@ -28,6 +28,11 @@ type EnvOptions struct {
 	// FrameTimeout bounds each wait (default DefaultFrameTimeout). Broken
 	// variant runs may lower it: their expected frame never comes.
 	FrameTimeout time.Duration
+	// ArtifactsS3 runs every scenario with its artifacts in a bucket of a
+	// real S3 server (a versitygw process of its own, which `store down`
+	// stops) and presigned grants; steps marked store=fs are skipped and
+	// store=s3 ones run.
+	ArtifactsS3 bool
 	// Log, when set, receives every gateway and API log line as text.
 	Log io.Writer
 }

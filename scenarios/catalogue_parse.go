@@ -30,7 +30,10 @@ import (
 // scenario_check.go, and the HTTP surface's in scenario_http.go and
 // scenario_webhook.go).
 // Every script must hold at least one `reached` step: the mark proving the
-// run hit the branch the scenario exists for.
+// run hit the branch the scenario exists for. Any step may take
+// `store=fs` or `store=s3`: it then runs only on that artifact store (the
+// filesystem default, or S3 with EnvOptions.ArtifactsS3), for the few
+// outcomes the two stores answer differently.
 
 // scStep is one parsed step.
 type scStep struct {
@@ -161,6 +164,9 @@ func parseStep(line int, text string) (scStep, error) {
 			st.arrow = append(st.arrow, w)
 		case strings.Contains(w, "=") && !strings.HasPrefix(w, "="):
 			k, v, _ := strings.Cut(w, "=")
+			if k == "store" && v != storeFS && v != storeS3 {
+				return scStep{}, fmt.Errorf("store=%s: want store=%s or store=%s", v, storeFS, storeS3)
+			}
 			st.kv[k] = v
 		default:
 			st.args = append(st.args, w)

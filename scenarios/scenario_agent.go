@@ -261,6 +261,10 @@ func cmdUpload(r *scRun, st scStep) error {
 	if slices.Contains(words, "late") { // whatever the answer: the final checks judge what is stored
 		if resp.StatusCode/100 != 2 {
 			r.count("upload.refused", 1)
+		} else if r.s3 != nil && r.landed(o.Output.Key, data) {
+			// The bucket took it: the late bytes are at the attempt's key,
+			// which nothing may serve.
+			r.count("upload.landed", 1)
 		}
 		return nil
 	}

@@ -226,10 +226,14 @@ func cmdGateway(r *scRun, st scStep) error {
 // Example: store down
 func cmdStore(r *scRun, st scStep) error {
 	switch arg(st, 0) {
-	case "down":
-		r.store.down.Store(true)
-	case "up":
-		r.store.down.Store(false)
+	case "down", "up":
+		if r.s3 != nil { // the real thing: stop or start the S3 server process
+			if err := r.setS3(arg(st, 0) == "up"); err != nil {
+				return err
+			}
+			break
+		}
+		r.store.down.Store(arg(st, 0) == "down")
 	case "full":
 		r.store.full.Store(true)
 	case "space":

@@ -80,6 +80,8 @@ type scRun struct {
 	admin    *server.Service // admin operations and the race, on observer
 	clock    *clock.Stub
 	store    *scStore
+	fs       *artifact.FS // the filesystem store, unless s3
+	s3       *s3Run       // the run's S3 server and store, with EnvOptions.ArtifactsS3
 	dir      string
 	proxy    *tcpproxy.Proxy
 	apiKey   string
@@ -124,7 +126,7 @@ func newRun(ctx context.Context, env *Env, s Scenario) *scRun {
 		outputs: map[string]protocol.Output{}, counters: map[string]int64{}, blocks: map[string]chan struct{}{},
 		pending: map[string]*scPending{}, devices: map[string]string{}}
 	for _, st := range s.steps {
-		if st.cmd == "reached" {
+		if st.cmd == "reached" && r.applies(st) {
 			r.marksTotal++
 		}
 	}
@@ -143,6 +145,9 @@ func (r *scRun) execute() error {
 		if err := r.ctx.Err(); err != nil {
 			stepErr = err
 			break
+		}
+		if !r.applies(st) {
+			continue
 		}
 		err := scCommands[st.cmd](r, st)
 		r.pollJournal()
@@ -187,11 +192,20 @@ func (r *scRun) setup() error {
 	if r.dir, err = os.MkdirTemp("", "rendermac-scenario-"); err != nil {
 		return err
 	}
-	fs, err := artifact.NewFS(r.dir)
-	if err != nil {
-		return err
+	var raw artifact.Store
+	if r.env.opts.ArtifactsS3 {
+		if r.s3, err = openS3(ctx); err != nil {
+			return err
+		}
+		raw = r.s3.store
+	} else {
+		fs, err := artifact.NewFS(r.dir)
+		if err != nil {
+			return err
+		}
+		r.fs, raw = fs, fs
 	}
-	r.store = &scStore{Store: fs, fs: fs, bitflip: r.env.opts.HarnessVariant == VariantStoreBitflip,
+	r.store = &scStore{Store: raw, raw: raw, bitflip: r.env.opts.HarnessVariant == VariantStoreBitflip,
 		dropWhenFull: r.env.opts.HarnessVariant == VariantStoreDropsWhenFull, unsealed: r.env.opts.HarnessVariant == VariantUnsealedOutputs, r: r}
 	if r.s.pg == "proxy" {
 		if r.proxy, err = tcpproxy.New(hostPort(url)); err != nil {
@@ -199,7 +213,7 @@ func (r *scRun) setup() error {
 		}
 	}
 	r.clock = clock.NewStub(scT0)
-	r.admin = server.NewService(r.observer, r.store, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader,
+	r.admin = server.NewService(r.observer, r.served(), protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader,
 		Tokens: rand.Reader}, r.serviceConfig())
 	if err := r.admin.CreateBuyer(ctx, scBuyerID, "scenario buyer", scBuyerBalance); err != nil {
 		return err
@@ -236,8 +250,11 @@ func (r *scRun) cleanup() {
 	if r.dbURL != "" {
 		_ = r.pg.Provider.DropDatabase(ctx, r.dbURL)
 	}
-	if r.store != nil {
-		_ = r.store.fs.Close()
+	if r.fs != nil {
+		_ = r.fs.Close()
+	}
+	if r.s3 != nil {
+		r.s3.close()
 	}
 	if r.dir != "" {
 		_ = os.RemoveAll(r.dir)
@@ -257,7 +274,7 @@ func (r *scRun) checkInvariants() error {
 	}
 	// Invariant 8 over the bytes: what the store holds (read directly, past
 	// any injected outage or bit flip) is what every succeeded job recorded.
-	outs, err := store.CheckOutputs(ctx, r.observer, r.store.fs)
+	outs, err := store.CheckOutputs(ctx, r.observer, r.checked())
 	if err != nil {
 		return fmt.Errorf("check stored outputs: %w", err)
 	}

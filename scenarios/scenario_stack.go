@@ -81,7 +81,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
 	}
-	as := controlplane.Assemble(controlplane.Parts{Pool: pool, Store: r.store, Signer: signer, Clock: r.clock,
+	as := controlplane.Assemble(controlplane.Parts{Pool: pool, Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
 		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: r.serviceConfig(),
 		Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
 	st.svc, st.gw = as.Service, as.Gateway

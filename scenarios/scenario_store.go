@@ -21,11 +21,14 @@ var errStoreOutage = errors.New("artifact store unavailable (injected outage): c
 // `store up`; the store_bitflip variant corrupts every object it returns.
 type scStore struct {
 	artifact.Store
-	fs      *artifact.FS
-	r       *scRun
-	down    atomic.Bool
-	full    atomic.Bool
-	bitflip bool
+	// raw is the store itself, past every injected fault (FS or S3).
+	raw  artifact.Store
+	r    *scRun
+	down atomic.Bool
+	// realOutage: the run's S3 server process is stopped (`store down` on S3).
+	realOutage atomic.Bool
+	full       atomic.Bool
+	bitflip    bool
 	// dropWhenFull is the store_drops_when_full variant: a full disk
 	// acknowledges a write it did not make.
 	dropWhenFull bool
@@ -71,6 +74,7 @@ func (s *scStore) PutIf(ctx context.Context, key string, r io.Reader, guard arti
 		guard = nil
 	}
 	obj, err := s.Store.PutIf(ctx, key, r, guard)
+	err = s.observe("put", key, err)
 	if err != nil && guard != nil {
 		s.r.tl.add(laneDatabase, fmt.Sprintf("upload to %s refused: %v", s.r.keyName(key), err))
 	}
@@ -83,6 +87,7 @@ func (s *scStore) Open(ctx context.Context, key string) (artifact.Reader, artifa
 		return nil, artifact.Object{}, err
 	}
 	rd, obj, err := s.Store.Open(ctx, key)
+	err = s.observe("open", key, err)
 	if err != nil || !s.bitflip || obj.Bytes == 0 {
 		return rd, obj, err
 	}
@@ -94,7 +99,8 @@ func (s *scStore) Stat(ctx context.Context, key string) (artifact.Object, error)
 	if err := s.fault("stat", key); err != nil {
 		return artifact.Object{}, err
 	}
-	return s.Store.Stat(ctx, key)
+	obj, err := s.Store.Stat(ctx, key)
+	return obj, s.observe("stat", key, err)
 }
 
 // Delete implements artifact.Store.
@@ -102,7 +108,7 @@ func (s *scStore) Delete(ctx context.Context, key string) error {
 	if err := s.fault("delete", key); err != nil {
 		return err
 	}
-	return s.Store.Delete(ctx, key)
+	return s.observe("delete", key, s.Store.Delete(ctx, key))
 }
 
 // flipReader returns the object with the byte at offset at inverted, through

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rendermac/rendermac/faults"
 	"github.com/rendermac/rendermac/faults/targets"
+	"github.com/rendermac/rendermac/internal/s3provider"
 	"github.com/rendermac/rendermac/internal/shard"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/sim"
@@ -26,6 +27,8 @@ type fuzzFlags struct {
 	seeds, steps, workers               int
 	seed, firstSeed                     uint64
 	progress, force                     bool
+	// s3 puts the stack target's artifacts on a real S3 server (versitygw).
+	s3 bool
 	// gen is the generator's config; weights the --weight settings that
 	// made it, repeated in replay commands.
 	gen     faults.GenConfig
@@ -47,6 +50,8 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	variantFlag(fs, &f.variant, "variant", "mutation", "run a deliberately broken variant (proves the checks can fail): "+
 		strings.Join(modelVariantNames(), ", "))
 	fs.StringVar(&f.outDir, "failures", "rendermac-failures", "directory for shrunk failing sequences")
+	fs.BoolVar(&f.s3, "artifacts-s3", false, "with --target stack: artifacts in a bucket of a real S3 server (versitygw, started here; "+
+		s3provider.InstallCommand+" installs it) instead of a directory")
 	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL for --target both and stack (default: DATABASE_URL, else an embedded cluster)")
 	fs.BoolVar(&f.progress, "progress", false, "show progress (seeds done/total, rate, ETA) on stderr when it is a terminal, as qualify does")
 	fs.BoolVar(&f.force, "force", false, "with --replay: run a file another build (commit, schema, model, generator) wrote")
@@ -308,6 +313,19 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 		cleanup = func() {
 			stack.Close()
 			pgCleanup()
+		}
+		if f.s3 {
+			srv, err := s3provider.Open(ctx, s3provider.Options{})
+			if err != nil {
+				cleanup()
+				return fuzzSetup{}, nil, err
+			}
+			stack.S3 = srv
+			stackCleanup := cleanup
+			cleanup = func() {
+				stackCleanup()
+				_ = srv.Close()
+			}
 		}
 		factory = targets.ThreeWayFactory(workers, stack)
 	}

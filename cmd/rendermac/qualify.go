@@ -14,6 +14,7 @@ import (
 	"github.com/rendermac/rendermac/evidence"
 	"github.com/rendermac/rendermac/faults"
 	"github.com/rendermac/rendermac/faults/targets"
+	"github.com/rendermac/rendermac/internal/s3provider"
 	"github.com/rendermac/rendermac/internal/shard"
 	"github.com/rendermac/rendermac/scenarios"
 )
@@ -26,6 +27,7 @@ type qualifyFlags struct {
 	out, db, serverVariant, modelVariant    string
 	scenarios                               string
 	noTimings, noScenarios, noCoverageGate  bool
+	artifactsS3                             bool
 	gen                                     faults.GenConfig
 	weights                                 []string
 	shard                                   shard.Spec
@@ -69,6 +71,8 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	variantFlag(fs, &f.serverVariant, "server-variant", "server-mutation", "qualify a deliberately broken service layer (must fail)")
 	variantFlag(fs, &f.modelVariant, "model-variant", "model-mutation", "qualify a deliberately broken model (must fail)")
 	fs.BoolVar(&f.noScenarios, "no-scenarios", false, "skip the phase-fault scenario catalogue")
+	fs.BoolVar(&f.artifactsS3, "artifacts-s3", false, "run the three-way stack campaign and the scenario catalogue with artifacts on a real S3 "+
+		"server (versitygw, started here; "+s3provider.InstallCommand+" installs it) instead of a directory")
 	fs.StringVar(&f.scenarios, "scenarios", "", "run only these scenarios: comma-separated names or glob patterns (default: all)")
 	fs.Var(&f.shard, "shard", "run shard `K/N`, the Kth of N contiguous slices of every campaign's seeds (the determinism "+
 		"sample too) and of the scenarios; rendermac card merge joins the N cards into the unsharded run's card")
@@ -134,7 +138,7 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if f.stackSeeds > 0 {
 		stack := fuzzFlags{target: "stack", variant: f.serverVariant, db: f.db, workers: f.workers, steps: f.stackSteps, outDir: filepath.Join(f.out, "replays"),
-			gen: f.gen, weights: f.weights}
+			gen: f.gen, weights: f.weights, s3: f.artifactsS3}
 		if err := qualifyCampaign(ctx, &card, "model-vs-postgres-vs-stack", stack, shardSeeds(f.firstSeed, f.stackSeeds, f.shard), gate, prog, stderr); err != nil {
 			return err
 		}
@@ -338,6 +342,7 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, 
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	opts.ArtifactsS3 = f.artifactsS3
 	list, err := scenarios.Select(f.scenarios)
 	if err != nil {
 		return usageError{"--scenarios: " + err.Error()}

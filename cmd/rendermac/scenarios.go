@@ -17,6 +17,7 @@ import (
 
 type scenariosFlags struct {
 	list, names, timeline, log bool
+	artifactsS3                bool
 	run, db, variant           string
 }
 
@@ -34,6 +35,8 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		strings.Join(scenarios.VariantNames(), ", "))
 	fs.BoolVar(&f.timeline, "timeline", false, "print every scenario's agent/gateway/database timeline")
 	fs.BoolVar(&f.log, "log", false, "copy the gateways' log lines to stderr")
+	fs.BoolVar(&f.artifactsS3, "artifacts-s3", false, "artifacts in a bucket of a real S3 server (a versitygw process per scenario, "+
+		"which `store down` stops) with presigned grants, instead of a directory")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -61,6 +64,7 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if f.log {
 		opts.Log = stderr
 	}
+	opts.ArtifactsS3 = f.artifactsS3
 	pg, err := targets.OpenPostgres(ctx, f.db, stderr)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/grant"
@@ -24,6 +25,8 @@ type serverFlags struct {
 	metricsListen, metricsTokenFile                     string
 	limits                                              ratelimit.Limits
 	pairMaxGuesses                                      int
+	s3Endpoint                                          string
+	s3PathStyle                                         bool
 }
 
 func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
@@ -61,7 +64,12 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 	set := newFlagSet("server", "--db URL --artifacts DIR --signing-key-file FILE [flags]", stderr)
 	set.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL (env DATABASE_URL)")
 	set.StringVar(&f.listen, "listen", envOr("RENDERMAC_LISTEN", "127.0.0.1:8080"), "listen address (env RENDERMAC_LISTEN)")
-	set.StringVar(&f.artifacts, "artifacts", os.Getenv("RENDERMAC_ARTIFACTS"), "artifact store directory (env RENDERMAC_ARTIFACTS)")
+	set.StringVar(&f.artifacts, "artifacts", os.Getenv("RENDERMAC_ARTIFACTS"),
+		"artifact store: a directory, or s3://BUCKET/PREFIX for an S3-compatible bucket that agents reach with presigned URLs, credentials and region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION (env RENDERMAC_ARTIFACTS)")
+	set.StringVar(&f.s3Endpoint, "s3-endpoint", os.Getenv("RENDERMAC_S3_ENDPOINT"),
+		"S3 endpoint URL for MinIO, R2, versitygw (env RENDERMAC_S3_ENDPOINT; AWS_ENDPOINT_URL_S3 is honoured too); devices must reach it, presigned URLs point there")
+	set.BoolVar(&f.s3PathStyle, "s3-path-style", os.Getenv("RENDERMAC_S3_PATH_STYLE") == "1",
+		"address the bucket as ENDPOINT/BUCKET/KEY, as MinIO and versitygw want (env RENDERMAC_S3_PATH_STYLE=1)")
 	set.StringVar(&f.publicURL, "public-url", os.Getenv("RENDERMAC_PUBLIC_URL"),
 		"base URL devices and buyers reach this server at, for grant URLs (env RENDERMAC_PUBLIC_URL; default http://LISTEN)")
 	set.StringVar(&f.keyFile, "signing-key-file", os.Getenv("RENDERMAC_SIGNING_KEY_FILE"),
@@ -103,6 +111,10 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 		return f, usageError{"--db (or DATABASE_URL) is required"}
 	case f.artifacts == "":
 		return f, usageError{"--artifacts (or RENDERMAC_ARTIFACTS) is required"}
+	case !strings.HasPrefix(f.artifacts, "s3:") && (f.s3Endpoint != "" || f.s3PathStyle):
+		return f, usageError{"--s3-endpoint and --s3-path-style apply only to --artifacts s3://BUCKET/PREFIX"}
+	case strings.HasPrefix(f.artifacts, "s3:") && !validS3(f.artifacts):
+		return f, usageError{fmt.Sprintf("--artifacts %q: want s3://BUCKET or s3://BUCKET/PREFIX", f.artifacts)}
 	case f.keyFile == "":
 		return f, usageError{"--signing-key-file (or RENDERMAC_SIGNING_KEY_FILE) is required; create one with 'rendermac admin gen-key FILE'"}
 	case f.leaseTTL <= 0 || f.heartbeat <= 0:
@@ -164,11 +176,17 @@ func envDuration(name string, fallback time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
+func validS3(raw string) bool {
+	_, err := artifact.ParseS3URL(raw)
+	return err == nil
+}
+
 // config turns the flags into a control plane configuration.
 func (f serverFlags) config(key []byte, log *slog.Logger) controlplane.Config {
 	return controlplane.Config{DB: f.db, Listen: f.listen, Artifacts: f.artifacts, PublicURL: f.publicURL,
 		SigningKey: key, LeaseTTL: f.leaseTTL, Heartbeat: f.heartbeat, Log: log, Clock: clock.Real{},
-		Limits: f.limits, PairMaxGuesses: f.pairMaxGuesses, MetricsListen: f.metricsListen}
+		Limits: f.limits, PairMaxGuesses: f.pairMaxGuesses, MetricsListen: f.metricsListen,
+		S3: artifact.S3Config{Endpoint: f.s3Endpoint, PathStyle: f.s3PathStyle}}
 }
 
 // minMetricsTokenBytes keeps a metrics token from being guessable.

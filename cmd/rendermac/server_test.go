@@ -65,3 +65,18 @@ func TestLoadMetricsToken(t *testing.T) {
 	_, err = loadMetricsToken(filepath.Join(dir, "missing"))
 	require.ErrorContains(t, err, "metrics token")
 }
+
+func TestServerS3Flags(t *testing.T) {
+	s3 := []string{"--db", "postgres://x", "--artifacts", "s3://media/farm", "--signing-key-file", "/tmp/k"}
+	f, err := parseServerFlags(append(s3, "--s3-endpoint", "http://127.0.0.1:7070", "--s3-path-style"), io.Discard)
+	require.NoError(t, err)
+	cfg := f.config(nil, nil)
+	require.Equal(t, "s3://media/farm", cfg.Artifacts)
+	require.Equal(t, "http://127.0.0.1:7070", cfg.S3.Endpoint)
+	require.True(t, cfg.S3.PathStyle)
+
+	_, err = parseServerFlags(append(requiredServerFlags, "--s3-path-style"), io.Discard)
+	require.ErrorContains(t, err, "apply only to --artifacts s3://")
+	_, err = parseServerFlags([]string{"--db", "postgres://x", "--artifacts", "s3://", "--signing-key-file", "/tmp/k"}, io.Discard)
+	require.ErrorContains(t, err, "want s3://BUCKET")
+}

@@ -2,6 +2,7 @@ package targets
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rendermac/rendermac/faults"
 	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/internal/s3provider"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
@@ -46,7 +48,7 @@ func (w *StackWorkers) Target(ctx context.Context, worker int, seed uint64, prob
 	if err := truncateAll(ctx, r.pool); err != nil {
 		return nil, err
 	}
-	st, err := artifact.NewFS(r.dir)
+	st, err := w.artifacts(ctx, r, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +60,17 @@ func (w *StackWorkers) Target(ctx context.Context, worker int, seed uint64, prob
 		return nil, err
 	}
 	return t, nil
+}
+
+// artifacts is one run's artifact store: the worker's directory, or with
+// StackWorkers.S3 a fresh prefix of the worker's bucket.
+func (w *StackWorkers) artifacts(ctx context.Context, r *stackResources, seed uint64) (artifact.Store, error) {
+	if w.S3 == nil {
+		return artifact.NewFS(r.dir)
+	}
+	return artifact.NewS3(ctx, artifact.S3Config{Bucket: r.bucket, Prefix: fmt.Sprintf("seed%d-%s/", seed, rand.Text()),
+		Endpoint: w.S3.Endpoint(), PathStyle: true, Region: s3provider.Region, AccessKey: s3provider.AccessKey,
+		SecretKey: s3provider.SecretKey, HTTPClient: r.s3http})
 }
 
 func (t *StackTarget) build(ctx context.Context, variant server.Variant) error {

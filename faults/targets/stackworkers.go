@@ -3,6 +3,7 @@ package targets
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/internal/s3provider"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/store"
 )
@@ -28,6 +30,10 @@ type StackWorkers struct {
 	// Marks counts, over every run, the branches the stack driver exists
 	// for, so that tests can assert they were reached.
 	Marks StackMarks
+	// S3, when set, puts every run's artifacts in a bucket of this real
+	// S3 server (a bucket per worker, a fresh prefix per run) instead of a
+	// directory: verification seals, CheckOutputs reads the sealed copies.
+	S3 *s3provider.Server
 
 	mu  sync.Mutex
 	res map[int]*stackResources
@@ -61,6 +67,8 @@ type stackResources struct {
 	poolF, poolL *pgxpool.Pool // frames gateway, lease gateway
 	txF, txL     *txSignal
 	dir          string
+	bucket       string       // with StackWorkers.S3
+	s3http       *http.Client // the S3 stores' client, closed with the worker
 }
 
 // NewStackWorkers creates n databases with newDB (which returns the URL of
@@ -96,6 +104,9 @@ func (r *stackResources) close() {
 	if r.dir != "" {
 		_ = os.RemoveAll(r.dir)
 	}
+	if r.s3http != nil {
+		r.s3http.CloseIdleConnections()
+	}
 }
 
 func (w *StackWorkers) resources(ctx context.Context, worker int) (*stackResources, error) {
@@ -115,6 +126,11 @@ func (w *StackWorkers) resources(ctx context.Context, worker int) (*stackResourc
 			if r.poolL, err = tracedPool(ctx, url, r.txL); err == nil {
 				r.dir, err = os.MkdirTemp("", "rendermac-stack-artifacts-")
 			}
+		}
+	}
+	if err == nil && w.S3 != nil {
+		if r.bucket, err = w.S3.NewBucket(ctx); err == nil {
+			r.s3http = &http.Client{Transport: &http.Transport{}}
 		}
 	}
 	if err != nil {

@@ -75,6 +75,8 @@ var Reaches = []Reach{
 		Why: "the pure core does no I/O"},
 	{Pkgs: []string{"faults/conformance"}, Deps: []string{"github.com/jackc/pgx/v5/...", Module + "/server", Module + "/server/..."},
 		Why: "the conformance suite knows targets only as faults.Target (testify brings net/http, nothing more)"},
+	{Pkgs: []string{"protocol", "sim", "faults", "faults/conformance", "agent", "agent/..."}, Deps: []string{"github.com/aws/..."},
+		Why: "only the control plane's artifact store speaks S3; the agent follows presigned URLs with plain HTTP"},
 	{Pkgs: []string{"server/...", "server", "agent/...", "agent"}, Deps: []string{Module + "/cmd/..."},
 		Why: "nothing imports cmd"},
 }

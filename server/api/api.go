@@ -38,6 +38,9 @@ type Config struct {
 	MaxInputBytes    int64
 	MaxArtifactBytes int64
 	DownloadTTL      time.Duration
+	// Grants issues download URLs (nil: signer, served by this API's
+	// artifact handler; artifact.S3 for presigned URLs of the bucket).
+	Grants grant.Issuer
 	// Services is the catalogue a pairing device may offer; nil takes
 	// protocol.Services. It must match the service layer's catalogue.
 	Services []protocol.Service
@@ -93,6 +96,9 @@ func New(svc *server.Service, pool *pgxpool.Pool, st artifact.Store, signer *gra
 	}
 	if cfg.MaxArtifactBytes <= 0 {
 		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
+	}
+	if cfg.Grants == nil {
+		cfg.Grants = signer
 	}
 	if cfg.DownloadTTL <= 0 {
 		cfg.DownloadTTL = DefaultDownloadTTL

@@ -75,7 +75,9 @@ func (a *API) checkGrant(w http.ResponseWriter, r *http.Request, op grant.Op, ke
 }
 
 func (a *API) getArtifact(w http.ResponseWriter, r *http.Request, key string) {
-	rd, obj, err := a.store.Open(r.Context(), key)
+	// An output is served from the key that holds its verified bytes (its
+	// sealed copy on an S3 store, where agents write the output key).
+	rd, obj, err := a.store.Open(r.Context(), artifact.ServedKey(a.store, key))
 	if errors.Is(err, artifact.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "not_found", "no artifact at this key")
 		return

@@ -167,7 +167,9 @@ func (a *API) loadJob(ctx context.Context, buyerID, id string) (JobDetail, error
 	}
 	// The key was validated when the attempt's grants were made and the
 	// output verified at it, so it is a valid artifact key here.
-	out.DownloadURL = a.signer.URL(grant.Get, out.Key, now, a.cfg.DownloadTTL)
+	if out.DownloadURL, err = a.cfg.Grants.Grant(ctx, grant.Get, out.Key, now, a.cfg.DownloadTTL); err != nil {
+		return d, fmt.Errorf("download grant of %s: %w", id, err)
+	}
 	d.Output = &out
 	return d, nil
 }

@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -70,5 +71,21 @@ func InputKey(jobID string) string { return "inputs/" + jobID }
 // OutputKey is the key of one attempt's output, `outputs/{job_id}/{attempt_id}.mp4`.
 // It is a valid key whenever both ids are valid segments, as UUIDs are.
 func OutputKey(jobID, attemptID string) string {
-	return "outputs/" + jobID + "/" + attemptID + ".mp4"
+	return outputsPrefix + jobID + "/" + attemptID + ".mp4"
+}
+
+const outputsPrefix = "outputs/"
+
+// SealedKey is where a Sealer keeps the verified copy of an output key,
+// `sealed/{key}`: written only by Verify after the copy passed, named by no
+// grant that allows a write.
+func SealedKey(key string) string { return "sealed/" + key }
+
+// snapshotKey is a fresh private key for one verification's snapshot of key.
+func snapshotKey(key string) string { return "verifying/" + key + "." + rand.Text() }
+
+// Writable reports whether a grant may allow writing key: inputs and
+// outputs only, never a sealed copy, a snapshot or a staging upload.
+func Writable(key string) bool {
+	return ValidateKey(key) == nil && (strings.HasPrefix(key, outputsPrefix) || strings.HasPrefix(key, "inputs/"))
 }

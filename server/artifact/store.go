@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 )
 
 // ErrNotFound reports that no object exists at a key. Backends wrap it, so test
@@ -61,6 +62,28 @@ type Store interface {
 	Stat(ctx context.Context, key string) (Object, error)
 	// Delete removes the object at key, or returns an error matching ErrNotFound.
 	Delete(ctx context.Context, key string) error
+}
+
+// Sealer is a Store whose output keys the control plane cannot fence:
+// agents write them directly with presigned URLs (S3), so a late PUT can
+// land on an output key after its commit's claim. On a Sealer, Verify
+// judges a private snapshot of the output and, when it passes, copies that
+// snapshot to SealedKey(key); only the sealed key is ever served or re-read
+// (ServedKey), and no grant ever names it. See docs/semantics.md.
+type Sealer interface {
+	Store
+	// Copy makes dst a copy of src in one atomic write of dst, without
+	// the bytes leaving the store; ErrNotFound when src has no object.
+	Copy(ctx context.Context, src, dst string) (Object, error)
+}
+
+// ServedKey is the key that holds the bytes served for key: on a Sealer, an
+// output key's sealed copy; anywhere else, key itself.
+func ServedKey(st Store, key string) string {
+	if _, ok := st.(Sealer); ok && strings.HasPrefix(key, outputsPrefix) {
+		return SealedKey(key)
+	}
+	return key
 }
 
 // ctxReader stops a copy once ctx ends, so a cancelled upload or verification

@@ -74,7 +74,50 @@ func Verify(ctx context.Context, store Store, key string, wantBytes int64, wantS
 	if err := ValidateKey(key); err != nil {
 		return &VerifyError{Key: key, Reason: ReasonInvalidKey, Message: err.Error(), Err: err}
 	}
-	r, obj, err := store.Open(ctx, key)
+	if sealer, ok := store.(Sealer); ok {
+		return verifySealing(ctx, sealer, key, wantBytes, wantSHA256, media)
+	}
+	return verifyObject(ctx, store, key, key, wantBytes, wantSHA256, media)
+}
+
+// verifySealing is Verify on a store whose output keys agents write
+// directly (see Sealer). It judges, and seals, a private snapshot: the
+// snapshot is a server-side copy of the key as it is at one instant, which
+// no grant names and nothing else writes, so the bytes hashed are the bytes
+// copied to the sealed key, whatever is PUT at the attempt's key meanwhile.
+// Once sealed, later verifications (the sweeper's after a lost decision)
+// judge the sealed copy, so a PUT after the first seal changes nothing.
+func verifySealing(ctx context.Context, st Sealer, key string, wantBytes int64, wantSHA256, media string) error {
+	sealed := SealedKey(key)
+	_, err := st.Stat(ctx, sealed)
+	if err == nil {
+		return verifyObject(ctx, st, key, sealed, wantBytes, wantSHA256, media)
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("artifact: verify %q: %w", key, err)
+	}
+	snap := snapshotKey(key)
+	_, err = st.Copy(ctx, key, snap)
+	if errors.Is(err, ErrNotFound) {
+		return &VerifyError{Key: key, Reason: ReasonMissing, Message: "no object at the key", Err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("artifact: verify %q: snapshot: %w", key, err)
+	}
+	defer func() { _ = st.Delete(context.WithoutCancel(ctx), snap) }() // private; a leftover is garbage, not an object
+	if err := verifyObject(ctx, st, key, snap, wantBytes, wantSHA256, media); err != nil {
+		return err
+	}
+	if _, err := st.Copy(ctx, snap, sealed); err != nil {
+		return fmt.Errorf("artifact: verify %q: seal: %w", key, err)
+	}
+	return nil
+}
+
+// verifyObject judges the object at readKey (key itself, or a private copy
+// of it) against the claim on key.
+func verifyObject(ctx context.Context, store Store, key, readKey string, wantBytes int64, wantSHA256, media string) error {
+	r, obj, err := store.Open(ctx, readKey)
 	if errors.Is(err, ErrNotFound) {
 		return &VerifyError{Key: key, Reason: ReasonMissing, Message: "no object at the key", Err: err}
 	}
@@ -91,9 +134,10 @@ func Verify(ctx context.Context, store Store, key string, wantBytes int64, wantS
 		return &VerifyError{Key: key, Reason: ReasonSHA256Mismatch,
 			Message: fmt.Sprintf("claimed sha256 %.80q is not 64 lowercase hex characters", wantSHA256)}
 	}
-	// Hash through a SectionReader so the digest covers exactly the stat'd bytes.
+	// Hash one sequential read (one GET on S3, not a ranged GET per buffer)
+	// of exactly the stat'd bytes.
 	h := sha256.New()
-	n, err := io.Copy(h, ctxReader{ctx: ctx, r: io.NewSectionReader(r, 0, obj.Bytes)})
+	n, err := io.Copy(h, ctxReader{ctx: ctx, r: io.LimitReader(r, obj.Bytes)})
 	if err == nil && n != obj.Bytes {
 		err = fmt.Errorf("read %d of %d bytes", n, obj.Bytes)
 	}

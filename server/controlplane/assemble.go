@@ -25,6 +25,10 @@ type Parts struct {
 	Store  artifact.Store
 	IDs    protocol.IDSource
 	Signer *grant.Signer
+	// Grants issues the offers' and downloads' artifact URLs (nil: Signer,
+	// the filesystem store's signed URLs); Gateway.Grants and API.Grants
+	// are overwritten.
+	Grants grant.Issuer
 	// Clock is the gateway's and the API's (nil: clock.Real, every decision
 	// at the database clock); Gateway.Clock and API.Clock are overwritten.
 	Clock clock.Clock
@@ -62,10 +66,10 @@ func Assemble(p Parts) *Assembly {
 	}
 	svc := server.NewService(p.Pool, p.Store, p.IDs, p.Service)
 	gcfg := p.Gateway
-	gcfg.Clock = p.Clock
+	gcfg.Clock, gcfg.Grants = p.Clock, p.Grants
 	gw := gateway.New(svc, p.Pool, p.Signer, m, p.Log, gcfg)
 	acfg := p.API
-	acfg.Gateway, acfg.Clock = gw.Handler(), p.Clock
+	acfg.Gateway, acfg.Clock, acfg.Grants = gw.Handler(), p.Clock, p.Grants
 	return &Assembly{Service: svc, Gateway: gw, Metrics: m,
 		API: api.New(svc, p.Pool, p.Store, p.Signer, m, p.Log, acfg)}
 }

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,7 +41,14 @@ const heartbeatWindows = 6
 
 // Config is everything a control plane needs.
 type Config struct {
+	// Artifacts is a directory (the filesystem store) or s3://BUCKET/PREFIX
+	// (the S3 store: agents move bytes to and from the bucket with
+	// presigned grants; S3 tunes the endpoint and addressing).
 	DB, Listen, Artifacts string
+	// S3 is the S3 store's endpoint, addressing and credentials when
+	// Artifacts is s3://...; Bucket and Prefix come from Artifacts, and
+	// empty fields from the standard AWS environment.
+	S3 artifact.S3Config
 	// PublicURL is where devices and buyers reach this server (grant URLs);
 	// default http://<listen address>.
 	PublicURL  string
@@ -142,12 +150,12 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		return err
 	}
 	defer pool.Close()
-	fs, err := artifact.NewFS(f.Artifacts)
+	fs, grants, closeStore, err := openArtifacts(ctx, f.Artifacts, f.S3, signer)
 	if err != nil {
 		return err
 	}
-	defer fs.Close()
-	as := Assemble(Parts{Pool: pool, Store: fs, Signer: signer, Clock: f.Clock, Log: log,
+	defer closeStore()
+	as := Assemble(Parts{Pool: pool, Store: fs, Grants: grants, Signer: signer, Clock: f.Clock, Log: log,
 		IDs:     protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader},
 		Service: server.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Variant: f.Variant},
 		Gateway: gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat, SweepInterval: f.SweepInterval,
@@ -175,6 +183,36 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		"limit_jobs_per_buyer", lim.JobsPerBuyer, "limit_connects_per_ip", lim.ConnectsPerIP,
 		"limit_connects_per_device", lim.ConnectsPerDevice)
 	return p.run(ctx, ready)
+}
+
+// openArtifacts opens the artifact store Artifacts names and the issuer of
+// its grants: a directory is the filesystem store, whose grants are signed
+// URLs this server's artifact handler serves; s3://BUCKET/PREFIX is the S3
+// store, whose grants are presigned URLs of the bucket, checked with one
+// request now so a wrong bucket or credential stops the start.
+func openArtifacts(ctx context.Context, where string, s3cfg artifact.S3Config, signer *grant.Signer) (artifact.Store, grant.Issuer, func(), error) {
+	if !strings.HasPrefix(where, "s3:") {
+		fs, err := artifact.NewFS(where)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return fs, signer, func() { _ = fs.Close() }, nil
+	}
+	loc, err := artifact.ParseS3URL(where)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s3cfg.Bucket, s3cfg.Prefix = loc.Bucket, loc.Prefix
+	st, err := artifact.NewS3(ctx, s3cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := st.Check(checkCtx); err != nil {
+		return nil, nil, nil, fmt.Errorf("controlplane: artifacts %s: %w (check the bucket, AWS credentials and --s3-endpoint)", where, err)
+	}
+	return st, st, func() {}, nil
 }
 
 // serveMetrics prepares the metrics server on ln (nil: /metrics stays on

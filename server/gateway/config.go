@@ -5,6 +5,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
@@ -60,6 +61,10 @@ type Config struct {
 	// offer. It outlives one lease on purpose: progress renews the lease,
 	// but a large download or upload must not need a new grant.
 	GrantTTL time.Duration
+	// Grants issues the offers' grant URLs (nil: the gateway's signer, whose
+	// URLs the control plane's artifact handler serves; artifact.S3 for
+	// presigned URLs straight to the bucket).
+	Grants grant.Issuer
 	// PollInterval is the fallback scan for queued jobs, for whatever
 	// LISTEN missed or nobody notified.
 	PollInterval time.Duration

@@ -78,6 +78,9 @@ type Gateway struct {
 // for the background loops, and call Shutdown to drain.
 func New(svc *server.Service, pool *pgxpool.Pool, signer *grant.Signer, m *metrics.Metrics, log *slog.Logger, cfg Config) *Gateway {
 	cfg = cfg.withDefaults()
+	if cfg.Grants == nil {
+		cfg.Grants = signer
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

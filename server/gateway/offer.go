@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"slices"
 
 	"github.com/rendermac/rendermac/protocol"
@@ -183,7 +184,14 @@ func (s *session) unclaim(free int) {
 // given back at once with a retryable fail (the token is still in hand),
 // so the job is requeued now instead of when the lease would expire.
 func (s *session) deliver(r protocol.Reply, job server.OfferJob) bool {
-	offer := s.g.buildOffer(r, job)
+	offer, err := s.g.buildOffer(s.ctx, r, job)
+	if err != nil {
+		// No grant, no offer: the job goes back to the queue now.
+		s.log.Error("lease offer without grants", "job_id", r.JobID, "attempt_id", r.AttemptID, "err", err)
+		s.unclaim(0)
+		s.giveBack(r, protocol.FailProviderOffline)
+		return false
+	}
 	sent := s.write(offer)
 	if s.g.v.sessionFenced() {
 		s.g.offeredOn.Store(r.AttemptID, s)
@@ -220,7 +228,7 @@ func (s *session) giveBack(r protocol.Reply, code protocol.FailureCode) {
 // own), and grants scoped to the job's input key (get) and the attempt's
 // output key (put). Grants are issued at the lease's own instant (the
 // database's clock, through the reply), not at this process's clock.
-func (g *Gateway) buildOffer(r protocol.Reply, job server.OfferJob) *protocol.LeaseOffer {
+func (g *Gateway) buildOffer(ctx context.Context, r protocol.Reply, job server.OfferJob) (*protocol.LeaseOffer, error) {
 	o := &protocol.LeaseOffer{Type: protocol.TypeLeaseOffer, JobID: r.JobID, AttemptID: r.AttemptID,
 		AttemptNumber: r.AttemptNumber, LeaseEpoch: r.LeaseEpoch, CommitToken: r.CommitToken,
 		LeaseExpiresAt: r.LeaseExpiresAt, Service: job.Service, Params: job.Params}
@@ -229,8 +237,13 @@ func (g *Gateway) buildOffer(r protocol.Reply, job server.OfferJob) *protocol.Le
 		o.Params = map[string]string{}
 	}
 	issued := r.LeaseExpiresAt.Add(-g.cfg.LeaseTTL)
-	o.Input.URL = g.signer.URL(grant.Get, protocol.InputKey(r.JobID), issued, g.cfg.GrantTTL)
+	var err error
+	if o.Input.URL, err = g.cfg.Grants.Grant(ctx, grant.Get, protocol.InputKey(r.JobID), issued, g.cfg.GrantTTL); err != nil {
+		return nil, err
+	}
 	o.Output.Key = protocol.OutputKey(r.JobID, r.AttemptID)
-	o.Output.UploadURL = g.signer.URL(grant.Put, o.Output.Key, issued, g.cfg.GrantTTL)
-	return o
+	if o.Output.UploadURL, err = g.cfg.Grants.Grant(ctx, grant.Put, o.Output.Key, issued, g.cfg.GrantTTL); err != nil {
+		return nil, err
+	}
+	return o, nil
 }

@@ -5,6 +5,7 @@
 package grant
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -89,6 +90,21 @@ func (s *Signer) Check(op Op, key string, q url.Values, now time.Time) error {
 		return ErrExpired
 	}
 	return nil
+}
+
+// Issuer hands out grant URLs. The control plane's own Signer issues URLs
+// its artifact handler serves; an object store issues presigned URLs of the
+// bucket (artifact.S3), so the holder moves the bytes without the control
+// plane. Either way a URL allows op on key alone, until now+ttl.
+type Issuer interface {
+	Grant(ctx context.Context, op Op, key string, now time.Time, ttl time.Duration) (string, error)
+}
+
+var _ Issuer = (*Signer)(nil)
+
+// Grant is URL as an Issuer; it never fails.
+func (s *Signer) Grant(_ context.Context, op Op, key string, now time.Time, ttl time.Duration) (string, error) {
+	return s.URL(op, key, now, ttl), nil
 }
 
 // DeriveKey returns a 32-byte key for another use of the signing secret

@@ -43,7 +43,9 @@ func CheckOutputs(ctx context.Context, q Querier, st artifact.Store) ([]protocol
 	}
 	var vs []protocol.Violation
 	for _, o := range outs {
-		n, sum, err := hashObject(ctx, st, o.key)
+		// The served key: on a sealing store (S3) the verified copy, not
+		// the attempt's key its agent can still write.
+		n, sum, err := hashObject(ctx, st, artifact.ServedKey(st, o.key))
 		switch {
 		case errors.Is(err, artifact.ErrNotFound):
 			vs = append(vs, protocol.Violation{Invariant: OutputInvariant,

@@ -1,0 +1,264 @@
+package s3provider
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Credentials and region every server this package starts accepts.
+const (
+	AccessKey = "rendermac-test-access"
+	SecretKey = "rendermac-test-secret-key-0123456789"
+	Region    = "us-east-1"
+)
+
+// InstallCommand installs the binary Open looks for.
+const InstallCommand = "go install github.com/versity/versitygw/cmd/versitygw@v1.8.0"
+
+// ErrNoVersityGW is wrapped by Open's error when no versitygw binary is found.
+var ErrNoVersityGW = errors.New("s3provider: no versitygw binary")
+
+// Options tune Open. The zero value is what tests want.
+type Options struct {
+	// Bin forces the versitygw binary.
+	Bin string
+	// BaseDir is where the server's temp dir is created (default os.TempDir()).
+	BaseDir string
+	// StartTimeout bounds each start (default 30s).
+	StartTimeout time.Duration
+}
+
+// Server is one versitygw process serving a directory on a fixed local port.
+// It is safe for concurrent use.
+type Server struct {
+	bin, dir string
+	port     int
+	timeout  time.Duration
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+	closed bool
+}
+
+// Open finds versitygw and starts it on a free port over a fresh directory.
+func Open(ctx context.Context, opts Options) (*Server, error) {
+	bin, err := findBin(opts.Bin)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(opts.BaseDir, "rendermac-s3-")
+	if err != nil {
+		return nil, fmt.Errorf("s3provider: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("s3provider: pick a port: %w", err)
+	}
+	s := &Server{bin: bin, dir: dir, port: port, timeout: opts.StartTimeout}
+	if s.timeout == 0 {
+		s.timeout = 30 * time.Second
+	}
+	if err := s.Start(ctx); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// findBin returns the first versitygw binary it finds, or ErrNoVersityGW
+// with the places it looked and how to install one.
+func findBin(explicit string) (string, error) {
+	var tried []string
+	try := func(path string) bool {
+		if path == "" {
+			return false
+		}
+		tried = append(tried, path)
+		fi, err := os.Stat(path)
+		return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+	}
+	if explicit != "" {
+		if try(explicit) {
+			return explicit, nil
+		}
+		return "", fmt.Errorf("%w: Options.Bin %s is not an executable file", ErrNoVersityGW, explicit)
+	}
+	if env := os.Getenv("VERSITYGW"); env != "" {
+		if try(env) {
+			return env, nil
+		}
+		return "", fmt.Errorf("%w: VERSITYGW=%s is not an executable file", ErrNoVersityGW, env)
+	}
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p, nil
+	}
+	tried = append(tried, "$PATH")
+	var dirs []string
+	if gobin := os.Getenv("GOBIN"); gobin != "" {
+		dirs = append(dirs, gobin)
+	}
+	if out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) == 2 {
+			dirs = append(dirs, strings.TrimSpace(lines[0]), filepath.Join(strings.TrimSpace(lines[1]), "bin"))
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go", "bin"))
+	}
+	for _, d := range dirs {
+		if p := filepath.Join(d, "versitygw"); d != "" && try(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w (looked in %s); install it with `%s` or set VERSITYGW to its path",
+		ErrNoVersityGW, strings.Join(tried, ", "), InstallCommand)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Endpoint is the server's base URL (path-style addressing).
+func (s *Server) Endpoint() string { return "http://" + s.addr() }
+
+func (s *Server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// Start starts the server (again, after Stop) on the same port and
+// directory, and returns once it answers S3 requests.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return errors.New("s3provider: server is closed")
+	case s.cmd != nil:
+		return nil
+	}
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return fmt.Errorf("s3provider: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(s.dir, "versitygw.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("s3provider: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(s.bin, "--access", AccessKey, "--secret", SecretKey, "--region", Region,
+		"--port", s.addr(), "posix", data)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("s3provider: start %s: %w", s.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	if err := s.waitReady(ctx, exited); err != nil {
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("s3provider: versitygw did not come up on %s: %w; its log: %s", s.addr(), err, s.logTail())
+	}
+	s.cmd, s.exited = cmd, exited
+	return nil
+}
+
+func (s *Server) waitReady(ctx context.Context, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	c := s.client(&http.Client{Timeout: time.Second})
+	for {
+		_, err := c.ListBuckets(ctx, &s3.ListBucketsInput{})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return errors.New("the process exited")
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "versitygw.log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// Stop stops the server process (SIGTERM, then SIGKILL after 5s); objects
+// stay in the directory for the next Start. Requests meanwhile fail with
+// connection refused: an outage of the object store.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd, s.exited = nil, nil
+	return nil
+}
+
+// Close stops the server and removes its directory.
+func (s *Server) Close() error {
+	err := s.Stop()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	if rerr := os.RemoveAll(s.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+func (s *Server) client(hc *http.Client) *s3.Client {
+	return s3.New(s3.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(s.Endpoint()),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
+		HTTPClient:   hc,
+	})
+}
+
+// NewBucket creates a bucket with a fresh name and returns the name.
+func (s *Server) NewBucket(ctx context.Context) (string, error) {
+	name := "rm-" + strings.ToLower(rand.Text())
+	if _, err := s.client(http.DefaultClient).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name}); err != nil {
+		return "", fmt.Errorf("s3provider: create bucket: %w", err)
+	}
+	return name, nil
+}
