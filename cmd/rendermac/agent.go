@@ -12,6 +12,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +46,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// While any attempt's runner runs, keep the Mac from idle-sleeping.
+	power := agent.NewPowerAssertion(agent.PowerCommand(runtime.GOOS, os.Getpid()), agent.ExecProcess, log)
+	runners = agent.KeepAwake(runners, power)
 	creds, err := agentCredentials(ctx, f, services, stdout)
 	if err != nil {
 		return err
