@@ -27,8 +27,8 @@ import (
 const pairTimeout = 30 * time.Second
 
 type agentFlags struct {
-	server, pair, tokenFile, services, work, name, ffmpeg, logLevel string
-	slots                                                           int
+	server, pair, tokenFile, services, work, name, ffmpeg, logLevel, config string
+	slots                                                                   int
 }
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -67,7 +67,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	var f agentFlags
-	set := newFlagSet("agent", "--server URL (--pair CODE | --token-file F) --services LIST --slots N --work DIR [--name NAME] [--ffmpeg PATH]", stderr)
+	set := newFlagSet("agent", "--server URL (--pair CODE | --token-file F) --services LIST --slots N --work DIR [--name NAME] [--ffmpeg PATH] [--config FILE]\n       rendermac agent install [AGENT FLAGS] | uninstall | status   (macOS: a launchd agent)", stderr)
 	set.StringVar(&f.server, "server", "", "control plane base URL (http or https); required with --pair")
 	set.StringVar(&f.pair, "pair", "", "pairing code from 'rendermac admin': pair this device, write --token-file, then run")
 	set.StringVar(&f.tokenFile, "token-file", "", "device credentials file, mode 0600 (default $HOME/.rendermac/device.json)")
@@ -77,7 +77,16 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	set.StringVar(&f.name, "name", "", "device name shown to operators when pairing (default: host name)")
 	set.StringVar(&f.ffmpeg, "ffmpeg", "", "ffmpeg binary (default: ffmpeg on PATH)")
 	set.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	set.StringVar(&f.config, "config", os.Getenv("RENDERMAC_CONFIG"),
+		"JSON file of settings by flag name (env RENDERMAC_CONFIG); flags beat RENDERMAC_<FLAG> variables, which beat the file")
 	if err := parseFlags(set, args); err != nil {
+		return f, err
+	}
+	file, err := readConfigFile(f.config)
+	if err != nil {
+		return f, err
+	}
+	if err := applyLayers(set, os.LookupEnv, file); err != nil {
 		return f, err
 	}
 	switch {
