@@ -32,6 +32,13 @@ type agentFlags struct {
 }
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && slices.Contains(agentServiceCommands, args[0]) {
+		h, err := realLaunchdHost()
+		if err != nil {
+			return err
+		}
+		return runAgentService(h, args[0], args[1:], stdout, stderr)
+	}
 	f, err := parseAgentFlags(args, stderr)
 	if err != nil {
 		return err
