@@ -4,9 +4,10 @@ GO      ?= go
 PKGS    ?= ./...
 SEEDS   ?= 500
 STEPS   ?= 200
-# The harness build: fault points armed, broken variants compiled in.
-# The default build (make build, make cross) has neither.
-TAGS    ?= faultpoints,mutations
+# The harness build: fault points armed, broken variants compiled in, and
+# the Docker fallback for Postgres (testcontainers). The default build
+# (make build, make cross: what agents and servers run) has none of them.
+TAGS    ?= faultpoints,mutations,docker
 
 .PHONY: build test race lint bench qualify mutate fuzz-model cross clean
 

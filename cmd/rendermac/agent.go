@@ -12,6 +12,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -26,11 +27,18 @@ import (
 const pairTimeout = 30 * time.Second
 
 type agentFlags struct {
-	server, pair, tokenFile, services, work, name, ffmpeg, logLevel string
-	slots                                                           int
+	server, pair, tokenFile, services, work, name, ffmpeg, logLevel, config string
+	slots                                                                   int
 }
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && slices.Contains(agentServiceCommands, args[0]) {
+		h, err := realLaunchdHost()
+		if err != nil {
+			return err
+		}
+		return runAgentService(h, args[0], args[1:], stdout, stderr)
+	}
 	f, err := parseAgentFlags(args, stderr)
 	if err != nil {
 		return err
@@ -45,6 +53,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// While any attempt's runner runs, keep the Mac from idle-sleeping.
+	power := agent.NewPowerAssertion(agent.PowerCommand(runtime.GOOS, os.Getpid()), agent.ExecProcess, log)
+	runners = agent.KeepAwake(runners, power)
 	creds, err := agentCredentials(ctx, f, services, stdout)
 	if err != nil {
 		return err
@@ -63,7 +74,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	var f agentFlags
-	set := newFlagSet("agent", "--server URL (--pair CODE | --token-file F) --services LIST --slots N --work DIR [--name NAME] [--ffmpeg PATH]", stderr)
+	set := newFlagSet("agent", "--server URL (--pair CODE | --token-file F) --services LIST --slots N --work DIR [--name NAME] [--ffmpeg PATH] [--config FILE]\n       rendermac agent install [AGENT FLAGS] | uninstall | status   (macOS: a launchd agent)", stderr)
 	set.StringVar(&f.server, "server", "", "control plane base URL (http or https); required with --pair")
 	set.StringVar(&f.pair, "pair", "", "pairing code from 'rendermac admin': pair this device, write --token-file, then run")
 	set.StringVar(&f.tokenFile, "token-file", "", "device credentials file, mode 0600 (default $HOME/.rendermac/device.json)")
@@ -73,7 +84,16 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	set.StringVar(&f.name, "name", "", "device name shown to operators when pairing (default: host name)")
 	set.StringVar(&f.ffmpeg, "ffmpeg", "", "ffmpeg binary (default: ffmpeg on PATH)")
 	set.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	set.StringVar(&f.config, "config", os.Getenv("RENDERMAC_CONFIG"),
+		"JSON file of settings by flag name (env RENDERMAC_CONFIG); flags beat RENDERMAC_<FLAG> variables, which beat the file")
 	if err := parseFlags(set, args); err != nil {
+		return f, err
+	}
+	file, err := readConfigFile(f.config)
+	if err != nil {
+		return f, err
+	}
+	if err := applyLayers(set, os.LookupEnv, file); err != nil {
 		return f, err
 	}
 	switch {

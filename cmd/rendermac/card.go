@@ -101,6 +101,9 @@ func runCardMerge(args []string, stdout, stderr io.Writer) error {
 	for _, p := range written {
 		fmt.Fprintf(stdout, "wrote %s\n", p)
 	}
+	if err := githubActions(merged, written, os.Getenv, stdout); err != nil {
+		return err
+	}
 	if !merged.Passed {
 		return exitError{1}
 	}

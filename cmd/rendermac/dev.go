@@ -27,13 +27,14 @@ const (
 // server, and a demo buyer and pairing code, with instructions for
 // connecting an agent and submitting a job. Ctrl-C stops and removes it all.
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	set := newFlagSet("dev", "[--listen ADDR] [--log-level L]", stderr)
+	set := newFlagSet("dev", "[--listen ADDR] [--log-level L] [--log-format text|json]", stderr)
 	listen := set.String("listen", "127.0.0.1:8080", "listen address")
 	logLevel := set.String("log-level", "info", "debug, info, warn or error")
+	logFormat := set.String("log-format", "text", "text or json")
 	if err := parseFlags(set, args); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, *logLevel)
+	log, err := newLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		return err
 	}

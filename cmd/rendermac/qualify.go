@@ -171,6 +171,9 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, p := range paths {
 		fmt.Fprintf(stdout, "wrote %s\n", p)
 	}
+	if err := githubActions(card, paths, os.Getenv, stdout); err != nil {
+		return err
+	}
 	if !card.Passed {
 		return exitError{1}
 	}

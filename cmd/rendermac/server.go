@@ -20,13 +20,13 @@ import (
 )
 
 type serverFlags struct {
-	db, listen, artifacts, publicURL, keyFile, logLevel string
-	leaseTTL, heartbeat                                 time.Duration
-	metricsListen, metricsTokenFile                     string
-	limits                                              ratelimit.Limits
-	pairMaxGuesses                                      int
-	s3Endpoint                                          string
-	s3PathStyle                                         bool
+	db, listen, artifacts, publicURL, keyFile, logLevel, logFormat string
+	leaseTTL, heartbeat                                            time.Duration
+	metricsListen, metricsTokenFile                                string
+	limits                                                         ratelimit.Limits
+	pairMaxGuesses                                                 int
+	s3Endpoint                                                     string
+	s3PathStyle                                                    bool
 }
 
 func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
@@ -34,7 +34,7 @@ func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, f.logLevel)
+	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
 	}
@@ -75,6 +75,8 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 	set.StringVar(&f.keyFile, "signing-key-file", os.Getenv("RENDERMAC_SIGNING_KEY_FILE"),
 		"grant and webhook signing key, mode 0600; make one with 'rendermac admin gen-key FILE' (env RENDERMAC_SIGNING_KEY_FILE)")
 	set.StringVar(&f.logLevel, "log-level", envOr("RENDERMAC_LOG_LEVEL", "info"), "debug, info, warn or error (env RENDERMAC_LOG_LEVEL)")
+	set.StringVar(&f.logFormat, "log-format", envOr("RENDERMAC_LOG_FORMAT", "text"),
+		"text (logfmt-like key=value lines) or json (one object a line, for journald, Loki, Cloud Logging) (env RENDERMAC_LOG_FORMAT)")
 	leaseTTL, err := envDuration("RENDERMAC_LEASE_TTL", server.DefaultLeaseTTL)
 	if err != nil {
 		return f, err
@@ -149,12 +151,21 @@ func loadSigningKey(path string) ([]byte, error) {
 	return key, nil
 }
 
-func newLogger(w io.Writer, levelName string) (*slog.Logger, error) {
+// newLogger builds the server's slog logger: level debug, info, warn or
+// error; format text (slog's key=value lines) or json (one object a line).
+func newLogger(w io.Writer, levelName, format string) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(levelName)); err != nil {
 		return nil, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", levelName)}
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
 }
 
 func envOr(name, fallback string) string {

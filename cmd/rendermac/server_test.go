@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +82,43 @@ func TestServerS3Flags(t *testing.T) {
 	require.ErrorContains(t, err, "apply only to --artifacts s3://")
 	_, err = parseServerFlags([]string{"--db", "postgres://x", "--artifacts", "s3://", "--signing-key-file", "/tmp/k"}, io.Discard)
 	require.ErrorContains(t, err, "want s3://BUCKET")
+}
+
+// --log-format json writes one JSON object a line with slog's keys; text
+// writes key=value; anything else is a usage error naming the flag.
+func TestServerLogFormat(t *testing.T) {
+	f, err := parseServerFlags(requiredServerFlags, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "text", f.logFormat, "the default")
+	t.Setenv("RENDERMAC_LOG_FORMAT", "json")
+	f, err = parseServerFlags(requiredServerFlags, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "json", f.logFormat, "from the environment")
+	f, err = parseServerFlags(append(requiredServerFlags, "--log-format", "text"), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "text", f.logFormat, "the flag beats the environment")
+
+	var buf bytes.Buffer
+	log, err := newLogger(&buf, "info", "json")
+	require.NoError(t, err)
+	log.Debug("hidden")
+	log.Info("listening", "addr", "127.0.0.1:8080", "n", 3)
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &line), "one JSON object: %q", buf.String())
+	require.Equal(t, "INFO", line["level"])
+	require.Equal(t, "listening", line["msg"])
+	require.Equal(t, "127.0.0.1:8080", line["addr"])
+	require.EqualValues(t, 3, line["n"])
+	require.Contains(t, line, "time")
+	require.Equal(t, 1, strings.Count(buf.String(), "\n"), "debug is below the level")
+
+	buf.Reset()
+	log, err = newLogger(&buf, "debug", "text")
+	require.NoError(t, err)
+	log.Debug("listening", "addr", "x")
+	require.Contains(t, buf.String(), `level=DEBUG msg=listening addr=x`)
+	require.False(t, json.Valid(buf.Bytes()))
+
+	_, err = newLogger(&buf, "info", "yaml")
+	require.ErrorContains(t, err, `--log-format "yaml": want text or json`)
 }

@@ -98,3 +98,15 @@ func TestInjectedBadImportsAreNamed(t *testing.T) {
 		"sim reaches os/exec: not allowed (the model and the generator are deterministic: they never run a program (git))",
 	}, CheckReach(map[string][]string{"sim": {"fmt", "os/exec"}, "faults": {m("internal/vcsstamp")}, "benchrun": {"os/exec"}}))
 }
+
+// The Docker rule is live: the -tags docker build (make test, make qualify)
+// does link testcontainers through internal/pgprovider, and the rule says
+// so for the shipped command too; the builds above (no docker tag) pass it.
+func TestDockerClientOnlyUnderTheDockerTag(t *testing.T) {
+	_, deps := goList(t, "docker")
+	bad := strings.Join(CheckReach(deps), "\n")
+	for _, pkg := range []string{"internal/pgprovider", "cmd/rendermac"} {
+		require.Contains(t, bad, pkg+" reaches github.com/testcontainers/testcontainers-go", "under -tags docker")
+	}
+	require.NotContains(t, bad, "agent reaches", "the agent never opens a database")
+}

@@ -79,7 +79,14 @@ var Reaches = []Reach{
 		Why: "only the control plane's artifact store speaks S3; the agent follows presigned URLs with plain HTTP"},
 	{Pkgs: []string{"server/...", "server", "agent/...", "agent"}, Deps: []string{Module + "/cmd/..."},
 		Why: "nothing imports cmd"},
+	{Pkgs: []string{"..."}, Deps: DockerDeps,
+		Why: "the shipped binary does not link the harness's Docker client: only a -tags docker build (make test, make qualify) does"},
 }
+
+// DockerDeps are testcontainers and what it brings (the Docker client,
+// gopsutil, logrus): only internal/pgprovider's -tags docker file links them.
+var DockerDeps = []string{"github.com/testcontainers/testcontainers-go/...", "github.com/moby/...",
+	"github.com/docker/...", "github.com/shirou/gopsutil/...", "github.com/sirupsen/logrus"}
 
 // Harness is what the control plane's and the agent's tests must not link.
 var Harness = []string{"sim", "faults", "faults/...", "linearize", "scenarios", "benchrun", "soak", "mutate", "evidence"}

@@ -20,7 +20,9 @@
 //     as the unprivileged "postgres" user because they refuse to run as
 //     root.
 //  3. A postgres:15 container via testcontainers-go ("docker"), if a Docker
-//     engine answers a health check within a few seconds.
+//     engine answers a health check within a few seconds. Only in a
+//     -tags docker build (make test, make qualify): the shipped binary
+//     does not link testcontainers.
 //
 // If none is available Open fails with [ErrNoPostgres] and a message that
 // says how to provide one. Tests using [MustDatabase] then fail; they never

@@ -26,6 +26,7 @@ import (
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/grant"
+	"github.com/rendermac/rendermac/server/metrics"
 	"github.com/rendermac/rendermac/server/ratelimit"
 	"github.com/rendermac/rendermac/server/store"
 	"github.com/rendermac/rendermac/server/webhook"
@@ -164,6 +165,14 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 			MetricsElsewhere: metricsLn != nil}})
 	svc, gw, a := as.Service, as.Gateway, as.API
 	as.Metrics.RegisterDB(store.DBCounter(pool))
+	as.Metrics.RegisterGauges(func(ctx context.Context) (metrics.Gauges, error) {
+		now, pinned := f.Clock.Pinned()
+		if !pinned {
+			now = time.Time{} // the database's clock
+		}
+		g, err := store.ReadGauges(ctx, pool, now)
+		return metrics.Gauges(g), err
+	})
 	deliverer, err := webhook.New(pool, key, as.Metrics, log, webhook.Config{Clock: f.Clock})
 	if err != nil {
 		return err

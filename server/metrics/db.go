@@ -23,7 +23,7 @@ type dbCollector struct{ c *dbstat.Counter }
 // RegisterDB exports c's counts on m's registry (a nil c exports nothing).
 func (m *Metrics) RegisterDB(c *dbstat.Counter) {
 	if c != nil {
-		m.Registry.MustRegister(dbCollector{c})
+		m.register(dbCollector{c})
 	}
 }
 

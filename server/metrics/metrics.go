@@ -5,6 +5,9 @@ package metrics
 
 import (
 	"net/http"
+	"regexp"
+	"slices"
+	"sort"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -40,12 +43,14 @@ type Metrics struct {
 	Webhooks *prometheus.CounterVec
 	// RateLimited counts requests refused with 429 rate_limited, by limit.
 	RateLimited *prometheus.CounterVec
+
+	// collectors is every collector registered, for MetricNames.
+	collectors []prometheus.Collector
 }
 
 // New creates and registers every collector, plus Go and process collectors.
 func New() *Metrics {
 	r := prometheus.NewRegistry()
-	f := func(c prometheus.Collector) { r.MustRegister(c) }
 	m := &Metrics{
 		Registry:      r,
 		Leases:        prometheus.NewCounter(prometheus.CounterOpts{Name: "rendermac_leases_total", Help: "Lease offers sent to devices."}),
@@ -65,9 +70,37 @@ func New() *Metrics {
 	for _, c := range []prometheus.Collector{m.Leases, m.LeasesSkipped, m.Commits, m.Fails, m.Conflicts, m.Sessions, m.BadMessages,
 		m.Sweeps, m.SweepChanges, m.VerifySeconds, m.HTTPRequests, m.Webhooks, m.RateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
-		f(c)
+		m.register(c)
 	}
 	return m
+}
+
+func (m *Metrics) register(c prometheus.Collector) {
+	m.Registry.MustRegister(c)
+	m.collectors = append(m.collectors, c)
+}
+
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// MetricNames lists the name of every metric family the registry can
+// export (from the collectors' descriptors, so a vector with no sample yet
+// counts): what a dashboard may query.
+func (m *Metrics) MetricNames() []string {
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		for _, c := range m.collectors {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var names []string
+	for d := range ch {
+		if n := fqName.FindStringSubmatch(d.String()); n != nil {
+			names = append(names, n[1])
+		}
+	}
+	sort.Strings(names)
+	return slices.Compact(names)
 }
 
 // Handler serves the registry in the Prometheus text format.
