@@ -55,6 +55,7 @@ func (a *Agent) onConflict(m *protocol.LeaseConflict) {
 		a.log.Warn("lease_conflict: phase regression reported; continuing", attrs...)
 	case a.v.commitAfterConflict():
 		a.log.Warn("lease_conflict: attempt gone; (variant) rendering on", attrs...)
+		at.conflicted = true
 	default:
 		a.log.Warn("lease_conflict: attempt gone; stopping it without commit", attrs...)
 		a.endLocked(at, errLeaseLost)

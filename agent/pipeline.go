@@ -67,6 +67,9 @@ func (a *Agent) execute(at *attempt, dir string) *decision {
 	}
 	a.setPhase(at, protocol.AttemptUploading)
 	err = a.upload(at.ctx, o.Output.UploadURL, outPath, out.Bytes)
+	if err != nil && a.v.commitAfterConflict() && a.conflicted(at) {
+		err = nil // (variant) the upload was fenced off; commit anyway
+	}
 	if d, stop := stepped(at, protocol.FailUploadFailed, err); stop {
 		return d
 	}

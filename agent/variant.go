@@ -13,3 +13,11 @@ const VariantNone Variant = ""
 
 // ErrNoVariants is returned for a broken variant in a build without them.
 var ErrNoVariants = errors.New("this build has no broken agent variants (build with -tags mutations)")
+
+// conflicted reports whether the commit_after_conflict variant was told
+// the attempt is gone.
+func (a *Agent) conflicted(at *attempt) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return at.conflicted
+}
