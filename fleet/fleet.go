@@ -507,26 +507,5 @@ func (r *run) heal(ctx context.Context) error {
 
 // drain waits until no job is live and no webhook is pending, or d passes.
 func (r *run) drain(ctx context.Context, d time.Duration) (bool, error) {
-	deadline := time.Now().Add(d)
-	for {
-		var live, pending int
-		err := r.obs.QueryRow(ctx, `SELECT
-		    (SELECT count(*) FROM jobs WHERE status NOT IN ('succeeded', 'cancelled', 'failed')),
-		    (SELECT count(*) FROM webhook_outbox WHERE delivered_at IS NULL)`).Scan(&live, &pending)
-		if err != nil {
-			return false, fmt.Errorf("count live jobs: %w", err)
-		}
-		if live == 0 && pending == 0 {
-			return true, nil
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(r.cfg.Log, "fleet: drain ran out with %d live jobs and %d pending webhooks\n", live, pending)
-			return false, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+	return soak.Drain(ctx, r.obs, d, r.cfg.Log)
 }

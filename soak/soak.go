@@ -400,10 +400,17 @@ func (s *stack) heal(ctx context.Context) error {
 // drain waits until no job is live and no webhook is pending, or d passes;
 // it reports whether everything settled.
 func (s *stack) drain(ctx context.Context, d time.Duration) (bool, error) {
+	return Drain(ctx, s.obs, d, s.cfg.Log)
+}
+
+// Drain waits until db has no live job and no pending webhook, or d
+// passes; it reports whether everything settled, and says on log what was
+// left when it did not.
+func Drain(ctx context.Context, db *pgxpool.Pool, d time.Duration, log io.Writer) (bool, error) {
 	deadline := time.Now().Add(d)
 	for {
 		var live, pending int
-		err := s.obs.QueryRow(ctx, `SELECT
+		err := db.QueryRow(ctx, `SELECT
 		    (SELECT count(*) FROM jobs WHERE status NOT IN ('succeeded', 'cancelled', 'failed')),
 		    (SELECT count(*) FROM webhook_outbox WHERE delivered_at IS NULL)`).Scan(&live, &pending)
 		if err != nil {
@@ -413,7 +420,7 @@ func (s *stack) drain(ctx context.Context, d time.Duration) (bool, error) {
 			return true, nil
 		}
 		if time.Now().After(deadline) {
-			fmt.Fprintf(s.cfg.Log, "soak: drain ran out with %d live jobs and %d pending webhooks\n", live, pending)
+			fmt.Fprintf(log, "drain ran out with %d live jobs and %d pending webhooks\n", live, pending)
 			return false, nil
 		}
 		select {
