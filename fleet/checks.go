@@ -29,8 +29,9 @@ type agentLog struct {
 	// conflictAt is when a lease_conflict ended each attempt; committedAt
 	// when the agent sent a commit for it (the last one).
 	conflictAt, committedAt map[string]time.Time
-	// lastSeen is the last line naming each attempt (its work's end).
-	lastSeen map[string]time.Time
+	// workEnd is when each attempt's pipeline ended (the line runAttempt
+	// logs once, whatever the outcome): its work's end.
+	workEnd map[string]time.Time
 	// commitConflicts are attempts whose commit was refused commit_conflict.
 	commitConflicts []string
 }
@@ -41,7 +42,7 @@ func readAgentLog(idx int, path string) (*agentLog, error) {
 		return nil, err
 	}
 	defer f.Close()
-	l := &agentLog{idx: idx, conflictAt: map[string]time.Time{}, committedAt: map[string]time.Time{}, lastSeen: map[string]time.Time{}}
+	l := &agentLog{idx: idx, conflictAt: map[string]time.Time{}, committedAt: map[string]time.Time{}, workEnd: map[string]time.Time{}}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -49,7 +50,10 @@ func readAgentLog(idx int, path string) (*agentLog, error) {
 		if json.Unmarshal(sc.Bytes(), &ln) != nil || ln.AttemptID == "" {
 			continue
 		}
-		l.lastSeen[ln.AttemptID] = ln.Time
+		switch ln.Msg {
+		case "attempt stopped without a final frame", "output uploaded; committing", "attempt failed":
+			l.workEnd[ln.AttemptID] = ln.Time
+		}
 		switch {
 		case ln.Msg == "attempt over" && ln.Type == "commit_ok":
 			l.commitOK = append(l.commitOK, ln.AttemptID)
@@ -127,7 +131,7 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 		for _, id := range l.commitConflicts {
 			ownToken.Add("agent %d: commit for attempt %s refused commit_conflict (a token or epoch not its own)", l.idx, id)
 		}
-		for id, last := range l.lastSeen {
+		for id, last := range l.workEnd {
 			if a, ok := attempts[id]; ok && a.lostAt != nil && last.After(*a.lostAt) {
 				rep.Wasted[l.idx] += last.Sub(*a.lostAt)
 			}
