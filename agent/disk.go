@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/rendermac/rendermac/protocol"
@@ -18,8 +19,8 @@ import (
 //     (hello and slots) and refuses an offer that still arrives with
 //     no_capacity, which is retryable;
 //   - a step that fails because the disk is full (ENOSPC or EDQUOT in its
-//     error, or the file system below MinFreeBytes when it failed: FFmpeg
-//     reports ENOSPC only as text) ends the attempt with no_capacity, so
+//     error or "no space left on device" in its text, as FFmpeg reports it,
+//     or the file system below MinFreeBytes when it failed) ends the attempt with no_capacity, so
 //     the job is requeued for another device instead of failing as
 //     runner_failed;
 //   - attempt directories a crash left behind are removed when the agent
@@ -57,6 +58,11 @@ func (a *Agent) diskFull(err error) bool {
 		return false
 	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	// FFmpeg reports ENOSPC only as strerror text on its stderr, which the
+	// runner's error carries; by the time it exits the space may be back.
+	if strings.Contains(strings.ToLower(err.Error()), "no space left on device") {
 		return true
 	}
 	a.mu.Lock()
