@@ -24,8 +24,9 @@ type proc struct {
 	env  []string
 	log  string // stderr (and stdout) file
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has been waited for
 }
 
 func (p *proc) start() error {
@@ -42,8 +43,9 @@ func (p *proc) start() error {
 		_ = f.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
-	p.cmd = cmd
-	go func() { _ = cmd.Wait(); _ = f.Close() }()
+	done := make(chan struct{})
+	p.cmd, p.done = cmd, done
+	go func() { _ = cmd.Wait(); _ = f.Close(); close(done) }()
 	return nil
 }
 
@@ -60,7 +62,7 @@ func (p *proc) signal(sig syscall.Signal) bool {
 // kill SIGKILLs the process and waits until it is gone.
 func (p *proc) kill() {
 	p.mu.Lock()
-	cmd := p.cmd
+	cmd, done := p.cmd, p.done
 	p.cmd = nil
 	p.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
@@ -68,30 +70,25 @@ func (p *proc) kill() {
 	}
 	_ = cmd.Process.Signal(syscall.SIGCONT)
 	_ = cmd.Process.Kill()
-	for range 200 {
-		if cmd.ProcessState != nil || cmd.Process.Signal(syscall.Signal(0)) != nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
 	}
 }
 
 // stop asks the process to end (SIGTERM), then kills it after grace.
 func (p *proc) stop(grace time.Duration) {
 	p.mu.Lock()
-	cmd := p.cmd
+	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
 		return
 	}
 	_ = cmd.Process.Signal(syscall.SIGCONT)
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if cmd.Process.Signal(syscall.Signal(0)) != nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(grace):
 	}
 	p.kill()
 }
