@@ -23,9 +23,14 @@ const sessionHealthy = time.Minute
 // Agent is one device's worker. Create it with New and call Run once.
 type Agent struct {
 	cfg   Config
+	v     variant
 	log   *slog.Logger
 	base  *url.URL
 	wsURL string
+	// wsURLs are the session URLs of ServerURL and every FailoverURLs, in
+	// order; urlIdx is the one the next dial uses (connectLoop's only).
+	wsURLs []string
+	urlIdx int
 
 	mu       sync.Mutex
 	attempts map[string]*attempt // by attempt id; the slots in use
@@ -36,6 +41,12 @@ type Agent struct {
 	stopping  bool // drained: close the session and do not reconnect
 	ran       bool
 	jobsCtx   context.Context // parent of every attempt's context
+	// lowDisk says the work dir had less than MinFreeBytes free at the
+	// last look: the agent reports no free slot and refuses offers.
+	lowDisk bool
+	// keptToken is what the reuse_commit_token variant keeps; always "" in
+	// an agent as specified.
+	keptToken string
 
 	wake    chan struct{} // something is due on the wire
 	removed chan struct{} // an attempt ended (for the shutdown drain)
@@ -48,8 +59,16 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	wsURLs := []string{sessionURL(base)}
+	for _, f := range cfg.FailoverURLs {
+		u, err := parseServerURL(f)
+		if err != nil {
+			return nil, fmt.Errorf("agent config: failover %w", err)
+		}
+		wsURLs = append(wsURLs, sessionURL(u))
+	}
 	return &Agent{
-		cfg: cfg, log: cfg.Logger, base: base, wsURL: sessionURL(base),
+		cfg: cfg, v: newVariant(cfg.Variant), log: cfg.Logger, base: base, wsURL: sessionURL(base), wsURLs: wsURLs,
 		attempts: make(map[string]*attempt),
 		wake:     make(chan struct{}, 1),
 		removed:  make(chan struct{}, 1),
@@ -84,6 +103,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := os.MkdirAll(a.cfg.WorkDir, 0o700); err != nil {
 		return fmt.Errorf("agent: work dir: %w", err)
 	}
+	a.removeStaleAttempts()
+	a.mu.Lock()
+	a.checkDiskLocked()
+	a.mu.Unlock()
 	connCtx, stopConn := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopConn()
 	loopDone := make(chan error, 1)
@@ -121,8 +144,10 @@ func (a *Agent) connectLoop(ctx context.Context) error {
 		if lasted > sessionHealthy {
 			bo.reset()
 		}
+		a.urlIdx = (a.urlIdx + 1) % len(a.wsURLs)
 		d := reconnectDelay(bo.next(), err)
-		a.log.Warn("gateway session ended; reconnecting", "err", err, "lasted", lasted, "retry_in", d)
+		a.log.Warn("gateway session ended; reconnecting", "err", err, "lasted", lasted, "retry_in", d,
+			"next_url", a.wsURLs[a.urlIdx])
 		select {
 		case <-ctx.Done():
 			return nil
@@ -226,7 +251,7 @@ func (a *Agent) hello() (*protocol.Hello, int) {
 // slotsFreeLocked counts free slots. An offer refused for lack of capacity
 // still occupies an entry until its fail is answered, so clamp at zero.
 func (a *Agent) slotsFreeLocked() int {
-	if a.draining {
+	if a.draining || a.lowDisk {
 		return 0
 	}
 	return max(0, a.cfg.Slots-len(a.attempts))

@@ -45,6 +45,8 @@ type attempt struct {
 	// nil while it runs; finalSent says it went out on the current connection.
 	final     any
 	finalSent bool
+	// conflicted is set only by the commit_after_conflict variant.
+	conflicted bool
 }
 
 func (at *attempt) id() string { return at.offer.AttemptID }

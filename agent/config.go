@@ -23,6 +23,17 @@ const (
 	DefaultBackoffBase     = 250 * time.Millisecond
 	DefaultBackoffMax      = 30 * time.Second
 	DefaultShutdownTimeout = 5 * time.Second
+	// DefaultPingInterval and DefaultPingTimeout bound how long a dead
+	// connection (a half-open one after a Wi-Fi change or a wake from sleep:
+	// no RST, no FIN, nothing to read) goes unnoticed: the agent pings the
+	// gateway every interval and drops the connection when no pong comes
+	// back within the timeout. Both are also capped at a third of the lease
+	// TTL the gateway's welcome states (see pingTimings).
+	DefaultPingInterval = 10 * time.Second
+	DefaultPingTimeout  = 10 * time.Second
+	// DefaultMinFreeBytes is the free space the work dir's file system must
+	// have for the agent to take an offer.
+	DefaultMinFreeBytes = 256 << 20
 	// MaxSlots bounds Config.Slots, as hello's slots_total does on the wire.
 	MaxSlots = 64
 )
@@ -32,6 +43,12 @@ type Config struct {
 	// ServerURL is the control plane's http or https base URL; the session is
 	// GET {ServerURL}/v1/provider/ws with the ws or wss scheme.
 	ServerURL string
+	// FailoverURLs are further base URLs of the same control plane (other
+	// gateway processes sharing its database). The agent connects to
+	// ServerURL first and, each time a session fails, tries the next URL in
+	// turn after the backoff, so that a dead gateway costs one reconnect.
+	// Artifact URLs in offers are absolute and used as given.
+	FailoverURLs []string
 	// DeviceToken authenticates the session (Authorization: Bearer).
 	DeviceToken string
 	// Services are the services this device offers, each with a runner.
@@ -59,6 +76,16 @@ type Config struct {
 	BackoffBase, BackoffMax time.Duration
 	// ShutdownTimeout bounds the best-effort fail frames sent on shutdown.
 	ShutdownTimeout time.Duration
+	// PingInterval and PingTimeout are the agent's own liveness check of
+	// its connection (defaults above).
+	PingInterval, PingTimeout time.Duration
+	// MinFreeBytes is the free space below which the agent reports no free
+	// slot and refuses offers; 0 means DefaultMinFreeBytes, negative turns
+	// the check off.
+	MinFreeBytes int64
+	// Variant is a deliberately broken behaviour for the harness; only a
+	// -tags mutations build has any (variant_on.go).
+	Variant Variant
 }
 
 // withDefaults validates c and fills in defaults. It does no I/O.
@@ -101,6 +128,14 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 	c.BackoffBase = orDefault(c.BackoffBase, DefaultBackoffBase)
 	c.BackoffMax = orDefault(c.BackoffMax, DefaultBackoffMax)
 	c.ShutdownTimeout = orDefault(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.PingInterval = orDefault(c.PingInterval, DefaultPingInterval)
+	c.PingTimeout = orDefault(c.PingTimeout, DefaultPingTimeout)
+	if c.MinFreeBytes == 0 {
+		c.MinFreeBytes = DefaultMinFreeBytes
+	}
+	if err := CheckVariant(c.Variant); err != nil {
+		return c, nil, err
+	}
 	return c, base, nil
 }
 

@@ -53,6 +53,9 @@ func (a *Agent) onConflict(m *protocol.LeaseConflict) {
 		at.cancel(errBuyerCancelled)
 	case m.Reason == protocol.ReasonPhaseRegression:
 		a.log.Warn("lease_conflict: phase regression reported; continuing", attrs...)
+	case a.v.commitAfterConflict():
+		a.log.Warn("lease_conflict: attempt gone; (variant) rendering on", attrs...)
+		at.conflicted = true
 	default:
 		a.log.Warn("lease_conflict: attempt gone; stopping it without commit", attrs...)
 		a.endLocked(at, errLeaseLost)

@@ -25,6 +25,9 @@ func (a *Agent) runAttempt(at *attempt) {
 	if err := os.RemoveAll(dir); err != nil {
 		a.log.Warn("remove attempt files", append(at.logAttrs(), "err", err)...)
 	}
+	a.mu.Lock()
+	a.checkDiskLocked()
+	a.mu.Unlock()
 	switch {
 	case d == nil:
 		a.log.Info("attempt stopped without a final frame", append(at.logAttrs(), "cause", context.Cause(at.ctx))...)
@@ -49,21 +52,24 @@ func (a *Agent) execute(at *attempt, dir string) *decision {
 	}
 	a.setPhase(at, protocol.AttemptDownloading)
 	input, err := a.download(at.ctx, o.Input, dir)
-	if d, stop := stepped(at, protocol.FailDownloadFailed, err); stop {
+	if d, stop := a.stepped(at, protocol.FailDownloadFailed, err); stop {
 		return d
 	}
 	a.setPhase(at, protocol.AttemptRunning)
 	outPath := filepath.Join(dir, "output.mp4")
 	err = r.Run(at.ctx, runner.Spec{Service: o.Service, Params: o.Params}, input, outPath)
-	if d, stop := stepped(at, protocol.FailRunnerFailed, err); stop {
+	if d, stop := a.stepped(at, protocol.FailRunnerFailed, err); stop {
 		return d
 	}
 	out, err := inspectOutput(outPath, o.Output.Key)
-	if d, stop := stepped(at, protocol.FailRunnerFailed, err); stop {
+	if d, stop := a.stepped(at, protocol.FailRunnerFailed, err); stop {
 		return d
 	}
 	a.setPhase(at, protocol.AttemptUploading)
 	err = a.upload(at.ctx, o.Output.UploadURL, outPath, out.Bytes)
+	if err != nil && a.v.commitAfterConflict() && a.conflicted(at) {
+		err = nil // (variant) the upload was fenced off; commit anyway
+	}
 	if d, stop := stepped(at, protocol.FailUploadFailed, err); stop {
 		return d
 	}

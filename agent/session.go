@@ -48,7 +48,7 @@ func (a *Agent) runSession(ctx context.Context) (time.Duration, error) {
 		_ = conn.Close(websocket.StatusNormalClosure, "agent shutting down")
 		return 0, nil
 	}
-	a.log.Info("session open", "device_id", welcome.DeviceID, "lease_ttl_ms", welcome.LeaseTTLMs,
+	a.log.Info("session open", "url", a.wsURLs[a.urlIdx], "device_id", welcome.DeviceID, "lease_ttl_ms", welcome.LeaseTTLMs,
 		"heartbeat", heartbeatInterval(welcome))
 	start := a.cfg.Clock.Now()
 	sctx, cancel := context.WithCancel(ctx)
@@ -59,6 +59,7 @@ func (a *Agent) runSession(ctx context.Context) (time.Duration, error) {
 		a.writeLoop(sctx, s)
 	})
 	wg.Go(func() { a.heartbeatLoop(sctx, s) })
+	wg.Go(func() { a.pingLoop(sctx, s) })
 	err = a.readLoop(sctx, s)
 	a.detach(s)
 	cancel()
@@ -72,7 +73,7 @@ func (a *Agent) dial(ctx context.Context) (*websocket.Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
 	hdr := http.Header{"Authorization": {"Bearer " + a.cfg.DeviceToken}}
-	conn, resp, err := websocket.Dial(dctx, a.wsURL, &websocket.DialOptions{HTTPClient: a.cfg.HTTPClient, HTTPHeader: hdr})
+	conn, resp, err := websocket.Dial(dctx, a.wsURLs[a.urlIdx], &websocket.DialOptions{HTTPClient: a.cfg.HTTPClient, HTTPHeader: hdr})
 	if err != nil {
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 			return nil, &fatalError{fmt.Errorf("gateway refused the device token (revoked? pair again): %w", readAPIError(resp))}

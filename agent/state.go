@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/rendermac/rendermac/protocol"
 )
@@ -59,6 +60,7 @@ func (a *Agent) heartbeat(s *session) {
 	if a.sess != s {
 		return
 	}
+	a.checkDiskLocked()
 	for _, at := range a.attempts {
 		if at.final == nil && at.ctx.Err() == nil && at.phase.LeasePhase() && len(at.unsent) == 0 {
 			at.unsent = append(at.unsent, at.phase)
@@ -78,16 +80,27 @@ func (a *Agent) accept(o *protocol.LeaseOffer) {
 	}
 	ctx, cancel := context.WithCancelCause(a.jobsCtx)
 	at := &attempt{offer: *o, token: o.CommitToken, ctx: ctx, cancel: cancel, phase: protocol.AttemptLeased}
+	if a.v.reuseCommitToken() {
+		if a.keptToken == "" {
+			a.keptToken = o.CommitToken
+		}
+		at.token = a.keptToken
+	}
 	at.offer.CommitToken = ""
 	o.CommitToken = ""
 	a.attempts[at.id()] = at
 	a.log.Info("lease offer", append(at.logAttrs(), "attempt_number", o.AttemptNumber, "lease_epoch", o.LeaseEpoch)...)
+	free := a.checkDiskLocked()
 	switch {
 	case a.draining:
 		at.final = at.frame(&decision{code: protocol.FailProviderOffline, message: "agent is shutting down"})
 	case len(a.attempts) > a.cfg.Slots:
 		a.log.Warn("offer beyond free slots; refusing it", at.logAttrs()...)
 		at.final = at.frame(&decision{code: protocol.FailNoCapacity, message: "no free slot"})
+	case a.lowDisk:
+		a.log.Warn("offer while the work dir is short of space; refusing it", append(at.logAttrs(), "free_bytes", free)...)
+		at.final = at.frame(&decision{code: a.fullDiskCode(),
+			message: fmt.Sprintf("work dir has %d bytes free, below the minimum %d", free, a.cfg.MinFreeBytes)})
 	default:
 		at.spawned = true
 		a.jobs.Add(1)

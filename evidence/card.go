@@ -28,6 +28,8 @@ type Card struct {
 	NoTimings bool `json:"no_timings"`
 	// MutationScore is the source mutation campaign, on its own card.
 	MutationScore *MutationScore `json:"mutation_score,omitempty"`
+	// Fleet is the fleet campaign, when qualify ran one.
+	Fleet *Fleet `json:"fleet,omitempty"`
 }
 
 // RunInfo says what was run.

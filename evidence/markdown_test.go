@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -132,4 +133,29 @@ func TestWritersRefuseFalsePass(t *testing.T) {
 	c.Date = "../2025-12-02"
 	_, err = WriteAll(t.TempDir(), c, WriteOptions{})
 	require.ErrorContains(t, err, "is not YYYY-MM-DD")
+}
+
+func TestFleetSectionShowsFaultsJobsAndViolations(t *testing.T) {
+	c := Card{Title: "t", Date: "2026-12-05", Fleet: &Fleet{Command: "rendermac fleet --seed 3", Agents: 4, Gateways: 2,
+		Faults: []Count{{"Mac sleep", 3}, {"Wi-Fi loss", 2}}, Jobs: []Count{{"succeeded", 40}, {"cancelled", 5}},
+		WastedMs: 1500, DrainMs: 9000, DrainBoundMs: 90000, Violations: []string{"agent 1 sent a commit after a lease_conflict"}}}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, c, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Fleet", "rendermac fleet --seed 3", "Mac sleep", "succeeded", "1.5s", "9s", "VIOLATION agent 1 sent a commit"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, b.String())
+		}
+	}
+	if !regexp.MustCompile(`Mac sleep\s*\|\s*3\s*\|`).MatchString(b.String()) {
+		t.Errorf("the fault table lacks Mac sleep's count:\n%s", b.String())
+	}
+	b.Reset()
+	if err := WriteMarkdown(&b, c, WriteOptions{NoTimings: true}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "9s") || c.Fleet.DrainMs != 9000 {
+		t.Errorf("NoTimings must drop the fleet's timings without changing the caller's card:\n%s", b.String())
+	}
 }

@@ -117,6 +117,9 @@ func inShardOrder(shards []ShardCard) ([]ShardCard, error) {
 		if s.Card.MutationScore != nil {
 			return nil, fmt.Errorf("merge: %s is a mutation-score card, not a qualification shard", s.Name)
 		}
+		if s.Card.Fleet != nil {
+			return nil, fmt.Errorf("merge: %s has a fleet section, which qualify --shard never runs", s.Name)
+		}
 		if s.Card.Run.Shard == "" {
 			return nil, fmt.Errorf("merge: %s is not a shard card: it records no shard (qualify --shard K/N writes one)", s.Name)
 		}

@@ -86,6 +86,11 @@ func prepare(c Card, o WriteOptions) (Card, error) {
 		for i := range c.Scenarios {
 			c.Scenarios[i].DurationMs = 0
 		}
+		if c.Fleet != nil {
+			f := *c.Fleet
+			f.LoadMs, f.WastedMs, f.DrainMs, f.DrainBoundMs = 0, 0, 0, 0
+			c.Fleet = &f
+		}
 	}
 	return c, nil
 }

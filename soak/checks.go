@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/store"
@@ -22,6 +23,9 @@ type Check struct {
 // maxListed bounds the violations kept per check.
 const maxListed = 20
 
+// Add records a violation (at most maxListed are kept, then a marker).
+func (c *Check) Add(format string, args ...any) { c.add(format, args...) }
+
 func (c *Check) add(format string, args ...any) {
 	if len(c.Violations) < maxListed {
 		c.Violations = append(c.Violations, fmt.Sprintf(format, args...))
@@ -30,15 +34,37 @@ func (c *Check) add(format string, args ...any) {
 	}
 }
 
+// CheckEnv is what the end-of-run checks read: the database (observer
+// pool), the webhook receiver, the artifact directory the control plane
+// writes, the jobs accepted with 201 and the number of buyers. The soak and
+// the fleet run (package fleet) share the checks through it.
+type CheckEnv struct {
+	DB          *pgxpool.Pool
+	Hook        *Receiver
+	ArtifactDir string
+	Accepted    []string
+	Buyers      int
+}
+
+type checker struct{ CheckEnv }
+
 // check runs every check over the rows the soak left and the receiver's
 // record, into rep.
 func (s *stack) check(ctx context.Context, rep *Report) error {
+	return RunChecks(ctx, CheckEnv{DB: s.obs, Hook: s.hook, ArtifactDir: s.dir, Accepted: s.acceptedIDs(), Buyers: buyers}, rep)
+}
+
+// RunChecks runs every end-of-run check over the rows left and the
+// receiver's record, into rep (outcomes, holds, webhooks and Checks); it
+// reads rep.Stats.Faults. An error is a check that could not run.
+func RunChecks(ctx context.Context, env CheckEnv, rep *Report) error {
+	k := &checker{env}
 	var jobs, terminal int
-	if err := s.obs.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status IN ('succeeded', 'cancelled', 'failed'))
+	if err := k.DB.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status IN ('succeeded', 'cancelled', 'failed'))
 	    FROM jobs`).Scan(&jobs, &terminal); err != nil {
 		return fmt.Errorf("count jobs: %w", err)
 	}
-	if err := s.obs.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'succeeded'),
+	if err := k.DB.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'succeeded'),
 	    count(*) FILTER (WHERE status = 'cancelled'), count(*) FILTER (WHERE status = 'failed') FROM jobs`).
 		Scan(&rep.Succeeded, &rep.Cancelled, &rep.Failed); err != nil {
 		return fmt.Errorf("count outcomes: %w", err)
@@ -46,7 +72,7 @@ func (s *stack) check(ctx context.Context, rep *Report) error {
 	rep.Jobs = jobs
 
 	inv := Check{Name: "SPEC invariants 1-9 (store.CheckInvariants)", Examined: fmt.Sprintf("%d jobs", jobs)}
-	vs, err := store.CheckInvariants(ctx, s.obs)
+	vs, err := store.CheckInvariants(ctx, k.DB)
 	if err != nil {
 		return fmt.Errorf("invariants: %w", err)
 	}
@@ -59,12 +85,12 @@ func (s *stack) check(ctx context.Context, rep *Report) error {
 		check *Check
 		fn    func(context.Context, *Check) error
 	}{
-		{&Check{Name: "every accepted job reached a terminal state"}, s.checkAccepted},
-		{&Check{Name: "exactly one terminal transition per job (journal)", Examined: fmt.Sprintf("%d jobs", jobs)}, s.checkOneTerminal},
-		{&Check{Name: "every hold settled exactly once, balances add up"}, s.checkHolds(rep)},
-		{&Check{Name: "succeeded outputs re-read and hashed (store.CheckOutputs, invariant 8)"}, s.checkOutputs(rep)},
-		{&Check{Name: "no webhook lost (delivered to the receiver or pending retry)"}, s.checkWebhooks(rep)},
-		{&Check{Name: "the run exercised the stack (jobs succeeded, faults injected)"}, s.checkExercised(rep)},
+		{&Check{Name: "every accepted job reached a terminal state"}, k.checkAccepted},
+		{&Check{Name: "exactly one terminal transition per job (journal)", Examined: fmt.Sprintf("%d jobs", jobs)}, k.checkOneTerminal},
+		{&Check{Name: "every hold settled exactly once, balances add up"}, k.checkHolds(rep)},
+		{&Check{Name: "succeeded outputs re-read and hashed (store.CheckOutputs, invariant 8)"}, k.checkOutputs(rep)},
+		{&Check{Name: "no webhook lost (delivered to the receiver or pending retry)"}, k.checkWebhooks(rep)},
+		{&Check{Name: "the run exercised the stack (jobs succeeded, faults injected)"}, k.checkExercised(rep)},
 	} {
 		if err := c.fn(ctx, c.check); err != nil {
 			return fmt.Errorf("%s: %w", c.check.Name, err)
@@ -74,10 +100,10 @@ func (s *stack) check(ctx context.Context, rep *Report) error {
 	return nil
 }
 
-func (s *stack) checkAccepted(ctx context.Context, c *Check) error {
-	ids := s.acceptedIDs()
+func (k *checker) checkAccepted(ctx context.Context, c *Check) error {
+	ids := k.Accepted
 	c.Examined = fmt.Sprintf("%d accepted jobs", len(ids))
-	rows, err := s.obs.Query(ctx, `SELECT a.id, coalesce(j.status, 'missing') FROM unnest($1::uuid[]) AS a(id)
+	rows, err := k.DB.Query(ctx, `SELECT a.id, coalesce(j.status, 'missing') FROM unnest($1::uuid[]) AS a(id)
 	    LEFT JOIN jobs j ON j.id = a.id WHERE j.status IS NULL OR j.status NOT IN ('succeeded', 'cancelled', 'failed')`, ids)
 	if err != nil {
 		return err
@@ -85,8 +111,8 @@ func (s *stack) checkAccepted(ctx context.Context, c *Check) error {
 	return eachRow(rows, func(id, status string) { c.add("job %s (accepted with 201) is %s", id, status) })
 }
 
-func (s *stack) checkOneTerminal(ctx context.Context, c *Check) error {
-	rows, err := s.obs.Query(ctx, `SELECT j.id::text, format('%s with %s terminal journal rows', j.status, count(e.id))
+func (k *checker) checkOneTerminal(ctx context.Context, c *Check) error {
+	rows, err := k.DB.Query(ctx, `SELECT j.id::text, format('%s with %s terminal journal rows', j.status, count(e.id))
 	    FROM jobs j LEFT JOIN job_events e ON e.job_id = j.id AND e.kind = 'job'
 	         AND e.to_status IN ('succeeded', 'cancelled', 'failed')
 	    GROUP BY j.id HAVING count(e.id) <> 1 OR min(e.to_status) <> j.status`)
@@ -96,19 +122,19 @@ func (s *stack) checkOneTerminal(ctx context.Context, c *Check) error {
 	return eachRow(rows, func(id, what string) { c.add("job %s is %s", id, what) })
 }
 
-func (s *stack) checkHolds(rep *Report) func(context.Context, *Check) error {
-	return func(ctx context.Context, c *Check) error { return s.holds(ctx, c, rep) }
+func (k *checker) checkHolds(rep *Report) func(context.Context, *Check) error {
+	return func(ctx context.Context, c *Check) error { return k.holds(ctx, c, rep) }
 }
 
-func (s *stack) holds(ctx context.Context, c *Check, rep *Report) error {
+func (k *checker) holds(ctx context.Context, c *Check, rep *Report) error {
 	var holds int
-	if err := s.obs.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'captured'),
+	if err := k.DB.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'captured'),
 	    count(*) FILTER (WHERE status = 'released'), count(*) FILTER (WHERE status = 'held') FROM holds`).
 		Scan(&holds, &rep.HoldsCaptured, &rep.HoldsReleased, &rep.HoldsHeld); err != nil {
 		return err
 	}
-	c.Examined = fmt.Sprintf("%d holds, %d buyers", holds, buyers)
-	rows, err := s.obs.Query(ctx, `SELECT j.id::text, format('%s with %s holds (%s, settled %s)', j.status, count(h.job_id),
+	c.Examined = fmt.Sprintf("%d holds, %d buyers", holds, k.Buyers)
+	rows, err := k.DB.Query(ctx, `SELECT j.id::text, format('%s with %s holds (%s, settled %s)', j.status, count(h.job_id),
 	        coalesce(string_agg(h.status, ','), 'none'), coalesce(string_agg(h.settled_at::text, ','), 'never'))
 	    FROM jobs j LEFT JOIN holds h ON h.job_id = j.id
 	    GROUP BY j.id
@@ -122,7 +148,7 @@ func (s *stack) holds(ctx context.Context, c *Check, rep *Report) error {
 	}
 	// Settled once: what was captured is exactly the succeeded jobs' holds,
 	// and the balance is the initial one less that (nothing held).
-	rows, err = s.obs.Query(ctx, `SELECT b.id::text, format('balance %s + captured %s <> initial %s, or captured <> %s captured holds',
+	rows, err = k.DB.Query(ctx, `SELECT b.id::text, format('balance %s + captured %s <> initial %s, or captured <> %s captured holds',
 	        b.balance_cents, b.captured_cents, b.initial_cents, coalesce(h.captured, 0))
 	    FROM buyers b LEFT JOIN (SELECT buyer_id, sum(amount_cents) captured FROM holds WHERE status = 'captured'
 	                             GROUP BY buyer_id) h ON h.buyer_id = b.id
@@ -137,9 +163,9 @@ func (s *stack) holds(ctx context.Context, c *Check, rep *Report) error {
 // marked delivered was acknowledged by the receiver (else it was lost); a
 // row not delivered is recorded for retry (SPEC: at least once, retried);
 // the receiver got nothing the outbox does not hold.
-func (s *stack) checkWebhooks(rep *Report) func(context.Context, *Check) error {
+func (k *checker) checkWebhooks(rep *Report) func(context.Context, *Check) error {
 	return func(ctx context.Context, c *Check) error {
-		got, refused, forged, why := s.hook.snapshot()
+		got, refused, forged, why := k.Hook.snapshot()
 		rep.WebhookRefused = refused
 		for _, w := range why {
 			c.add("receiver: %s", w)
@@ -147,7 +173,7 @@ func (s *stack) checkWebhooks(rep *Report) func(context.Context, *Check) error {
 		if forged > len(why) {
 			c.add("receiver: %d forged or malformed requests in all", forged)
 		}
-		rows, err := s.obs.Query(ctx, `SELECT j.id::text, j.status FROM jobs j
+		rows, err := k.DB.Query(ctx, `SELECT j.id::text, j.status FROM jobs j
 		    WHERE j.status IN ('succeeded', 'cancelled', 'failed') AND NOT EXISTS (
 		        SELECT 1 FROM webhook_outbox w WHERE w.job_id = j.id AND w.event = j.status)`)
 		if err != nil {
@@ -156,7 +182,7 @@ func (s *stack) checkWebhooks(rep *Report) func(context.Context, *Check) error {
 		if err := eachRow(rows, func(id, status string) { c.add("job %s is %s but has no %s webhook", id, status, status) }); err != nil {
 			return err
 		}
-		rows, err = s.obs.Query(ctx, `SELECT w.id, w.job_id::text, j.buyer_id::text, w.event, w.delivered_at IS NOT NULL,
+		rows, err = k.DB.Query(ctx, `SELECT w.id, w.job_id::text, j.buyer_id::text, w.event, w.delivered_at IS NOT NULL,
 		        coalesce(w.last_error, '')
 		    FROM webhook_outbox w JOIN jobs j ON j.id = w.job_id`)
 		if err != nil {
@@ -207,14 +233,14 @@ func (s *stack) checkWebhooks(rep *Report) func(context.Context, *Check) error {
 // directory) and hashes every byte: invariant 8 over the bytes served, not
 // only the rows (store.CheckOutputs). A store that cannot be read is an
 // error of the run, not a violation.
-func (s *stack) checkOutputs(rep *Report) func(context.Context, *Check) error {
+func (k *checker) checkOutputs(rep *Report) func(context.Context, *Check) error {
 	return func(ctx context.Context, c *Check) error {
-		fs, err := artifact.NewFS(s.dir)
+		fs, err := artifact.NewFS(k.ArtifactDir)
 		if err != nil {
 			return err
 		}
 		defer fs.Close()
-		vs, err := store.CheckOutputs(ctx, s.obs, fs)
+		vs, err := store.CheckOutputs(ctx, k.DB, fs)
 		if err != nil {
 			return err
 		}
@@ -226,7 +252,7 @@ func (s *stack) checkOutputs(rep *Report) func(context.Context, *Check) error {
 	}
 }
 
-func (s *stack) checkExercised(rep *Report) func(context.Context, *Check) error {
+func (k *checker) checkExercised(rep *Report) func(context.Context, *Check) error {
 	return func(_ context.Context, c *Check) error {
 		c.Examined = fmt.Sprintf("%d succeeded, %d faults", rep.Succeeded, rep.Stats.Faults)
 		if rep.Succeeded == 0 {

@@ -28,12 +28,14 @@ var faultKinds = []struct {
 	{FaultPostgresCrash, 2}, {FaultPostgresStop, 1},
 }
 
-type faultCounts struct {
+// FaultCounts counts injected faults by kind; safe for concurrent use.
+type FaultCounts struct {
 	mu sync.Mutex
 	n  map[string]int
 }
 
-func (f *faultCounts) add(kind string) {
+// Add counts one fault of kind.
+func (f *FaultCounts) Add(kind string) {
 	f.mu.Lock()
 	if f.n == nil {
 		f.n = map[string]int{}
@@ -42,7 +44,8 @@ func (f *faultCounts) add(kind string) {
 	f.mu.Unlock()
 }
 
-func (f *faultCounts) total() int64 {
+// Total is the number of faults counted.
+func (f *FaultCounts) Total() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var t int64
@@ -52,12 +55,15 @@ func (f *faultCounts) total() int64 {
 	return t
 }
 
-func (f *faultCounts) snapshot() map[string]int {
+func (f *FaultCounts) snapshot() map[string]int { return f.Counts(FaultKinds()) }
+
+// Counts copies the counts of kinds (zero for a kind never counted).
+func (f *FaultCounts) Counts(kinds []string) map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[string]int{}
-	for _, k := range faultKinds {
-		out[k.kind] = f.n[k.kind]
+	for _, k := range kinds {
+		out[k] = f.n[k]
 	}
 	return out
 }
@@ -107,7 +113,7 @@ func (s *stack) injectFaults(ctx context.Context) {
 			fmt.Fprintf(s.cfg.Log, "soak: fault %s: %v\n", kind, err)
 			continue
 		}
-		s.faults.add(kind)
+		s.faults.Add(kind)
 	}
 }
 

@@ -12,10 +12,10 @@ import (
 	"github.com/rendermac/rendermac/server/webhook"
 )
 
-// receiver is every buyer's webhook endpoint (/hook/{buyer id}). It
+// Receiver is every buyer's webhook endpoint (/hook/{buyer id}). It
 // records each delivery it acknowledged with 2xx, and refuses them all with
 // 503 while failing is set (a webhook outage fault).
-type receiver struct {
+type Receiver struct {
 	srv     *httptest.Server
 	key     []byte
 	failing atomic.Bool
@@ -34,17 +34,20 @@ type received struct {
 	times             int
 }
 
-func newReceiver(key []byte) *receiver {
-	r := &receiver{key: key, got: map[int64]received{}}
+// NewReceiver starts a receiver for webhooks signed with the server's key.
+func NewReceiver(key []byte) *Receiver {
+	r := &Receiver{key: key, got: map[int64]received{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	return r
 }
 
-func (r *receiver) url(buyerID string) string { return r.srv.URL + "/hook/" + buyerID }
+// URL is the webhook URL of a buyer.
+func (r *Receiver) URL(buyerID string) string { return r.srv.URL + "/hook/" + buyerID }
 
-func (r *receiver) close() { r.srv.Close() }
+// Close stops the receiver.
+func (r *Receiver) Close() { r.srv.Close() }
 
-func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	buyer, ok := strings.CutPrefix(req.URL.Path, "/hook/")
 	var d webhook.Delivery
@@ -79,7 +82,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (r *receiver) forge(why string) {
+func (r *Receiver) forge(why string) {
 	r.mu.Lock()
 	r.forged++
 	if len(r.forgedWhy) < 5 {
@@ -88,8 +91,11 @@ func (r *receiver) forge(why string) {
 	r.mu.Unlock()
 }
 
+// SetFailing turns the outage (every delivery refused with 503) on or off.
+func (r *Receiver) SetFailing(on bool) { r.failing.Store(on) }
+
 // snapshot copies what was received.
-func (r *receiver) snapshot() (got map[int64]received, refused, forged int, why []string) {
+func (r *Receiver) snapshot() (got map[int64]received, refused, forged int, why []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	got = make(map[int64]received, len(r.got))

@@ -130,7 +130,7 @@ type stack struct {
 	dbURL  string // direct, for the observer
 	proxy  *tcpproxy.Proxy
 	obs    *pgxpool.Pool
-	hook   *receiver
+	hook   *Receiver
 	key    []byte
 	dir    string
 	addr   string // the control plane's fixed listen address
@@ -151,12 +151,12 @@ type stack struct {
 
 	submitted, acceptedN, refused atomic.Int64
 	commits, fails, cancels       atomic.Int64
-	faults                        faultCounts
+	faults                        FaultCounts
 }
 
 func (s *stack) stats() Stats {
 	return Stats{Submitted: s.submitted.Load(), Accepted: s.acceptedN.Load(), Refused: s.refused.Load(),
-		Commits: s.commits.Load(), Fails: s.fails.Load(), Cancels: s.cancels.Load(), Faults: s.faults.total()}
+		Commits: s.commits.Load(), Fails: s.fails.Load(), Cancels: s.cancels.Load(), Faults: s.faults.Total()}
 }
 
 // Run runs one soak and returns its report. The error is for a stack that
@@ -259,7 +259,7 @@ func (s *stack) setup(ctx context.Context) error {
 	if _, err := rand.Read(s.key); err != nil {
 		return err
 	}
-	s.hook = newReceiver(s.key)
+	s.hook = NewReceiver(s.key)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -287,7 +287,7 @@ func (s *stack) seed(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := api.SetWebhookURL(ctx, s.obs, id, s.hook.url(id)); err != nil {
+		if err := api.SetWebhookURL(ctx, s.obs, id, s.hook.URL(id)); err != nil {
 			return err
 		}
 		s.buyers = append(s.buyers, &loadgen.Buyer{BaseURL: s.base, Key: key, HTTP: s.httpc})
@@ -365,7 +365,7 @@ func (s *stack) stopPlane() {
 func (s *stack) close() {
 	s.stopPlane()
 	if s.hook != nil {
-		s.hook.close()
+		s.hook.Close()
 	}
 	if s.obs != nil {
 		s.obs.Close()
@@ -400,10 +400,17 @@ func (s *stack) heal(ctx context.Context) error {
 // drain waits until no job is live and no webhook is pending, or d passes;
 // it reports whether everything settled.
 func (s *stack) drain(ctx context.Context, d time.Duration) (bool, error) {
+	return Drain(ctx, s.obs, d, s.cfg.Log)
+}
+
+// Drain waits until db has no live job and no pending webhook, or d
+// passes; it reports whether everything settled, and says on log what was
+// left when it did not.
+func Drain(ctx context.Context, db *pgxpool.Pool, d time.Duration, log io.Writer) (bool, error) {
 	deadline := time.Now().Add(d)
 	for {
 		var live, pending int
-		err := s.obs.QueryRow(ctx, `SELECT
+		err := db.QueryRow(ctx, `SELECT
 		    (SELECT count(*) FROM jobs WHERE status NOT IN ('succeeded', 'cancelled', 'failed')),
 		    (SELECT count(*) FROM webhook_outbox WHERE delivered_at IS NULL)`).Scan(&live, &pending)
 		if err != nil {
@@ -413,7 +420,7 @@ func (s *stack) drain(ctx context.Context, d time.Duration) (bool, error) {
 			return true, nil
 		}
 		if time.Now().After(deadline) {
-			fmt.Fprintf(s.cfg.Log, "soak: drain ran out with %d live jobs and %d pending webhooks\n", live, pending)
+			fmt.Fprintf(log, "drain ran out with %d live jobs and %d pending webhooks\n", live, pending)
 			return false, nil
 		}
 		select {

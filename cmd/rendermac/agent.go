@@ -28,8 +28,16 @@ const pairTimeout = 30 * time.Second
 
 type agentFlags struct {
 	server, pair, tokenFile, services, work, name, ffmpeg, logLevel, config string
+	failover, logFormat                                                     string
 	slots                                                                   int
+	minFreeMB                                                               int64
+	pingInterval, pingTimeout                                               time.Duration
 }
+
+// agentVariantEnv selects a broken agent for the fleet harness (a -tags
+// mutations build only). It is an environment variable, not a flag, so
+// that no user meets it in --help.
+const agentVariantEnv = "RENDERMAC_AGENT_VARIANT"
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && slices.Contains(agentServiceCommands, args[0]) {
@@ -47,7 +55,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", f.logLevel)}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	if f.logFormat == "json" {
+		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
+	}
+	log := slog.New(handler)
 	services := splitList(f.services)
 	runners, err := agentRunners(services, f.ffmpeg)
 	if err != nil {
@@ -63,7 +75,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	a, err := agent.New(agent.Config{
 		ServerURL: creds.Server, DeviceToken: creds.DeviceToken, Services: services, Slots: f.slots,
 		WorkDir: f.work, Clock: clock.Real{}, Rand: mrand.New(mrand.NewPCG(cryptoSeed(), cryptoSeed())),
-		Logger: log, Runners: runners,
+		Logger: log, Runners: runners, FailoverURLs: splitList(f.failover),
+		MinFreeBytes: f.minFreeMB << 20, PingInterval: f.pingInterval, PingTimeout: f.pingTimeout,
+		Variant: agent.Variant(os.Getenv(agentVariantEnv)),
 	})
 	if err != nil {
 		return usageError{err.Error()}
@@ -86,6 +100,11 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	set.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	set.StringVar(&f.config, "config", os.Getenv("RENDERMAC_CONFIG"),
 		"JSON file of settings by flag name (env RENDERMAC_CONFIG); flags beat RENDERMAC_<FLAG> variables, which beat the file")
+	set.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	set.StringVar(&f.failover, "failover", "", "comma-separated base URLs of further gateways of the same control plane, tried in turn when a session fails")
+	set.Int64Var(&f.minFreeMB, "min-free-mb", agent.DefaultMinFreeBytes>>20, "take no offer while the work dir's file system has less than this many MiB free (-1: no check)")
+	set.DurationVar(&f.pingInterval, "ping-interval", agent.DefaultPingInterval, "ping the gateway this often (capped at a third of the lease TTL)")
+	set.DurationVar(&f.pingTimeout, "ping-timeout", agent.DefaultPingTimeout, "drop the connection when a pong takes longer (capped at a third of the lease TTL)")
 	if err := parseFlags(set, args); err != nil {
 		return f, err
 	}
@@ -105,6 +124,10 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 		return f, usageError{fmt.Sprintf("--slots must be 1..%d", agent.MaxSlots)}
 	case f.work == "":
 		return f, usageError{"--work is required"}
+	case f.logFormat != "text" && f.logFormat != "json":
+		return f, usageError{"--log-format: want text or json"}
+	case f.minFreeMB == 0:
+		return f, usageError{"--min-free-mb: want a size in MiB, or -1 for no check"}
 	}
 	if f.tokenFile == "" {
 		home, err := os.UserHomeDir()

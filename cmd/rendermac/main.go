@@ -29,6 +29,7 @@ func commands() []command {
 		{"card", "compare two qualification cards (card diff A B) or merge shard cards (card merge SHARDS...)", runCard},
 		{"bench", "load the whole stack beside pgbench and check the performance goals", runBench},
 		{"soak", "run the whole stack under load with random faults, then check nothing was lost", runSoak},
+		{"fleet", "run rendermac server and agent processes under Mac faults (sleep, Wi-Fi loss, full disk, gateway and Postgres kills), then check", runFleet},
 		{"server", "run the control plane: HTTP API, device gateway, sweeper, webhooks", runServer},
 		{"migrate", "apply the database migrations (server also does on start)", runMigrate},
 		{"admin", "operator tasks: buyers, API keys, pairing codes, devices, signing keys", runAdmin},

@@ -62,6 +62,8 @@ var Layers = []Layer{
 		Why: "the phase-fault catalogue runs on the targets, and runs the shipped agent in process so that qualify checks its rules on the wire"},
 	{Pkgs: []string{"benchrun", "soak"}, May: append([]string{"faults/targets", "loadgen", "benchrun", "server/...", "server", "internal/...", "evidence"}, core...),
 		Why: "benchmarks and soaks use the targets and load clients, never the scenario catalogue"},
+	{Pkgs: []string{"fleet"}, May: append([]string{"faults/targets", "loadgen", "soak", "agent", "server/...", "server", "internal/...", "evidence"}, core...),
+		Why: "the fleet run drives the shipped binaries and reuses the soak's checks; it imports the agent only for its stated bounds"},
 	{Pkgs: []string{"mutate"}, May: []string{"evidence", "internal/..."}, Why: "the mutation campaign edits copies of the tree and runs the CLI"},
 	{Pkgs: []string{"cmd/..."}, May: []string{"..."}, Why: "main packages wire everything"},
 	{Pkgs: []string{"e2e"}, May: []string{"..."}, Why: "end-to-end tests of the shipped binaries"},

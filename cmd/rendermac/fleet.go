@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rendermac/rendermac/fleet"
+)
+
+func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := fleet.Defaults
+	set := newFlagSet("fleet", "[--duration D] [--seed N] [--agents N] [--gateways N] [--rate R] [--fault-every D] [--drain-bound D] [--ffmpeg-percent P] [--agent-variant V] [--keep]", stderr)
+	set.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long load and faults run (the drain comes after)")
+	set.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "fixes the fault schedule and the load's choices")
+	set.IntVar(&cfg.Agents, "agents", cfg.Agents, "rendermac agent processes (2 slots each)")
+	set.IntVar(&cfg.Gateways, "gateways", cfg.Gateways, "rendermac server processes sharing one Postgres and artifact dir")
+	set.Float64Var(&cfg.Rate, "rate", cfg.Rate, "jobs submitted per second")
+	set.DurationVar(&cfg.FaultEvery, "fault-every", cfg.FaultEvery, "mean pause between two faults")
+	set.DurationVar(&cfg.DrainBound, "drain-bound", cfg.DrainBound, "the queue must drain within this after the last fault healed")
+	set.IntVar(&cfg.FFmpegPercent, "ffmpeg-percent", cfg.FFmpegPercent, "share of jobs rendered by FFmpeg where ffmpeg runs (0: none)")
+	set.StringVar(&cfg.AgentVariant, "agent-variant", "", "run every agent as a broken variant, which must fail the run (a -tags mutations build only)")
+	set.BoolVar(&cfg.Keep, "keep", false, "keep the run directory (every process's log)")
+	if err := parseFlags(set, args); err != nil {
+		return err
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cfg.Bin = bin
+	cfg.Log = stderr
+	rep, err := fleet.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := rep.PrintTable(stdout); err != nil {
+		return err
+	}
+	if n := rep.Violations(); n > 0 {
+		fmt.Fprintf(stdout, "FAIL: %d violations\nreplay: %s\n", n, fleetReplay(cfg))
+		return exitError{code: 1}
+	}
+	fmt.Fprintf(stdout, "PASS (drained %s after the last heal, wasted work %s)\n", rep.DrainTime.Round(time.Millisecond),
+		rep.WastedTotal().Round(time.Millisecond))
+	return nil
+}
+
+// fleetReplay is the command that reruns this fault schedule: the seed and
+// every setting, whatever was left at its default.
+func fleetReplay(c fleet.Config) string {
+	args := []string{"--seed", fmt.Sprint(c.Seed), "--duration", c.Duration.String(), "--agents", fmt.Sprint(c.Agents),
+		"--gateways", fmt.Sprint(c.Gateways), "--rate", fmt.Sprint(c.Rate), "--fault-every", c.FaultEvery.String(),
+		"--drain-bound", c.DrainBound.String(), "--ffmpeg-percent", fmt.Sprint(c.FFmpegPercent)}
+	if c.AgentVariant != "" {
+		args = append(args, "--agent-variant", c.AgentVariant)
+	}
+	return "go run -tags faultpoints,mutations ./cmd/rendermac fleet " + strings.Join(args, " ")
+}

@@ -1,0 +1,76 @@
+package evidence
+
+import (
+	"bufio"
+	"fmt"
+	"time"
+)
+
+// Fleet is the fleet campaign's summary (`rendermac fleet`: server and
+// agent processes under Mac sleep, Wi-Fi loss, full disks, gateway and
+// Postgres kills), on the card when qualify ran one.
+type Fleet struct {
+	// Command replays the campaign (seed and every setting).
+	Command  string `json:"command"`
+	Agents   int    `json:"agents"`
+	Gateways int    `json:"gateways"`
+	// LoadMs is how long load and faults ran (0 with NoTimings).
+	LoadMs int64 `json:"load_ms"`
+	// Faults counts the faults injected, by kind; Jobs the jobs by outcome.
+	Faults []Count `json:"faults"`
+	Jobs   []Count `json:"jobs"`
+	// WastedMs is the agents' work after their lease was lost, summed;
+	// DrainMs how long the queue took to drain after the last heal, against
+	// DrainBoundMs (timings; 0 with NoTimings).
+	WastedMs     int64 `json:"wasted_ms"`
+	DrainMs      int64 `json:"drain_ms"`
+	DrainBoundMs int64 `json:"drain_bound_ms"`
+	// Violations are what the checks found (empty: passed).
+	Violations []string `json:"violations"`
+}
+
+// Count is a named count.
+type Count struct {
+	Name string `json:"name"`
+	N    int    `json:"n"`
+}
+
+func mdFleet(w *bufio.Writer, c Card) error {
+	f := c.Fleet
+	if f == nil {
+		return nil
+	}
+	fmt.Fprint(w, "\n## Fleet\n\n")
+	fmt.Fprintf(w, "%d `rendermac agent` processes, %d `rendermac server` processes; replay: %s\n\n", f.Agents, f.Gateways, code(f.Command))
+	var rows [][]string
+	for _, k := range f.Faults {
+		rows = append(rows, []string{k.Name, itoa(k.N)})
+	}
+	if err := mdTable(w, []string{"Fault", "Injected"}, rows, 1); err != nil {
+		return err
+	}
+	rows = nil
+	for _, k := range f.Jobs {
+		rows = append(rows, []string{k.Name, itoa(k.N)})
+	}
+	fmt.Fprint(w, "\n")
+	if err := mdTable(w, []string{"Jobs", "Count"}, rows, 1); err != nil {
+		return err
+	}
+	if !c.NoTimings {
+		fmt.Fprintf(w, "\nLoad %s; wasted work (agents rendering after their lease was lost) %s; queue drained %s after the last heal (bound %s).\n",
+			ms(f.LoadMs), ms(f.WastedMs), ms(f.DrainMs), ms(f.DrainBoundMs))
+	}
+	if len(f.Violations) == 0 {
+		fmt.Fprint(w, "\nViolations: none.\n")
+	}
+	for _, v := range f.Violations {
+		fmt.Fprintf(w, "\n- VIOLATION %s", oneLine(v))
+	}
+	if len(f.Violations) > 0 {
+		fmt.Fprint(w, "\n")
+	}
+	return nil
+}
+
+func ms(n int64) string { return (time.Duration(n) * time.Millisecond).String() }

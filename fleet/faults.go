@@ -1,0 +1,120 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+const syscallSIGCONT = syscall.SIGCONT
+
+// Fault kinds, as the report names them.
+const (
+	FaultMacSleep     = "Mac sleep (agent SIGSTOP past the lease TTL, SIGCONT)"
+	FaultWiFiLoss     = "Wi-Fi loss (agent's paths black-holed, healed)"
+	FaultDiskFull     = "disk exhaustion (agent's work dir filled, freed)"
+	FaultGatewayKill  = "gateway SIGKILL + restart"
+	FaultPostgresKill = "postgres crash + restart"
+)
+
+// FaultKinds lists the kinds in report order.
+func FaultKinds() []string {
+	return []string{FaultMacSleep, FaultWiFiLoss, FaultDiskFull, FaultGatewayKill, FaultPostgresKill}
+}
+
+// injectFaults injects one fault at a time, at seeded pauses, until ctx
+// ends; each is healed before the next starts. The kinds are drawn in
+// seeded shuffled rounds, so every kind occurs about equally often.
+func (r *run) injectFaults(ctx context.Context) {
+	rng := mrand.New(mrand.NewPCG(r.cfg.Seed, 1))
+	var round []string
+	for {
+		if len(round) == 0 {
+			round = FaultKinds()
+			rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+		}
+		kind := round[0]
+		round = round[1:]
+		pause := time.Duration(float64(r.cfg.FaultEvery) * (0.5 + rng.Float64()))
+		outage := time.Duration(500+rng.IntN(2000)) * time.Millisecond
+		victim := rng.IntN(len(r.agents))
+		gw := rng.IntN(len(r.gws))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		if kind == FaultDiskFull && !r.tmpfsOK {
+			continue // no size-limited work dir to fill: reported as not injected
+		}
+		if err := r.inject(ctx, kind, outage, victim, gw); err != nil {
+			fmt.Fprintf(r.cfg.Log, "fleet: fault %s: %v\n", kind, err)
+			continue
+		}
+		r.faults.Add(kind)
+		r.lastHeal.Store(time.Now().UnixNano())
+	}
+}
+
+// inject runs one fault to its heal.
+func (r *run) inject(ctx context.Context, kind string, outage time.Duration, victim, gw int) error {
+	rctx := context.WithoutCancel(ctx)
+	a := r.agents[victim]
+	switch kind {
+	case FaultMacSleep:
+		if !a.signal(syscall.SIGSTOP) {
+			return fmt.Errorf("agent %d is not running", victim)
+		}
+		time.Sleep(leaseTTL + outage)
+		a.signal(syscall.SIGCONT)
+		return nil
+	case FaultWiFiLoss:
+		before := a.forwarded()
+		for _, p := range a.paths {
+			p.BlackHole()
+		}
+		time.Sleep(outage)
+		healed := time.Now()
+		for _, p := range a.paths {
+			p.Heal()
+		}
+		// The agent must notice its dead connection and be back.
+		bound := ReconnectBound()
+		for a.forwarded() == before {
+			if time.Since(healed) > bound {
+				r.violation("agent %d had no new connection %s after a Wi-Fi loss healed (bound %s): it did not notice its dead connection",
+					victim, time.Since(healed).Round(time.Millisecond), bound)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return nil
+	case FaultDiskFull:
+		if _, err := fillDisk(a.work, 256<<10); err != nil {
+			return err
+		}
+		time.Sleep(outage + time.Second)
+		return os.Remove(filepath.Join(a.work, "ballast"))
+	case FaultGatewayKill:
+		g := r.gws[gw]
+		g.kill()
+		time.Sleep(outage)
+		if err := g.start(); err != nil {
+			return err
+		}
+		return waitReady(rctx, g.url(), time.Minute)
+	case FaultPostgresKill:
+		if err := r.pg.Crash(); err != nil {
+			return err
+		}
+		time.Sleep(outage)
+		sctx, cancel := context.WithTimeout(rctx, 2*time.Minute)
+		defer cancel()
+		return r.pg.Start(sctx)
+	}
+	return fmt.Errorf("unknown fault kind %q", kind)
+}

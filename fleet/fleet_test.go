@@ -1,0 +1,64 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// buildBinary builds the rendermac binary the run starts (the harness
+// build: fault points and broken variants compiled in, as `make test`
+// builds everything).
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(file))
+	bin := filepath.Join(t.TempDir(), "rendermac")
+	cmd := exec.Command("go", "build", "-tags", "faultpoints,mutations", "-o", bin, "./cmd/rendermac")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build rendermac: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestShortFleetRunPassesWithEveryFaultKind runs the real binaries: two
+// gateways, two agents, every fault kind at least once, then every check.
+func TestShortFleetRunPassesWithEveryFaultKind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Postgres, two servers and two agents")
+	}
+	bin := buildBinary(t)
+	var log bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{Bin: bin, Duration: 25 * time.Second, Seed: 7, Agents: 2, Gateways: 2, Rate: 3,
+		FaultEvery: 500 * time.Millisecond, FFmpegPercent: 5, Log: &log})
+	if err != nil {
+		t.Fatalf("fleet run: %v\n%s", err, log.String())
+	}
+	var table bytes.Buffer
+	if err := rep.PrintTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if n := rep.Violations(); n > 0 {
+		t.Fatalf("%d violations; replay: go run -tags faultpoints,mutations ./cmd/rendermac fleet --seed 7 --duration 25s --agents 2 --fault-every 500ms --ffmpeg-percent 5\n%s\n%s",
+			n, table.String(), log.String())
+	}
+	if rep.Soak.Succeeded == 0 || rep.Accepted == 0 {
+		t.Fatalf("nothing ran:\n%s", table.String())
+	}
+	for _, k := range FaultKinds() {
+		if rep.Faults[k] == 0 && (k != FaultDiskFull || rep.TmpfsDisks) {
+			t.Errorf("fault %s never injected:\n%s", k, table.String())
+		}
+	}
+	t.Logf("%s", table.String())
+}
+
+func TestMain(m *testing.M) { os.Exit(m.Run()) }
