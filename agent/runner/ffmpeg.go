@@ -115,7 +115,7 @@ func (f FFmpeg) Run(ctx context.Context, spec Spec, inputPath, outputPath string
 	if err != nil {
 		return err
 	}
-	bin, err := LookFFmpeg(f.Path)
+	bin, err := findFFmpeg(f.Path)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,4 +28,22 @@ func TestLookFFmpegReportsABinaryThatDoesNotRun(t *testing.T) {
 
 	_, err = LookFFmpeg(filepath.Join(t.TempDir(), "absent"))
 	require.ErrorContains(t, err, "install it")
+}
+
+// A job runs ffmpeg once, to render: it does not probe `-version` again
+// (the start-up probe did), since a probe with a wall-clock timeout is
+// killed when the Mac sleeps through it and would fail a sound job for good.
+func TestFFmpegJobDoesNotProbeTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	bin := filepath.Join(dir, "ffmpeg")
+	script := "#!/bin/sh\necho \"$@\" >> '" + calls + "'\ncase \"$1\" in -version) exit 9;; esac\nexit 0\n"
+	require.NoError(t, os.WriteFile(bin, []byte(script), 0o755))
+	require.NoError(t, FFmpeg{Path: bin, Width: 1280, Height: 720}.Run(t.Context(),
+		Spec{Service: ServiceH264p720}, "", filepath.Join(dir, "o.mp4")))
+	got, err := os.ReadFile(calls)
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(got), "\n"), "one invocation: %q", got)
+	require.NotContains(t, string(got), "-version")
+	require.Contains(t, string(got), "-hide_banner")
 }

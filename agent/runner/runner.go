@@ -48,12 +48,9 @@ func Builtin(clk clock.Clock, ffmpegPath string) map[string]Runner {
 // on PATH. The agent calls it at start-up when it offers an FFmpeg service,
 // so a missing binary is reported once, clearly, instead of failing every job.
 func LookFFmpeg(path string) (string, error) {
-	if path == "" {
-		path = defaultFFmpegBinary
-	}
-	p, err := exec.LookPath(path)
+	p, err := findFFmpeg(path)
 	if err != nil {
-		return "", fmt.Errorf("find ffmpeg (install it, e.g. `brew install ffmpeg` or `apt-get install ffmpeg`, or pass its path): %w", err)
+		return "", err
 	}
 	// Found is not enough: a broken install (a shared library missing at
 	// run time) only shows when the binary runs.
@@ -62,6 +59,21 @@ func LookFFmpeg(path string) (string, error) {
 	if out, err := exec.CommandContext(ctx, p, "-version").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("ffmpeg at %s does not run (`%s -version`: %v: %s); the install is broken, reinstall it",
 			p, p, err, firstLine(out))
+	}
+	return p, nil
+}
+
+// findFFmpeg resolves the binary without running it. A job uses it, not
+// LookFFmpeg: the start-up probe already ran the binary, and a probe with a
+// wall-clock timeout run inside a job is killed when the Mac sleeps through
+// it, which would fail the job for good (runner_failed) on a sound install.
+func findFFmpeg(path string) (string, error) {
+	if path == "" {
+		path = defaultFFmpegBinary
+	}
+	p, err := exec.LookPath(path)
+	if err != nil {
+		return "", fmt.Errorf("find ffmpeg (install it, e.g. `brew install ffmpeg` or `apt-get install ffmpeg`, or pass its path): %w", err)
 	}
 	return p, nil
 }
