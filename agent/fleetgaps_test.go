@@ -123,7 +123,12 @@ func TestFullTmpfsFailsRetryableStopsOffersAndResumesWhenFreed(t *testing.T) {
 	mountTmpfs(t, work, 1<<20)
 	b := setup(t, func(c *Config) { c.WorkDir = work; c.MinFreeBytes = 256 << 10 })
 	c := b.gw.nextConn(t)
-	shortWelcome(c, t)
+	// A 3 s lease TTL: the agent pings and re-checks the disk every second
+	// (a third of it), so a pong late by a loaded machine's 200 ms does not
+	// drop this session: the test is about the disk, and a reconnect would
+	// lose the frames it waits for.
+	next[protocol.Hello](t, c)
+	c.send(t, &protocol.Welcome{Type: protocol.TypeWelcome, DeviceID: "dev-1", LeaseTTLMs: 3_000, HeartbeatMs: 60_000})
 
 	// Mid-render: a 2 MiB output on a 1 MiB file system.
 	o := b.gw.offer(runner.ServiceSynthetic, map[string]string{"mdat_bytes": "2097152"}, nil)

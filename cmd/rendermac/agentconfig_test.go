@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/agent"
 )
 
 // Flags beat RENDERMAC_* variables, which beat the config file.
@@ -24,7 +26,8 @@ func TestAgentConfigPrecedence(t *testing.T) {
 	f, err := parseAgentFlags(nil, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, agentFlags{services: "synthetic.mp4", slots: 3, work: "/file/work", tokenFile: "/file/device.json",
-		logLevel: "warn", name: "from-file", config: cfg}, f, "the file alone")
+		logLevel: "warn", name: "from-file", config: cfg, logFormat: "text", minFreeMB: agent.DefaultMinFreeBytes >> 20,
+		pingInterval: agent.DefaultPingInterval, pingTimeout: agent.DefaultPingTimeout}, f, "the file alone")
 
 	t.Setenv("RENDERMAC_SLOTS", "5")
 	t.Setenv("RENDERMAC_WORK", "/env/work")

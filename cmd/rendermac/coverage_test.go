@@ -20,7 +20,7 @@ func modelQualify(t *testing.T, extra ...string) (error, string, evidence.Card) 
 	t.Helper()
 	out := t.TempDir()
 	args := append([]string{"--seeds", "150", "--steps", "200", "--pg-seeds", "0", "--stack-seeds", "0", "--no-scenarios",
-		"--determinism-seeds", "0", "--no-timings", "--workers", "1", "--out", out}, extra...)
+		"--determinism-seeds", "0", "--no-timings", "--no-fleet", "--workers", "1", "--out", out}, extra...)
 	var so, se bytes.Buffer
 	err := runQualify(context.Background(), args, &so, &se)
 	js, globErr := filepath.Glob(filepath.Join(out, "*-qualification.json"))

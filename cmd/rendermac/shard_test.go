@@ -22,7 +22,7 @@ import (
 func qualifyInto(t *testing.T, dir string, wantFail bool, args ...string) map[string][]byte {
 	t.Helper()
 	var so, se bytes.Buffer
-	err := runQualify(context.Background(), append(slices.Clone(args), "--out", dir), &so, &se)
+	err := runQualify(context.Background(), append(slices.Clone(args), "--no-fleet", "--out", dir), &so, &se)
 	if wantFail {
 		require.Equal(t, exitError{1}, err, "stdout:\n%s\nstderr:\n%s", so.String(), se.String())
 	} else {
