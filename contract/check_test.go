@@ -1,6 +1,8 @@
 package contract
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,8 +44,11 @@ func TestMovedCodeIsReported(t *testing.T) {
 		t.Fatal("the SPEC's retryable list moved: update the test's edit")
 	}
 	f := failed(Check(spec, docs.Semantics, Protocol()))
+	// The lists' lines, found in the text (not fixed: the SPEC grows).
+	at := strings.Count(spec[:strings.Index(spec, "Retryable: `no_capacity`")], "\n") + 1
+	lines := []string{fmt.Sprintf("docs/SPEC.md:%d", at), fmt.Sprintf("docs/SPEC.md:%d", at+1)}
 	for _, table := range []string{"retryable failure codes", "non-retryable failure codes"} {
-		if r, ok := f[table]; !ok || !strings.Contains(r.Detail, "`internal_error`") || r.Source != "docs/SPEC.md:106" && r.Source != "docs/SPEC.md:107" {
+		if r, ok := f[table]; !ok || !strings.Contains(r.Detail, "`internal_error`") || !slices.Contains(lines, r.Source) {
 			t.Errorf("%s: want internal_error reported at its SPEC line, got %+v", table, r)
 		}
 	}

@@ -166,11 +166,9 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 	svc, gw, a := as.Service, as.Gateway, as.API
 	as.Metrics.RegisterDB(store.DBCounter(pool))
 	as.Metrics.RegisterGauges(func(ctx context.Context) (metrics.Gauges, error) {
-		now, pinned := f.Clock.Pinned()
-		if !pinned {
-			now = time.Time{} // the database's clock
-		}
-		g, err := store.ReadGauges(ctx, pool, now)
+		// Zero unless the clock is pinned (nil is clock.Real): the
+		// database's clock.
+		g, err := store.ReadGauges(ctx, pool, clock.PinnedNow(f.Clock))
 		return metrics.Gauges(g), err
 	})
 	deliverer, err := webhook.New(pool, key, as.Metrics, log, webhook.Config{Clock: f.Clock})
