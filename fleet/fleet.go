@@ -132,11 +132,11 @@ type run struct {
 	faults   soak.FaultCounts
 	lastHeal atomic.Int64 // unix nanos of the last fault's end
 
+	accepted   soak.AcceptedJobs
 	mu         sync.Mutex
-	accepted   map[string]bool
 	violations []string // found while running (Wi-Fi reconnects)
 
-	submitted, acceptedN, refused, cancels atomic.Int64
+	submitted, refused, cancels atomic.Int64
 }
 
 // Run runs one fleet campaign and returns its report. The error is for a
@@ -147,7 +147,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, errors.New("fleet: Config.Bin (the rendermac binary) is required")
 	}
 	began := time.Now()
-	r := &run{cfg: cfg, accepted: map[string]bool{}, httpc: &http.Client{Timeout: 15 * time.Second}}
+	r := &run{cfg: cfg, httpc: &http.Client{Timeout: 15 * time.Second}}
 	defer r.httpc.CloseIdleConnections()
 	defer r.close()
 	if err := r.setup(ctx); err != nil {
@@ -184,10 +184,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, Agents: cfg.Agents, Gateways: cfg.Gateways, Rate: cfg.Rate,
 		Variant: cfg.AgentVariant, Drained: drained, DrainTime: drainTime, DrainBound: cfg.DrainBound,
 		Faults: r.faults.Counts(FaultKinds()), TmpfsDisks: r.tmpfsOK, FFmpeg: r.ffmpeg,
-		Submitted: r.submitted.Load(), Accepted: r.acceptedN.Load(), Refused: r.refused.Load(), Cancels: r.cancels.Load()}
+		Submitted: r.submitted.Load(), Accepted: r.accepted.Count(), Refused: r.refused.Load(), Cancels: r.cancels.Load()}
 	rep.Soak.Stats.Faults = r.faults.Total()
 	if err := soak.RunChecks(ctx, soak.CheckEnv{DB: r.obs, Hook: r.hook, ArtifactDir: r.arts,
-		Accepted: r.acceptedIDs(), Buyers: buyers}, &rep.Soak); err != nil {
+		Accepted: r.accepted.IDs(), Buyers: buyers}, &rep.Soak); err != nil {
 		return nil, err
 	}
 	if err := r.check(ctx, rep); err != nil {
@@ -421,7 +421,7 @@ func (r *run) submit(ctx context.Context) {
 				r.refused.Add(1)
 				return
 			}
-			r.accept(id)
+			r.accepted.Add(id)
 			if !cancelIt {
 				return
 			}
@@ -451,23 +451,6 @@ func (r *run) eachGateway(first int, try func(base string) bool) {
 			return
 		}
 	}
-}
-
-func (r *run) accept(id string) {
-	r.mu.Lock()
-	r.accepted[id] = true
-	r.mu.Unlock()
-	r.acceptedN.Add(1)
-}
-
-func (r *run) acceptedIDs() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.accepted))
-	for id := range r.accepted {
-		out = append(out, id)
-	}
-	return out
 }
 
 func (r *run) violation(format string, args ...any) {

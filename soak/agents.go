@@ -116,7 +116,7 @@ func (s *stack) submit(ctx context.Context) {
 				s.refused.Add(1)
 				return
 			}
-			s.accept(job.ID)
+			s.accepted.Add(job.ID)
 			if cancelIt {
 				select {
 				case <-ctx.Done():

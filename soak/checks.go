@@ -51,7 +51,7 @@ type checker struct{ CheckEnv }
 // check runs every check over the rows the soak left and the receiver's
 // record, into rep.
 func (s *stack) check(ctx context.Context, rep *Report) error {
-	return RunChecks(ctx, CheckEnv{DB: s.obs, Hook: s.hook, ArtifactDir: s.dir, Accepted: s.acceptedIDs(), Buyers: buyers}, rep)
+	return RunChecks(ctx, CheckEnv{DB: s.obs, Hook: s.hook, ArtifactDir: s.dir, Accepted: s.accepted.IDs(), Buyers: buyers}, rep)
 }
 
 // RunChecks runs every end-of-run check over the rows left and the

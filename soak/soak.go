@@ -146,16 +146,15 @@ type stack struct {
 	planeStop context.CancelFunc
 	planeDone chan error
 
-	acceptedMu sync.Mutex
-	accepted   map[string]bool
+	accepted AcceptedJobs
 
-	submitted, acceptedN, refused atomic.Int64
-	commits, fails, cancels       atomic.Int64
-	faults                        FaultCounts
+	submitted, refused      atomic.Int64
+	commits, fails, cancels atomic.Int64
+	faults                  FaultCounts
 }
 
 func (s *stack) stats() Stats {
-	return Stats{Submitted: s.submitted.Load(), Accepted: s.acceptedN.Load(), Refused: s.refused.Load(),
+	return Stats{Submitted: s.submitted.Load(), Accepted: s.accepted.Count(), Refused: s.refused.Load(),
 		Commits: s.commits.Load(), Fails: s.fails.Load(), Cancels: s.cancels.Load(), Faults: s.faults.Total()}
 }
 
@@ -164,7 +163,7 @@ func (s *stack) stats() Stats {
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	began := time.Now()
-	s := &stack{cfg: cfg, accepted: map[string]bool{}, httpc: &http.Client{Timeout: 15 * time.Second}}
+	s := &stack{cfg: cfg, httpc: &http.Client{Timeout: 15 * time.Second}}
 	defer s.httpc.CloseIdleConnections()
 	if err := s.setup(ctx); err != nil {
 		s.close()
@@ -429,21 +428,4 @@ func Drain(ctx context.Context, db *pgxpool.Pool, d time.Duration, log io.Writer
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-func (s *stack) accept(id string) {
-	s.acceptedMu.Lock()
-	s.accepted[id] = true
-	s.acceptedMu.Unlock()
-	s.acceptedN.Add(1)
-}
-
-func (s *stack) acceptedIDs() []string {
-	s.acceptedMu.Lock()
-	defer s.acceptedMu.Unlock()
-	out := make([]string, 0, len(s.accepted))
-	for id := range s.accepted {
-		out = append(out, id)
-	}
-	return out
 }

@@ -27,7 +27,7 @@ func TestShortSoak(t *testing.T) {
 	cfg.afterChecks = func(ctx context.Context, s *stack) {
 		// A job accepted but never stored; a webhook marked delivered that
 		// the receiver never acknowledged; a buyer charged twice.
-		s.accept("00000000-0000-4000-8000-00000000beef")
+		s.accepted.Add("00000000-0000-4000-8000-00000000beef")
 		got := s.hook.got
 		s.hook.mu.Lock()
 		for id := range got {
