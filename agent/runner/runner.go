@@ -14,6 +14,9 @@ import (
 type Spec struct {
 	Service string
 	Params  map[string]string
+	// Progress, when not nil, receives the runner's own progress as a
+	// fraction in 0..1, increasing; a runner that cannot tell never calls it.
+	Progress func(fraction float64)
 }
 
 // Runner produces outputPath from inputPath ("" when the job has no input).
