@@ -57,7 +57,7 @@ func (a *Agent) execute(at *attempt, dir string) *decision {
 	}
 	a.setPhase(at, protocol.AttemptRunning)
 	outPath := filepath.Join(dir, "output.mp4")
-	err = r.Run(at.ctx, runner.Spec{Service: o.Service, Params: o.Params}, input, outPath)
+	err = r.Run(at.ctx, runner.Spec{Service: o.Service, Params: o.Params, Progress: a.renderProgress(at)}, input, outPath)
 	if d, stop := a.stepped(at, protocol.FailRunnerFailed, err); stop {
 		return d
 	}
@@ -79,6 +79,21 @@ func (a *Agent) execute(at *attempt, dir string) *decision {
 		return d
 	}
 	return &decision{output: &out}
+}
+
+// renderProgress is the runner's progress callback for at: it logs the
+// fraction each time it passes another tenth, so an operator can follow a
+// long render (the wire's progress frame carries the phase only).
+func (a *Agent) renderProgress(at *attempt) func(float64) {
+	logged := -1
+	return func(f float64) {
+		tenth := int(f * 10)
+		if tenth <= logged {
+			return
+		}
+		logged = tenth
+		a.log.Info("render progress", append(at.logAttrs(), "percent", tenth*10)...)
+	}
 }
 
 // stepped decides whether the pipeline stops after a step. A stopped

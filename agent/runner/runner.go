@@ -15,7 +15,8 @@ type Spec struct {
 	Service string
 	Params  map[string]string
 	// Progress, when not nil, receives the runner's own progress as a
-	// fraction in 0..1, increasing; a runner that cannot tell never calls it.
+	// fraction in 0..1, increasing, from one goroutine at a time; a runner
+	// that cannot tell never calls it.
 	Progress func(fraction float64)
 }
 

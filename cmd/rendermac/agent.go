@@ -28,7 +28,7 @@ const pairTimeout = 30 * time.Second
 
 type agentFlags struct {
 	server, pair, tokenFile, services, work, name, ffmpeg, logLevel, config string
-	failover, logFormat                                                     string
+	failover, logFormat, commandServices                                    string
 	slots                                                                   int
 	minFreeMB                                                               int64
 	pingInterval, pingTimeout                                               time.Duration
@@ -61,7 +61,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log := slog.New(handler)
 	services := splitList(f.services)
-	runners, err := agentRunners(services, f.ffmpeg)
+	runners, err := agentRunners(services, f.ffmpeg, f.commandServices)
 	if err != nil {
 		return err
 	}
@@ -88,15 +88,17 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	var f agentFlags
-	set := newFlagSet("agent", "--server URL (--pair CODE | --token-file F) --services LIST --slots N --work DIR [--name NAME] [--ffmpeg PATH] [--config FILE]\n       rendermac agent install [AGENT FLAGS] | uninstall | status   (macOS: a launchd agent)", stderr)
+	set := newFlagSet("agent", "--server URL (--pair CODE | --token-file F) --services LIST --slots N --work DIR [--name NAME] [--ffmpeg PATH] [--command-service NAME=FILE,...] [--config FILE]\n       rendermac agent install [AGENT FLAGS] | uninstall | status   (macOS: a launchd agent)", stderr)
 	set.StringVar(&f.server, "server", "", "control plane base URL (http or https); required with --pair")
 	set.StringVar(&f.pair, "pair", "", "pairing code from 'rendermac admin': pair this device, write --token-file, then run")
 	set.StringVar(&f.tokenFile, "token-file", "", "device credentials file, mode 0600 (default $HOME/.rendermac/device.json)")
-	set.StringVar(&f.services, "services", "", "comma-separated services to offer: "+strings.Join(builtinServices(), ", "))
+	set.StringVar(&f.services, "services", "", "comma-separated services to offer: "+strings.Join(builtinServices(), ", ")+", or one named by --command-service")
 	set.IntVar(&f.slots, "slots", 1, "attempts run at once (1..64)")
 	set.StringVar(&f.work, "work", "", "work directory for inputs and outputs while attempts run")
 	set.StringVar(&f.name, "name", "", "device name shown to operators when pairing (default: host name)")
 	set.StringVar(&f.ffmpeg, "ffmpeg", "", "ffmpeg binary (default: ffmpeg on PATH)")
+	set.StringVar(&f.commandServices, "command-service", "",
+		"comma-separated NAME=FILE: service NAME runs the operator's renderer configured by the JSON file FILE (command runner: README, SPEC section 5)")
 	set.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	set.StringVar(&f.config, "config", os.Getenv("RENDERMAC_CONFIG"),
 		"JSON file of settings by flag name (env RENDERMAC_CONFIG); flags beat RENDERMAC_<FLAG> variables, which beat the file")
@@ -171,14 +173,25 @@ func agentCredentials(ctx context.Context, f agentFlags, services []string, stdo
 	return c, nil
 }
 
-// agentRunners checks the services against the built-in runners and, when
-// an FFmpeg service is offered, that ffmpeg exists, so a missing binary is a
-// start-up error rather than a failed job per offer.
-func agentRunners(services []string, ffmpegPath string) (map[string]runner.Runner, error) {
+// agentRunners checks the services against the built-in runners and the
+// command services (NAME=FILE pairs of commandServices) and, when an FFmpeg
+// service is offered, that ffmpeg exists, and for a command service that its
+// program exists, so a missing binary is a start-up error rather than a
+// failed job per offer.
+func agentRunners(services []string, ffmpegPath, commandServices string) (map[string]runner.Runner, error) {
+	commands, err := commandRunners(commandServices)
+	if err != nil {
+		return nil, err
+	}
+	available := builtinServices()
+	for name := range commands {
+		available = append(available, name)
+	}
+	slices.Sort(available)
 	needFFmpeg := false
 	for _, s := range services {
-		if !slices.Contains(builtinServices(), s) {
-			return nil, usageError{fmt.Sprintf("--services: unknown service %q (available: %s)", s, strings.Join(builtinServices(), ", "))}
+		if !slices.Contains(available, s) {
+			return nil, usageError{fmt.Sprintf("--services: unknown service %q (available: %s)", s, strings.Join(available, ", "))}
 		}
 		needFFmpeg = needFFmpeg || strings.HasPrefix(s, "ffmpeg.")
 	}
@@ -189,7 +202,45 @@ func agentRunners(services []string, ffmpegPath string) (map[string]runner.Runne
 		}
 		ffmpegPath = p
 	}
-	return runner.Builtin(clock.Real{}, ffmpegPath), nil
+	runners := runner.Builtin(clock.Real{}, ffmpegPath)
+	for name, c := range commands {
+		if !slices.Contains(services, name) {
+			continue
+		}
+		if err := c.Check(); err != nil {
+			return nil, fmt.Errorf("--command-service %s: %w", name, err)
+		}
+		runners[name] = c
+	}
+	return runners, nil
+}
+
+// commandRunners reads the --command-service list: NAME=FILE pairs, each a
+// command runner's JSON config (runner.CommandConfig).
+func commandRunners(list string) (map[string]*runner.Command, error) {
+	out := map[string]*runner.Command{}
+	for _, pair := range splitList(list) {
+		name, file, ok := strings.Cut(pair, "=")
+		name, file = strings.TrimSpace(name), strings.TrimSpace(file)
+		switch {
+		case !ok || name == "" || file == "":
+			return nil, usageError{fmt.Sprintf("--command-service %q: want NAME=FILE", pair)}
+		case slices.Contains(builtinServices(), name):
+			return nil, usageError{fmt.Sprintf("--command-service %s: the name of a built-in service", name)}
+		case out[name] != nil:
+			return nil, usageError{fmt.Sprintf("--command-service %s: named twice", name)}
+		}
+		cfg, err := runner.LoadCommandConfig(file)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("--command-service %s: %v", name, err)}
+		}
+		c, err := runner.NewCommand(cfg)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("--command-service %s (%s): %v", name, file, err)}
+		}
+		out[name] = c
+	}
+	return out, nil
 }
 
 func builtinServices() []string {
