@@ -243,16 +243,23 @@ func (s *stack) events(id string) []api.Event {
 // state seen after jobTimeout. Polling the public API is the only
 // synchronization: no fixed sleeps.
 func (s *stack) waitJob(id, what string, cond func(api.JobDetail) bool) api.JobDetail {
+	s.t.Helper()
+	return s.waitJobWithin(jobTimeout, id, what, cond)
+}
+
+// waitJobWithin is waitJob with a bound of its own, for a job whose runner
+// takes longer than jobTimeout (a real render).
+func (s *stack) waitJobWithin(limit time.Duration, id, what string, cond func(api.JobDetail) bool) api.JobDetail {
 	t := s.t
 	t.Helper()
-	deadline := time.Now().Add(jobTimeout)
+	deadline := time.Now().Add(limit)
 	for {
 		d := s.job(id)
 		if cond(d) {
 			return d
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("job %s: not %s within %v; last seen: %s", id, what, jobTimeout, describe(d))
+			t.Fatalf("job %s: not %s within %v; last seen: %s", id, what, limit, describe(d))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -368,6 +375,16 @@ FROM job_attempts WHERE job_id = $1 ORDER BY attempt_number`, jobID)
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+// firstTrySucceeded is the journal of a job whose first attempt succeeds:
+// every phase the agent went through, in order, attempt rows before the job
+// row of the same step.
+var firstTrySucceeded = []string{
+	"job:>queued", "attempt:>leased", "job:queued>active",
+	"attempt:leased>downloading", "attempt:downloading>running", "attempt:running>uploading",
+	"attempt:uploading>committing", "job:active>verifying",
+	"attempt:committing>succeeded", "job:verifying>succeeded",
 }
 
 // transitions renders a journal as "kind:from>to" strings.

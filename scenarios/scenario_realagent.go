@@ -337,7 +337,9 @@ func (t *scAgentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 // cmdAgent drives a shipped agent running in this process:
 //
-//	agent start A [slots=N] [hold] [gateway=G]  pair device A and run the agent through a recording relay
+//	agent start A [slots=N] [hold] [gateway=G] [runner=command [limit_s=N]]
+//	                                            pair device A and run the agent through a recording relay;
+//	                                            runner=command: a command runner whose program runs 60 s unless stopped
 //	agent release A [n=N]                       let N held runs go
 //	agent await A sent|got TYPE [WORDS] [n=N] [since=T]
 //	                                            wait until the agent sent (got) N such frames
@@ -353,6 +355,7 @@ func (t *scAgentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // end of the scenario every such agent is stopped and its wire is checked
 // (checkWire).
 // Example: agent start a1 slots=1 hold
+// Example: agent start a1 slots=1 runner=command limit_s=1
 // Example: agent await a1 sent progress running j1#2
 // Example: agent await a1 got progress_ok j1#1 n=2
 // Example: agent await a1 sent dial_refused n=2 since=upload
@@ -427,11 +430,14 @@ func (r *scRun) startRealAgent(name string, st scStep) error {
 	if err != nil {
 		return err
 	}
+	inner, kind, err := scAgentRunner(st)
+	if err != nil {
+		return err
+	}
 	a := &scRealAgent{name: name, deviceID: deviceID, token: token, workDir: workDir,
 		relay: newRelay(r, name, gw.wsURL()),
-		gate: &scGatedRunner{inner: runner.Synthetic{Clock: clock.Real{}}, hold: slices.Contains(st.args[1:], "hold"),
-			permits: make(chan struct{}, 64)},
-		done: make(chan error, 1)}
+		gate:  &scGatedRunner{inner: inner, hold: slices.Contains(st.args[1:], "hold"), permits: make(chan struct{}, 64)},
+		done:  make(chan error, 1)}
 	if r.real == nil {
 		r.real = map[string]*scRealAgent{}
 	}
@@ -454,9 +460,37 @@ func (r *scRun) startRealAgent(name string, st scStep) error {
 	ctx, stop := context.WithCancel(context.WithoutCancel(r.ctx))
 	a.stop = stop
 	go func() { a.done <- ag.Run(ctx) }()
-	r.tl.add(laneAgent, fmt.Sprintf("%s: shipped agent started in process (slots=%d, runner synthetic.mp4%s) via a recording relay to %s",
-		name, slots, map[bool]string{true: ", held", false: ""}[a.gate.hold], gw.name))
+	r.tl.add(laneAgent, fmt.Sprintf("%s: shipped agent started in process (slots=%d, runner %s%s) via a recording relay to %s",
+		name, slots, kind, map[bool]string{true: ", held", false: ""}[a.gate.hold], gw.name))
 	return nil
+}
+
+// scAgentRunner is the runner an `agent start` serves the scenario's service
+// with: the built-in synthetic runner, or with runner=command the command
+// runner (agent/runner/command.go) over a program that reports progress and
+// then renders for a minute (far past any frame timeout) unless stopped,
+// with a time limit of limit_s seconds (default 600), so a script can watch
+// a stop or the time limit end it.
+func scAgentRunner(st scStep) (runner.Runner, string, error) {
+	switch kind := st.opt("runner", "synthetic"); kind {
+	case "synthetic":
+		return runner.Synthetic{Clock: clock.Real{}}, "synthetic.mp4", nil
+	case "command":
+		limit, err := optInt(st, "limit_s", 600)
+		if err != nil {
+			return nil, "", err
+		}
+		c, err := runner.NewCommand(runner.CommandConfig{
+			Argv:     []string{"sh", "-c", `echo "PROGRESS 0.5"; exec sleep 60`, "sh", runner.PlaceholderOutput},
+			TimeoutS: limit,
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		return c, fmt.Sprintf("command (renders for 60s unless stopped, limit %ds)", limit), nil
+	default:
+		return nil, "", fmt.Errorf("runner=%s: want synthetic or command", kind)
+	}
 }
 
 // pairDevice creates a device row for an agent of the script, with the

@@ -89,7 +89,7 @@ function launchInGroup(executablePath, userDataDir) {
       if (m) {
         proc.stderr.removeAllListeners('data');
         proc.stderr.resume();
-        resolve(puppeteer.connect({ browserWSEndpoint: m[1] }));
+        resolve(puppeteer.connect({ browserWSEndpoint: m[1] }).then((browser) => ({ browser, proc })));
       }
     });
   });
@@ -100,7 +100,7 @@ async function main() {
   if (!paramsFile || !output) fail('usage: render.js PARAMS_JSON_FILE OUTPUT_MP4');
   const p = readParams(paramsFile);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'render-'));
-  const browser = await launchInGroup(process.env.CHROMIUM_PATH || '/usr/bin/chromium', path.join(tmp, 'profile'));
+  const { browser, proc } = await launchInGroup(process.env.CHROMIUM_PATH || '/usr/bin/chromium', path.join(tmp, 'profile'));
   const url = 'file://' + path.join(__dirname, 'composition.html') + '#' +
     encodeURIComponent(JSON.stringify({ title: p.title, background: p.background, duration_s: p.duration_s }));
   await timecut({
@@ -122,7 +122,21 @@ async function main() {
   if (size === 0) {
     fail('ffmpeg wrote no output (its log is above)');
   }
-  fs.rmSync(tmp, { recursive: true, force: true });
+  // timecut closed the browser; it still writes its profile while it shuts
+  // down, so wait for it (5 s at most) before removing the temp dir.
+  if (proc.exitCode === null && proc.signalCode === null) {
+    await new Promise((resolve) => {
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 5000);
+      proc.once('exit', () => { clearTimeout(timer); resolve(); });
+    });
+  }
+  try {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  } catch (err) {
+    // The output is done; a leftover temp dir is not a failed render (the
+    // agent removes its scratch dir, TMPDIR, after the job anyway).
+    console.error(`render.js: could not remove ${tmp}: ${err.message}`);
+  }
   console.error(`render.js: wrote ${output} (${size} bytes)`);
 }
 
