@@ -261,6 +261,11 @@ func (c *Command) Run(ctx context.Context, spec Spec, inputPath, outputPath stri
 	if !filepath.IsAbs(outputPath) || (inputPath != "" && !filepath.IsAbs(inputPath)) {
 		return errors.New("command runner: input and output paths must be absolute")
 	}
+	if ctx.Err() != nil {
+		// Stopped before it started (a cancel while the input downloaded):
+		// do not start a renderer only to kill it.
+		return fmt.Errorf("command %s not started: %w", c.cfg.Argv[0], context.Cause(ctx))
+	}
 	bin, err := c.program()
 	if err != nil {
 		return err

@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -230,6 +232,20 @@ func TestCommandOutputIsBounded(t *testing.T) {
 	require.LessOrEqual(t, len(ce.Output), stderrTailBytes)
 	// The agent recognises a full disk by this text (package agent, disk.go).
 	require.Contains(t, err.Error(), "No space left on device")
+}
+
+// A run whose attempt was stopped before it began starts nothing.
+func TestCommandStoppedBeforeStartRunsNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := runScript(t, `echo ran > "$1"`, CommandConfig{Argv: []string{"{output}"}})
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cause := errors.New("lease lost")
+	cancel(cause)
+	out := filepath.Join(dir, "o.mp4")
+	require.ErrorIs(t, c.Run(ctx, Spec{}, "", out), cause)
+	_, err := os.Stat(out)
+	require.ErrorIs(t, err, os.ErrNotExist, "the program did not run")
 }
 
 func TestCommandRejectsRelativePaths(t *testing.T) {
