@@ -21,9 +21,24 @@ build:
 # kills at; -tags mutations compiles in the broken variants the harness must
 # catch (--server-variant); production builds (make build) have neither,
 # which TestDefaultBuild* checks from the tagged build.
+#
+# JUNIT=FILE also writes both runs as one JUnit XML report (for CI test
+# views) through gotestsum, pinned and fetched by `go run` (nothing else to
+# install); the exit status is still the tests'. Without JUNIT nothing
+# changes.
+GOTESTSUM ?= gotest.tools/gotestsum@v1.13.0
+JUNIT     ?=
+TEST_RACE    = $(GO) test -race -count=1 -timeout 14m -tags $(TAGS) $(PKGS)
+TEST_DEFAULT = $(GO) test -count=1 ./server/faultpoint/
+
 test:
-	$(GO) test -race -count=1 -timeout 14m -tags $(TAGS) $(PKGS)
-	$(GO) test -count=1 ./server/faultpoint/   # the production build: fault points are no-ops
+ifeq ($(JUNIT),)
+	$(TEST_RACE)
+	$(TEST_DEFAULT)   # the production build: fault points are no-ops
+else
+	$(GO) run $(GOTESTSUM) --junitfile $(JUNIT) --format testname --raw-command -- \
+	  sh -c 'st=0; $(TEST_RACE) -json || st=1; $(TEST_DEFAULT) -json || st=1; exit $$st'
+endif
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

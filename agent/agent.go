@@ -38,9 +38,14 @@ type Agent struct {
 	// slotsSent is the free-slot count the gateway last heard on sess.
 	slotsSent int
 	draining  bool // shutting down: report no free slots, refuse offers
+	hardStop  bool // Run's context ended: running attempts are being failed
 	stopping  bool // drained: close the session and do not reconnect
-	ran       bool
-	jobsCtx   context.Context // parent of every attempt's context
+	// drained is closed once a drain (Drain, or shutdown) finds no
+	// attempt left; Run then returns without failing anything.
+	drained     chan struct{}
+	drainedDone bool
+	ran         bool
+	jobsCtx     context.Context // parent of every attempt's context
 	// lowDisk says the work dir had less than MinFreeBytes free at the
 	// last look: the agent reports no free slot and refuses offers.
 	lowDisk bool
@@ -72,6 +77,7 @@ func New(cfg Config) (*Agent, error) {
 		attempts: make(map[string]*attempt),
 		wake:     make(chan struct{}, 1),
 		removed:  make(chan struct{}, 1),
+		drained:  make(chan struct{}),
 	}, nil
 }
 
@@ -81,8 +87,9 @@ type fatalError struct{ err error }
 func (e *fatalError) Error() string { return e.err.Error() }
 func (e *fatalError) Unwrap() error { return e.err }
 
-// Run connects, serves lease offers and reconnects until ctx ends, then
-// shuts down: it reports no free slots, fails every running attempt with
+// Run connects, serves lease offers and reconnects until ctx ends or a
+// Drain has let every attempt end (then it returns nil having failed
+// nothing). When ctx ends it shuts down: it reports no free slots, fails every running attempt with
 // provider_offline, waits up to ShutdownTimeout for the results, closes the
 // session with status 1000 and returns nil once every goroutine it started
 // has ended. It returns an error only when it cannot work at all: the work
@@ -117,6 +124,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		a.log.Info("shutting down")
 		a.drain(stopJobs)
+		a.closeSession()
+		stopConn()
+		<-loopDone
+	case <-a.drained:
+		a.log.Info("drained: every attempt ended; stopping")
 		a.closeSession()
 		stopConn()
 		<-loopDone
@@ -178,6 +190,7 @@ func reconnectDelay(next time.Duration, err error) time.Duration {
 func (a *Agent) drain(stopJobs context.CancelCauseFunc) {
 	a.mu.Lock()
 	a.draining = true
+	a.hardStop = true
 	a.mu.Unlock()
 	stopJobs(errShutdown)
 	signal(a.wake)
@@ -197,6 +210,32 @@ func (a *Agent) drain(stopJobs context.CancelCauseFunc) {
 				"attempts", n)
 			return
 		}
+	}
+}
+
+// Drain stops taking work and lets running attempts finish: from now on
+// the gateway hears no free slot (hello and slots), an offer that still
+// arrives is refused with fail no_capacity, and Run returns once the
+// last attempt has ended (its commit or fail answered), closing the
+// session normally. Ending Run's context meanwhile still fails what runs
+// as provider_offline. Drain may be called from any goroutine, more than
+// once.
+func (a *Agent) Drain() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.draining {
+		a.log.Info("draining: taking no more offers; running attempts finish", "attempts", len(a.attempts))
+	}
+	a.draining = true
+	a.checkDrainedLocked()
+	signal(a.wake) // a session reports no free slot
+}
+
+// checkDrainedLocked closes drained once a drain has no attempt left.
+func (a *Agent) checkDrainedLocked() {
+	if a.draining && len(a.attempts) == 0 && !a.drainedDone {
+		a.drainedDone = true
+		close(a.drained)
 	}
 }
 

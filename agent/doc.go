@@ -14,6 +14,10 @@
 // answers that final frame (or says the attempt is gone), matching the
 // control plane's rule that a slot is released after the deciding transaction.
 //
+// Stopping: ending Run's context fails what runs as provider_offline;
+// Drain (RunSignalled's first SIGTERM or SIGINT) instead reports no free
+// slot and lets running attempts finish before Run returns.
+//
 // Secrets: the device token travels only in the WebSocket handshake header,
 // and commit tokens only in commit and fail frames; neither is logged, and a
 // commit token is dropped when its attempt ends. The agent imports protocol

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // LaunchdLabel names the agent's launchd job.
@@ -26,6 +27,10 @@ type LaunchdJob struct {
 	StdoutLog string
 	StderrLog string
 	WorkDir   string
+	// ExitTimeout is how long launchd waits after its SIGTERM before it
+	// sends SIGKILL (ExitTimeOut; launchd's default is 20 s); set it
+	// beyond the drain timeout so a drain can finish. 0 leaves it out.
+	ExitTimeout time.Duration
 }
 
 // LaunchdPaths are where install writes, for a user with home directory
@@ -79,6 +84,10 @@ func (j LaunchdJob) Plist() []byte {
 	b.WriteString("\t<integer>10</integer>\n")
 	key("ProcessType") // renders are the point: no background throttling
 	str("\t", "Interactive")
+	if j.ExitTimeout > 0 {
+		key("ExitTimeOut") // launchd's SIGTERM-to-SIGKILL grace: the agent's drain
+		fmt.Fprintf(&b, "\t<integer>%d</integer>\n", int64((j.ExitTimeout+time.Second-1)/time.Second))
+	}
 	key("StandardOutPath")
 	str("\t", j.StdoutLog)
 	key("StandardErrorPath")

@@ -70,7 +70,8 @@ func (a *Agent) heartbeat(s *session) {
 }
 
 // accept takes a lease offer into a slot and starts its pipeline, or refuses
-// it at once with a fail when there is no slot or the agent is stopping.
+// it at once with a fail when there is no slot or the agent is draining or
+// stopping.
 func (a *Agent) accept(o *protocol.LeaseOffer) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -92,8 +93,11 @@ func (a *Agent) accept(o *protocol.LeaseOffer) {
 	a.log.Info("lease offer", append(at.logAttrs(), "attempt_number", o.AttemptNumber, "lease_epoch", o.LeaseEpoch)...)
 	free := a.checkDiskLocked()
 	switch {
-	case a.draining:
+	case a.draining && a.hardStop:
 		at.final = at.frame(&decision{code: protocol.FailProviderOffline, message: "agent is shutting down"})
+	case a.draining:
+		a.log.Info("offer while draining; refusing it", at.logAttrs()...)
+		at.final = at.frame(&decision{code: protocol.FailNoCapacity, message: "agent is draining"})
 	case len(a.attempts) > a.cfg.Slots:
 		a.log.Warn("offer beyond free slots; refusing it", at.logAttrs()...)
 		at.final = at.frame(&decision{code: protocol.FailNoCapacity, message: "no free slot"})
@@ -145,6 +149,7 @@ func (a *Agent) endLocked(at *attempt, cause error) {
 	at.forget(cause)
 	signal(a.wake)
 	signal(a.removed)
+	a.checkDrainedLocked()
 }
 
 // held returns the attempt the gateway names, or nil (logged) when this

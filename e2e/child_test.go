@@ -7,7 +7,10 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,10 +30,14 @@ const (
 	envChildAgent = "RENDERMAC_E2E_CHILD_AGENT"
 	envTokenFile  = "RENDERMAC_E2E_TOKEN_FILE"
 	envWorkDir    = "RENDERMAC_E2E_WORK_DIR"
+	// envDrainTimeout is the child's drain bound (Go duration; default
+	// agent.DefaultDrainTimeout).
+	envDrainTimeout = "RENDERMAC_E2E_DRAIN_TIMEOUT"
 )
 
 // runChildAgent is the child process: it loads the device credentials from
-// the token file and runs the agent until it is killed.
+// the token file and runs the agent until it is killed or signalled, taking
+// SIGTERM, SIGINT and SIGQUIT as `rendermac agent` does (RunSignalled).
 func runChildAgent() int {
 	creds, err := agent.LoadCredentials(os.Getenv(envTokenFile))
 	if err != nil {
@@ -47,7 +54,10 @@ func runChildAgent() int {
 		fmt.Fprintln(os.Stderr, "child agent:", err)
 		return 2
 	}
-	if err := a.Run(context.Background()); err != nil {
+	drain, _ := time.ParseDuration(os.Getenv(envDrainTimeout))
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt, syscall.SIGQUIT)
+	if err := a.RunSignalled(context.Background(), sigs, drain); err != nil {
 		fmt.Fprintln(os.Stderr, "child agent:", err)
 		return 1
 	}
@@ -57,19 +67,27 @@ func runChildAgent() int {
 // childAgent is an agent process started by startChildAgent.
 type childAgent struct {
 	cmd  *exec.Cmd
+	logs *logBuffer
 	once sync.Once
+	// exited is closed when the process has been reaped (err is Wait's).
+	exited chan struct{}
+	err    error
 }
 
 // startChildAgent starts an agent process with the device credentials in
 // tokenFile. It is killed when the test ends, if not before.
-func startChildAgent(t *testing.T, tokenFile string) *childAgent {
+func startChildAgent(t *testing.T, tokenFile string, env ...string) *childAgent {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChildAgent+"=1", envTokenFile+"="+tokenFile, envWorkDir+"="+t.TempDir())
-	cmd.Stderr = newLogBuffer(t, "child agent process")
+	cmd.Env = append(append(os.Environ(), envChildAgent+"=1", envTokenFile+"="+tokenFile, envWorkDir+"="+t.TempDir()), env...)
+	c := &childAgent{cmd: cmd, logs: newLogBuffer(t, "child agent process"), exited: make(chan struct{})}
+	cmd.Stderr = c.logs
 	cmd.SysProcAttr = childSysProcAttr()
 	require.NoError(t, cmd.Start())
-	c := &childAgent{cmd: cmd}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.exited)
+	}()
 	t.Cleanup(c.kill)
 	return c
 }
@@ -78,6 +96,37 @@ func startChildAgent(t *testing.T, tokenFile string) *childAgent {
 func (c *childAgent) kill() {
 	c.once.Do(func() {
 		_ = c.cmd.Process.Kill()
-		_ = c.cmd.Wait()
+		<-c.exited
 	})
+}
+
+// signal sends sig to the process.
+func (c *childAgent) signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	require.NoError(t, c.cmd.Process.Signal(sig))
+}
+
+// waitExit waits for the process to exit on its own and returns Wait's
+// error (nil: exit status 0).
+func (c *childAgent) waitExit(t *testing.T, within time.Duration) error {
+	t.Helper()
+	select {
+	case <-c.exited:
+		return c.err
+	case <-time.After(within):
+		t.Fatalf("the agent process did not exit within %s", within)
+		return nil
+	}
+}
+
+// waitLog waits until the process has logged line.
+func (c *childAgent) waitLog(t *testing.T, line string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(c.logs.String(), line) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent process never logged %q", line)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

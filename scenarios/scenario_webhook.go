@@ -3,6 +3,7 @@ package scenarios
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,8 +13,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/metrics"
@@ -22,27 +25,43 @@ import (
 
 // Webhooks as a receiver meets them (SPEC section 6): an endpoint of the
 // buyer's that knows only what the contract tells it. It verifies every
-// POST's X-RenderMac-Signature itself (sha256= and the hex HMAC-SHA256 of
-// the raw body, keyed with the buyer's webhook secret as printed), never
-// through package webhook's own check, counts deliveries per job, refuses
-// the first POSTs of each delivery with a 500 to force retries, and
-// requires that every job's terminal event arrives at least once, with the
-// same bytes on every retry. Any bad signature fails the scenario.
+// POST's signatures itself, never through package webhook's own code: the
+// Standard Webhooks headers (webhook-id equal to the delivery id,
+// webhook-timestamp within rcvTolerance of the receiver's clock, and
+// webhook-signature "v1," + base64 HMAC-SHA256 of "id.timestamp.body"
+// keyed with the base64-decoded secret) and the deprecated
+// X-RenderMac-Signature (sha256= and the hex HMAC-SHA256 of the raw body,
+// keyed with the legacy secret string as printed). It counts deliveries
+// per job, refuses the first POSTs of each delivery with a 500 to force
+// retries, and requires that every job's terminal event arrives at least
+// once, with the same bytes and webhook-id on every retry. Any bad
+// signature or stale timestamp fails the scenario.
 
 // The receiver's view of the wire, written from the SPEC, not imported.
 const (
 	rcvSignatureHeader = "X-RenderMac-Signature"
 	rcvDeliveryHeader  = "X-RenderMac-Delivery"
 	rcvEventHeader     = "X-RenderMac-Event"
+	rcvIDHeader        = "webhook-id"
+	rcvTimestampHeader = "webhook-timestamp"
+	rcvStdSigHeader    = "webhook-signature"
+	rcvSecretPrefix    = "whsec_"
+	// rcvTolerance is the replay window the Standard Webhooks libraries
+	// use: a POST stamped further from the receiver's clock is refused.
+	rcvTolerance = 5 * time.Minute
 )
 
 // scReceiver is the buyer's independent webhook endpoint.
 type scReceiver struct {
 	srv *httptest.Server
 	// secret is the buyer's webhook secret, as the operator hands it over
-	// (`rendermac admin webhook-secret` prints it).
-	secret string
-	fail   int // the first fail POSTs of each delivery are answered 500
+	// (`rendermac admin webhook-secret` prints it); legacy is the key of
+	// the deprecated header (`rendermac admin webhook-secret --legacy`).
+	secret, legacy string
+	// now is the receiver's clock: the scenario's, which the deliverer's
+	// timestamps also come from.
+	now  func() time.Time
+	fail int // the first fail POSTs of each delivery are answered 500
 
 	mu  sync.Mutex
 	bad []string // why a POST was not a valid delivery
@@ -91,12 +110,15 @@ func (h *scReceiver) check(req *http.Request, body []byte, readErr error) string
 	sig := req.Header.Get(rcvSignatureHeader)
 	hexSig, ok := strings.CutPrefix(sig, "sha256=")
 	got, err := hex.DecodeString(hexSig)
-	m := hmac.New(sha256.New, []byte(h.secret))
+	m := hmac.New(sha256.New, []byte(h.legacy))
 	m.Write(body)
+	std := h.checkStandard(req.Header, body)
 	var d rcvDelivery
 	switch {
 	case req.Method != http.MethodPost || readErr != nil:
 		return fmt.Sprintf("%s with a body that could not be read (%v)", req.Method, readErr)
+	case std != "":
+		return std
 	case !ok || err != nil:
 		return fmt.Sprintf("signature header %q is not sha256=<hex>", sig)
 	case !hmac.Equal(got, m.Sum(nil)):
@@ -107,8 +129,43 @@ func (h *scReceiver) check(req *http.Request, body []byte, readErr error) string
 		return fmt.Sprintf("%s %q is not the body's delivery_id %s", rcvDeliveryHeader, req.Header.Get(rcvDeliveryHeader), d.DeliveryID)
 	case req.Header.Get(rcvEventHeader) != d.Event:
 		return fmt.Sprintf("%s %q is not the body's event %q", rcvEventHeader, req.Header.Get(rcvEventHeader), d.Event)
+	case req.Header.Get(rcvIDHeader) != d.DeliveryID.String():
+		return fmt.Sprintf("%s %q is not the body's delivery_id %s (it must stay one across retries)", rcvIDHeader,
+			req.Header.Get(rcvIDHeader), d.DeliveryID)
 	}
 	return ""
+}
+
+// checkStandard is the Standard Webhooks check as its specification words
+// it: the three headers present, the timestamp within rcvTolerance of now,
+// and one of the space-separated signatures equal to "v1," + base64
+// HMAC-SHA256(base64-decoded secret, id + "." + timestamp + "." + body).
+func (h *scReceiver) checkStandard(hd http.Header, body []byte) string {
+	id, ts, sigs := hd.Get(rcvIDHeader), hd.Get(rcvTimestampHeader), hd.Get(rcvStdSigHeader)
+	if id == "" || ts == "" || sigs == "" {
+		return fmt.Sprintf("missing a standard header: id %q, timestamp %q, signature %q", id, ts, sigs)
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return fmt.Sprintf("%s %q is not Unix seconds", rcvTimestampHeader, ts)
+	}
+	if skew := h.now().Sub(time.Unix(sec, 0)); skew > rcvTolerance || skew < -rcvTolerance {
+		return fmt.Sprintf("%s %s is %s from the receiver's clock: outside the %s replay window", rcvTimestampHeader, ts, skew, rcvTolerance)
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(h.secret, rcvSecretPrefix))
+	if err != nil {
+		return fmt.Sprintf("the secret is not whsec_<base64>: %v", err)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + ts + "."))
+	m.Write(body)
+	want := "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+	for _, s := range strings.Fields(sigs) {
+		if hmac.Equal([]byte(s), []byte(want)) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("no valid %s in %q over id %s, timestamp %s and the %d-byte body", rcvStdSigHeader, sigs, id, ts, len(body))
 }
 
 // badDeliveries fails on anything the receiver refused as invalid.
@@ -139,7 +196,8 @@ func cmdReceiver(r *scRun, st scStep) error {
 		if s.receiver != nil {
 			return errors.New("receiver start: already started")
 		}
-		h := &scReceiver{secret: webhook.BuyerSecret(scSigningKey, scBuyerID), fail: fail, bodies: map[string][]string{},
+		h := &scReceiver{secret: webhook.StandardSecret(scSigningKey, scBuyerID), legacy: webhook.BuyerSecret(scSigningKey, scBuyerID),
+			now: r.clock.Now, fail: fail, bodies: map[string][]string{},
 			refused: map[string]int{}, accepted: map[string]int{}, jobOf: map[string]string{}, eventOf: map[string]string{}}
 		h.srv = httptest.NewServer(h)
 		s.receiver = h

@@ -36,7 +36,7 @@ func adminCommands() []adminCommand {
 		{"pair-code", "[--ttl 10m] [--db URL]", "mint a single-use device pairing code (printed once)", adminPairCode},
 		{"list-devices", "[--db URL]", "list paired devices", adminListDevices},
 		{"revoke-device", "--id ID [--db URL]", "revoke a device: no more leases, no reconnects", adminRevokeDevice},
-		{"webhook-secret", "--buyer ID --signing-key-file F", "print a buyer's webhook signing secret", adminWebhookSecret},
+		{"webhook-secret", "--buyer ID --signing-key-file F [--legacy]", "print a buyer's webhook signing secret (whsec_<base64>, Standard Webhooks)", adminWebhookSecret},
 		{"gen-key", "FILE", "write a new 32-byte random signing key to FILE (mode 0600)", adminGenKey},
 	}
 }
@@ -123,7 +123,7 @@ func adminCreateBuyer(ctx context.Context, args []string, stdout, stderr io.Writ
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "webhook_secret: %s\n", webhook.BuyerSecret(key, id))
+		fmt.Fprintf(stdout, "webhook_secret: %s\nwebhook_secret_legacy: %s\n", webhook.StandardSecret(key, id), webhook.BuyerSecret(key, id))
 	}
 	fmt.Fprintln(stdout, "The API key is shown only this once; store it now.")
 	return nil
@@ -250,6 +250,7 @@ func adminWebhookSecret(_ context.Context, args []string, stdout, stderr io.Writ
 	f := adminFlagSet("webhook-secret", stderr, false)
 	buyer := f.String("buyer", "", "buyer id")
 	keyFile := f.String("signing-key-file", os.Getenv("RENDERMAC_SIGNING_KEY_FILE"), "the server's signing key")
+	legacy := f.Bool("legacy", false, "print the key of the deprecated X-RenderMac-Signature header instead of the Standard Webhooks secret")
 	if err := parseFlags(f.FlagSet, args); err != nil {
 		return err
 	}
@@ -260,7 +261,11 @@ func adminWebhookSecret(_ context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, webhook.BuyerSecret(key, *buyer))
+	if *legacy {
+		fmt.Fprintln(stdout, webhook.BuyerSecret(key, *buyer))
+	} else {
+		fmt.Fprintln(stdout, webhook.StandardSecret(key, *buyer))
+	}
 	return nil
 }
 

@@ -11,10 +11,12 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rendermac/rendermac/agent"
@@ -31,7 +33,7 @@ type agentFlags struct {
 	failover, logFormat, commandServices                                    string
 	slots                                                                   int
 	minFreeMB                                                               int64
-	pingInterval, pingTimeout                                               time.Duration
+	pingInterval, pingTimeout, drainTimeout                                 time.Duration
 }
 
 // agentVariantEnv selects a broken agent for the fleet harness (a -tags
@@ -83,7 +85,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{err.Error()}
 	}
 	log.Info("agent starting", "creds", creds, "services", services, "slots", f.slots, "work", f.work, "version", agent.Version)
-	return a.Run(ctx)
+	// The agent reads the signals itself (a first SIGTERM drains), so the
+	// process-wide context that the first SIGTERM cancels is not its own.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	return a.RunSignalled(context.WithoutCancel(ctx), sigs, f.drainTimeout)
 }
 
 func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
@@ -107,6 +114,8 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	set.Int64Var(&f.minFreeMB, "min-free-mb", agent.DefaultMinFreeBytes>>20, "take no offer while the work dir's file system has less than this many MiB free (-1: no check)")
 	set.DurationVar(&f.pingInterval, "ping-interval", agent.DefaultPingInterval, "ping the gateway this often (capped at a third of the lease TTL)")
 	set.DurationVar(&f.pingTimeout, "ping-timeout", agent.DefaultPingTimeout, "drop the connection when a pong takes longer (capped at a third of the lease TTL)")
+	set.DurationVar(&f.drainTimeout, "drain-timeout", agent.DefaultDrainTimeout,
+		"after a first SIGTERM or SIGINT, let running attempts finish for at most this long, then fail them as provider_offline (a second signal or SIGQUIT: at once)")
 	if err := parseFlags(set, args); err != nil {
 		return f, err
 	}
@@ -128,6 +137,8 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 		return f, usageError{"--work is required"}
 	case f.logFormat != "text" && f.logFormat != "json":
 		return f, usageError{"--log-format: want text or json"}
+	case f.drainTimeout <= 0:
+		return f, usageError{"--drain-timeout: want a positive duration"}
 	case f.minFreeMB == 0:
 		return f, usageError{"--min-free-mb: want a size in MiB, or -1 for no check"}
 	}

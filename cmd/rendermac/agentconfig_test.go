@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,9 +17,9 @@ func TestAgentConfigPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.json")
 	require.NoError(t, os.WriteFile(cfg, []byte(`{"services": "synthetic.mp4", "slots": 3, "work": "/file/work",
-		"token-file": "/file/device.json", "log-level": "warn", "name": "from-file"}`), 0o600))
+		"token-file": "/file/device.json", "log-level": "warn", "name": "from-file", "drain-timeout": "90s"}`), 0o600))
 	for _, v := range []string{"RENDERMAC_SERVICES", "RENDERMAC_SLOTS", "RENDERMAC_WORK", "RENDERMAC_TOKEN_FILE",
-		"RENDERMAC_LOG_LEVEL", "RENDERMAC_NAME", "RENDERMAC_SERVER", "RENDERMAC_FFMPEG"} {
+		"RENDERMAC_LOG_LEVEL", "RENDERMAC_NAME", "RENDERMAC_SERVER", "RENDERMAC_FFMPEG", "RENDERMAC_DRAIN_TIMEOUT"} {
 		t.Setenv(v, "")
 	}
 	t.Setenv("RENDERMAC_CONFIG", cfg)
@@ -27,13 +28,16 @@ func TestAgentConfigPrecedence(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, agentFlags{services: "synthetic.mp4", slots: 3, work: "/file/work", tokenFile: "/file/device.json",
 		logLevel: "warn", name: "from-file", config: cfg, logFormat: "text", minFreeMB: agent.DefaultMinFreeBytes >> 20,
-		pingInterval: agent.DefaultPingInterval, pingTimeout: agent.DefaultPingTimeout}, f, "the file alone")
+		pingInterval: agent.DefaultPingInterval, pingTimeout: agent.DefaultPingTimeout, drainTimeout: 90 * time.Second}, f,
+		"the file alone")
 
 	t.Setenv("RENDERMAC_SLOTS", "5")
 	t.Setenv("RENDERMAC_WORK", "/env/work")
 	t.Setenv("RENDERMAC_SERVER", "https://env.example")
+	t.Setenv("RENDERMAC_DRAIN_TIMEOUT", "2m")
 	f, err = parseAgentFlags(nil, io.Discard)
 	require.NoError(t, err)
+	require.Equal(t, 2*time.Minute, f.drainTimeout, "env beats file")
 	require.Equal(t, 5, f.slots, "env beats file")
 	require.Equal(t, "/env/work", f.work)
 	require.Equal(t, "https://env.example", f.server, "env alone")

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rendermac/rendermac/agent"
 )
@@ -79,6 +80,10 @@ func runAgentService(h launchdHost, cmd string, args []string, stdout, stderr io
 	}
 }
 
+// launchdExitMargin is added to the drain and shutdown bounds in the
+// plist's ExitTimeOut, for the process's own exit.
+const launchdExitMargin = 10 * time.Second
+
 // launchdJob checks the agent flags as `rendermac agent` would and makes
 // the job that runs them: the same flags, the installer's RENDERMAC_*
 // variables and a PATH that finds Homebrew's ffmpeg.
@@ -86,7 +91,8 @@ func launchdJob(h launchdHost, args []string, stderr io.Writer) (agent.LaunchdJo
 	if slices.ContainsFunc(args, func(a string) bool { return a == "--pair" || strings.HasPrefix(a, "--pair=") }) {
 		return agent.LaunchdJob{}, usageError{"pair first (rendermac agent --server URL --pair CODE ...), then install without --pair: a code is single use"}
 	}
-	if _, err := parseAgentFlags(args, stderr); err != nil {
+	f, err := parseAgentFlags(args, stderr)
+	if err != nil {
 		return agent.LaunchdJob{}, err
 	}
 	env := map[string]string{"PATH": launchdPATH}
@@ -97,5 +103,7 @@ func launchdJob(h launchdHost, args []string, stderr io.Writer) (agent.LaunchdJo
 	}
 	_, outLog, errLog := agent.LaunchdPaths(h.home)
 	return agent.LaunchdJob{Program: h.exe, Args: append([]string{"agent"}, args...), Env: env,
-		StdoutLog: outLog, StderrLog: errLog, WorkDir: h.home}, nil
+		StdoutLog: outLog, StderrLog: errLog, WorkDir: h.home,
+		// launchd's SIGTERM starts the drain; its SIGKILL must not cut it short.
+		ExitTimeout: f.drainTimeout + agent.DefaultShutdownTimeout + launchdExitMargin}, nil
 }

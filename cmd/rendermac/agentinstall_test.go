@@ -106,6 +106,7 @@ func TestAgentInstallUninstallStatus(t *testing.T) {
 		d["ProgramArguments"])
 	require.Equal(t, "<true></true>", d["KeepAlive"])
 	require.Equal(t, "<true></true>", d["RunAtLoad"])
+	require.Equal(t, "<integer>315</integer>", d["ExitTimeOut"], "launchd waits out the default 5m drain, 5s shutdown and a margin before SIGKILL")
 	require.Equal(t, "<string>"+filepath.Join(home, "Library/Logs/rendermac/agent.out.log")+"</string>", d["StandardOutPath"])
 	require.Equal(t, "<string>"+filepath.Join(home, "Library/Logs/rendermac/agent.err.log")+"</string>", d["StandardErrorPath"])
 	require.Equal(t, "<dict><key>PATH</key><string>"+launchdPATH+"</string><key>RENDERMAC_LOG_LEVEL</key><string>debug</string></dict>",

@@ -13,11 +13,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/protocol"
@@ -29,6 +31,7 @@ import (
 	"github.com/rendermac/rendermac/server/metrics"
 	"github.com/rendermac/rendermac/server/ratelimit"
 	"github.com/rendermac/rendermac/server/store"
+	"github.com/rendermac/rendermac/server/telemetry"
 	"github.com/rendermac/rendermac/server/webhook"
 )
 
@@ -146,7 +149,27 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 	if err := store.Migrate(ctx, f.DB); err != nil {
 		return err
 	}
-	pool, err := store.OpenPool(ctx, f.DB)
+	// Traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set; off, tp is nil
+	// and nothing below wraps or traces anything.
+	tp, stopTraces, err := telemetry.FromEnv(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTraces(sctx); err != nil {
+			log.Warn("flushing traces", "err", err)
+		}
+	}()
+	pcfg, err := store.PoolConfig(f.DB)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		store.AlsoTrace(pcfg, telemetry.PgxTracer(tp))
+	}
+	pool, err := store.OpenPoolConfig(ctx, pcfg)
 	if err != nil {
 		return err
 	}
@@ -176,7 +199,7 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		return err
 	}
 	srv := &http.Server{
-		Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		Handler: traced(a.Handler(), tp), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// No WriteTimeout: artifact transfers and WebSocket sessions are long.
 	}
@@ -294,6 +317,14 @@ func (p *running) run(ctx context.Context, ready func(context.Context, *Plane) e
 		err = nil
 	}
 	return err
+}
+
+// traced wraps h in the API's spans when tracing is on (tp non-nil).
+func traced(h http.Handler, tp *sdktrace.TracerProvider) http.Handler {
+	if tp == nil {
+		return h
+	}
+	return telemetry.Handler(h, tp)
 }
 
 // redactURL hides a database URL's password for the log.

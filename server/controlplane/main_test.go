@@ -107,6 +107,8 @@ func rendermacBinary(t *testing.T) string {
 // world is one test's database, artifact directory, signing key and buyer,
 // shared by every server process the test starts.
 type world struct {
+	// env is added to every server's environment (after serverEnv).
+	env                         []string
 	bin, db, artifacts, keyFile string
 	pool                        *pgxpool.Pool
 	buyerID, apiKey             string
@@ -161,7 +163,7 @@ func (w *world) start(t *testing.T, name, listen, faults string, extra ...string
 	args := append([]string{"server", "--db", w.db, "--artifacts", w.artifacts, "--signing-key-file", w.keyFile,
 		"--listen", listen, "--lease-ttl", leaseTTL.String(), "--heartbeat", heartbeat.String()}, extra...)
 	p.cmd = exec.Command(w.bin, args...)
-	p.cmd.Env = serverEnv(faults)
+	p.cmd.Env = append(serverEnv(faults), w.env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	require.NoError(t, p.cmd.Start())
 	go func() {
@@ -190,11 +192,11 @@ func (w *world) start(t *testing.T, name, listen, faults string, extra ...string
 }
 
 // serverEnv is this process's environment without any setting the server
-// reads, plus the fault points to arm.
+// reads (OpenTelemetry's OTEL_* included), plus the fault points to arm.
 func serverEnv(faults string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "RENDERMAC_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
+		if !strings.HasPrefix(kv, "RENDERMAC_") && !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "OTEL_") {
 			env = append(env, kv)
 		}
 	}

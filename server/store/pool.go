@@ -74,6 +74,9 @@ func OpenPoolConfig(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, er
 type poolHealth struct {
 	// counter tallies the pool's database work by operation (dbstat).
 	counter dbstat.Counter
+	// next, when set (AlsoTrace), sees every statement and batch after
+	// the counter: the two tracers composed.
+	next QueryBatchTracer
 	// lastDeath is when a released connection was last found closed, in
 	// nanoseconds since start (0: never).
 	lastDeath atomic.Int64
@@ -105,22 +108,60 @@ func (h *poolHealth) TraceRelease(_ *pgxpool.Pool, data pgxpool.TraceReleaseData
 // TraceQueryStart implements pgx.QueryTracer, which the pool requires of a
 // release tracer: each statement is counted (DBCounter).
 func (h *poolHealth) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	return h.counter.TraceQueryStart(ctx, conn, data)
+	ctx = h.counter.TraceQueryStart(ctx, conn, data)
+	if h.next != nil {
+		ctx = h.next.TraceQueryStart(ctx, conn, data)
+	}
+	return ctx
 }
 
 // TraceQueryEnd implements pgx.QueryTracer.
-func (h *poolHealth) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (h *poolHealth) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryEndData) {
+	if h.next != nil {
+		h.next.TraceQueryEnd(ctx, conn, data)
+	}
+}
 
 // TraceBatchStart implements pgx.BatchTracer: each batch is counted.
 func (h *poolHealth) TraceBatchStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
-	return h.counter.TraceBatchStart(ctx, conn, data)
+	ctx = h.counter.TraceBatchStart(ctx, conn, data)
+	if h.next != nil {
+		ctx = h.next.TraceBatchStart(ctx, conn, data)
+	}
+	return ctx
 }
 
 // TraceBatchQuery implements pgx.BatchTracer.
-func (h *poolHealth) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (h *poolHealth) TraceBatchQuery(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchQueryData) {
+	if h.next != nil {
+		h.next.TraceBatchQuery(ctx, conn, data)
+	}
+}
 
 // TraceBatchEnd implements pgx.BatchTracer.
-func (h *poolHealth) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (h *poolHealth) TraceBatchEnd(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchEndData) {
+	if h.next != nil {
+		h.next.TraceBatchEnd(ctx, conn, data)
+	}
+}
+
+// QueryBatchTracer traces statements and batches (a pgx tracer).
+type QueryBatchTracer interface {
+	pgx.QueryTracer
+	pgx.BatchTracer
+}
+
+// AlsoTrace makes a pool opened from cfg (made by PoolConfig) hand every
+// statement and batch to t as well, after counting it (an OpenTelemetry
+// tracer beside the counter). It panics on a cfg PoolConfig did not make:
+// a wiring bug.
+func AlsoTrace(cfg *pgxpool.Config, t QueryBatchTracer) {
+	h, ok := cfg.ConnConfig.Tracer.(*poolHealth)
+	if !ok {
+		panic("store.AlsoTrace: the pool config was not made by PoolConfig")
+	}
+	h.next = t
+}
 
 // DBCounter is the tally of the database work of a pool opened from
 // PoolConfig (transactions, statements, round trips by dbstat operation),

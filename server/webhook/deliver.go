@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -177,7 +178,7 @@ func (d *Deliverer) DeliverDue(ctx context.Context, now time.Time) (Result, erro
 	var errs []error
 	for _, row := range rows {
 		wg.Go(func() {
-			outcome, err := d.attempt(ctx, row, pinned)
+			outcome, err := d.attempt(ctx, row, now, pinned)
 			mu.Lock()
 			defer mu.Unlock()
 			switch outcome {
@@ -212,13 +213,13 @@ func (d *Deliverer) claim(ctx context.Context, now time.Time) ([]row, error) {
 	return claimed, nil
 }
 
-// attempt POSTs one claimed row and records the outcome at pinned (zero:
-// the database clock after the POST). The error is only for failing to
-// record it; a failed POST is an outcome.
-func (d *Deliverer) attempt(ctx context.Context, w row, pinned time.Time) (outcome string, err error) {
+// attempt POSTs one claimed row, stamped sent (the pass's instant), and
+// records the outcome at pinned (zero: the database clock after the POST).
+// The error is only for failing to record it; a failed POST is an outcome.
+func (d *Deliverer) attempt(ctx context.Context, w row, sent, pinned time.Time) (outcome string, err error) {
 	var postErr error
 	if w.URL != "" { // else the URL was removed after the no-URL pass
-		postErr = d.post(ctx, w)
+		postErr = d.post(ctx, w, sent)
 	}
 	at, err := store.ResolveNow(ctx, d.pool, pinned)
 	if err != nil {
@@ -251,9 +252,12 @@ func (d *Deliverer) exec(ctx context.Context, sql string, id int64, args ...any)
 	return nil
 }
 
-// post sends one delivery and returns why it failed, or nil after a 2xx.
-// The error never contains the URL, which may itself carry a secret.
-func (d *Deliverer) post(ctx context.Context, w row) error {
+// post sends one delivery stamped sent and returns why it failed, or nil
+// after a 2xx. The error never contains the URL, which may itself carry a
+// secret. The webhook-id is the outbox row id, so every retry of one event
+// carries the same one (receivers deduplicate by it); the timestamp and
+// the standard signature are those of this attempt.
+func (d *Deliverer) post(ctx context.Context, w row, sent time.Time) error {
 	body, err := json.Marshal(Delivery{DeliveryID: w.ID, Event: w.Event, JobID: w.JobID, CreatedAt: w.CreatedAt, Data: w.Payload})
 	if err != nil {
 		return fmt.Errorf("encode delivery: %w", err)
@@ -267,7 +271,12 @@ func (d *Deliverer) post(ctx context.Context, w row) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "rendermac-webhook/1")
 	req.Header.Set(EventHeader, w.Event)
-	req.Header.Set(DeliveryHeader, fmt.Sprint(w.ID))
+	id := strconv.FormatInt(w.ID, 10)
+	msgID := id // the webhook-id: the delivery id, never the attempt
+	req.Header.Set(DeliveryHeader, id)
+	req.Header.Set(IDHeader, msgID)
+	req.Header.Set(TimestampHeader, strconv.FormatInt(sent.Unix(), 10))
+	req.Header.Set(StandardSignatureHeader, StandardSign(BuyerKey(d.key, w.BuyerID), msgID, sent, body))
 	req.Header.Set(SignatureHeader, Sign(BuyerSecret(d.key, w.BuyerID), body))
 	resp, err := d.client.Do(req)
 	if err != nil {

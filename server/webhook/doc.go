@@ -14,7 +14,8 @@
 // deliverer that dies mid-POST leaves the row to be claimed again when the
 // lease runs out. Nothing is ever given up on, so a receiver may see an
 // event more than once, and never zero times: it should deduplicate by
-// delivery_id (also sent as the X-RenderMac-Delivery header).
+// delivery_id (also sent as the webhook-id and X-RenderMac-Delivery
+// headers).
 //
 // A row whose buyer has no webhook_url is written already delivered, with
 // last_error 'no webhook url' (server's sqlEnqueueWebhook), so it records
@@ -23,14 +24,22 @@
 //
 // # Signing
 //
-// Each POST carries X-RenderMac-Signature: sha256=<hex HMAC-SHA256 of the
-// body, keyed with the buyer's secret string>. That secret is not stored
-// anywhere: it is derived as "whsec_" + hex HMAC-SHA256(server signing
-// key, "rendermac webhook secret v1\n" + buyer id) (BuyerSecret), so the
-// database holds nothing that forges a webhook, and an operator recomputes
-// a buyer's secret with `rendermac admin webhook-secret`. The label keeps
-// derived secrets apart from grant signatures made with the same key.
-// Rotating the signing key rotates every buyer's webhook secret.
+// Each POST is signed in the Standard Webhooks format
+// (https://www.standardwebhooks.com): webhook-id is the delivery id (the
+// same on every retry), webhook-timestamp the attempt's Unix seconds, and
+// webhook-signature "v1," + base64 HMAC-SHA256 of "id.timestamp.body"
+// keyed with the buyer's key (StandardSign). That key is not stored
+// anywhere: it is derived as HMAC-SHA256(server signing key, "rendermac
+// webhook secret v1\n" + buyer id) (BuyerKey), so the database holds
+// nothing that forges a webhook. A buyer is given it as "whsec_" + base64
+// (StandardSecret, `rendermac admin webhook-secret`), which the standard's
+// verifiers take as it is. The label keeps derived keys apart from grant
+// signatures made with the same signing key. Rotating the signing key
+// rotates every buyer's secret.
+//
+// The deprecated X-RenderMac-Signature (sha256= hex HMAC-SHA256 of the
+// body, keyed with the string "whsec_" + hex of the same key: BuyerSecret)
+// is sent as well for one release; it covers no timestamp.
 //
 // # Time
 //

@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/agent/runner"
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// TestAgentSIGTERMDrains: a real agent process (RunSignalled, as `rendermac
+// agent` runs it) gets SIGTERM while an attempt runs. It takes no new work
+// (a job created after the signal is never run by it; an offer that still
+// arrives is refused no_capacity), the running attempt finishes and
+// commits, and the process exits 0 on its own.
+func TestAgentSIGTERMDrains(t *testing.T) {
+	s := newStack(t)
+	creds, tokenFile := s.pair(runner.ServiceSynthetic)
+	child := startChildAgent(t, tokenFile, envDrainTimeout+"=2m")
+
+	job := s.createJob(runner.ServiceSynthetic, map[string]string{"seed": "drain", "delay_ms": "3000"}, nil)
+	s.waitAttemptStatus(job.ID, 1, protocol.AttemptRunning)
+	child.signal(t, syscall.SIGTERM)
+	child.waitLog(t, "draining")
+	later := s.createJob(runner.ServiceSynthetic, map[string]string{"seed": "after-sigterm"}, nil)
+
+	require.NoError(t, child.waitExit(t, 60*time.Second), "a drained agent exits 0")
+	require.Contains(t, child.logs.String(), "drained: every attempt ended")
+	d := s.waitTerminal(job.ID)
+	s.requireSucceededOutput(d)
+	require.Equal(t, []attemptRow{{Number: 1, Status: "succeeded", DeviceID: creds.DeviceID, Epoch: 1,
+		TokenHash: s.attemptRows(job.ID)[0].TokenHash}}, s.attemptRows(job.ID), "the running attempt committed after SIGTERM")
+	s.requireOneSettledHold(job.ID, "captured")
+
+	l := s.job(later.ID)
+	require.Equal(t, protocol.JobQueued, l.Status, "the job created after SIGTERM waits for another device: %s", describe(l))
+	for _, r := range s.attemptRows(later.ID) {
+		require.Equal(t, "failed", r.Status, "an offer that reached the draining agent is refused, never run")
+		require.Equal(t, string(protocol.FailNoCapacity), r.Failure)
+	}
+}
+
+// TestAgentStopsAtOnceOnSecondSignal: while a drain waits for a long
+// attempt, a second SIGTERM, a SIGQUIT or the drain timeout running out
+// fails the attempt as provider_offline (retryable: the job is queued
+// again) and the process exits 0.
+func TestAgentStopsAtOnceOnSecondSignal(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		second os.Signal // nil: wait for the drain timeout
+		drain  string
+	}{
+		{"second_sigterm", syscall.SIGTERM, "2m"},
+		{"sigquit", syscall.SIGQUIT, "2m"},
+		{"drain_timeout", nil, "1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack(t)
+			creds, tokenFile := s.pair(runner.ServiceSynthetic)
+			child := startChildAgent(t, tokenFile, envDrainTimeout+"="+tc.drain)
+			job := s.createJob(runner.ServiceSynthetic, map[string]string{"seed": "stop", "delay_ms": "120000"}, nil)
+			s.waitAttemptStatus(job.ID, 1, protocol.AttemptRunning)
+			child.signal(t, syscall.SIGTERM)
+			child.waitLog(t, "draining")
+			if tc.second != nil {
+				child.signal(t, tc.second)
+			}
+			require.NoError(t, child.waitExit(t, 60*time.Second))
+			if tc.second != nil {
+				require.Contains(t, child.logs.String(), "signal: stopping now")
+			} else {
+				require.Contains(t, child.logs.String(), "drain timeout")
+			}
+			rows := s.attemptRows(job.ID)
+			require.NotEmpty(t, rows)
+			require.Equal(t, attemptRow{Number: 1, Status: "failed", DeviceID: creds.DeviceID, Epoch: 1,
+				TokenHash: rows[0].TokenHash, Failure: string(protocol.FailProviderOffline)}, rows[0])
+			d := s.job(job.ID)
+			require.Equal(t, protocol.JobQueued, d.Status, "provider_offline is retryable: %s", describe(d))
+		})
+	}
+}
