@@ -3,8 +3,8 @@ package mp4
 import (
 	"bytes"
 	"io"
-	"os"
 	"math"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"

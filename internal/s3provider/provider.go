@@ -83,6 +83,10 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// Find returns the versitygw binary Open would start, or an error wrapping
+// ErrNoVersityGW that says where it looked and how to install one.
+func Find() (string, error) { return findBin("") }
+
 // findBin returns the first versitygw binary it finds, or ErrNoVersityGW
 // with the places it looked and how to install one.
 func findBin(explicit string) (string, error) {
