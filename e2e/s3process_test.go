@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/rendermac/rendermac/agent"
 	"github.com/rendermac/rendermac/agent/runner"
+	"github.com/rendermac/rendermac/internal/localserver"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/s3provider"
@@ -69,7 +69,8 @@ func TestBigOutputOnS3LeavesTheServerFlat(t *testing.T) {
 	_, err := rand.Read(key)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(keyFile, key, 0o600))
-	addr := freeAddr(t)
+	addr, err := localserver.FreeAddr()
+	require.NoError(t, err)
 	base := "http://" + addr
 
 	// The server as an operator runs it, credentials from the environment.
@@ -225,16 +226,6 @@ func buildServerBinary(t *testing.T) string {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "build rendermac: %s", out)
 	return bin
-}
-
-// freeAddr is a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
 }
 
 // waitServerReady polls /readyz until the server process answers 200.

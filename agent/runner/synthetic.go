@@ -18,7 +18,7 @@ const (
 	// syntheticMdatMaxBytes lets a test commit a 1 GiB output; Run streams
 	// the file, so the agent holds 64 KiB of it whatever the size.
 	syntheticMdatMaxBytes = 1 << 30
-	syntheticDelayMaxMs    = 600_000
+	syntheticDelayMaxMs   = 600_000
 	// delayStep bounds how long one wait on the clock lasts, so that a cancel
 	// is noticed within a step even on a clock whose After ignores ctx.
 	delayStep = 50 * time.Millisecond
