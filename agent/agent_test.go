@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func TestHappyPathCommitsUploadedOutput(t *testing.T) {
 	require.Equal(t, o.Output.Key, up.key)
 	require.Equal(t, want, up.body)
 	require.Equal(t, "video/mp4", up.contentType)
+	require.Equal(t, "*", up.ifNoneMatch, "an output PUT is create-only (an S3 grant signs If-None-Match: *)")
 	require.Empty(t, up.authorization, "artifact grants must not receive the device token")
 
 	cm := next[protocol.Commit](t, c)
@@ -202,6 +204,9 @@ func TestAttemptFailuresMapToCodes(t *testing.T) {
 		"upload refused": {service: runner.ServiceSynthetic,
 			mutate: func(b *testBundle, _ *protocol.LeaseOffer) { b.gw.putStatus.Store(500) },
 			phases: phases("downloading", "running", "uploading"), code: protocol.FailUploadFailed, message: "500 store_error"},
+		"upload refused by the bucket": {service: runner.ServiceSynthetic,
+			mutate: func(b *testBundle, _ *protocol.LeaseOffer) { b.gw.putStatus.Store(http.StatusPreconditionFailed) },
+			phases: phases("downloading", "running", "uploading"), code: protocol.FailUploadFailed, message: "412 output_sealed"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -45,8 +45,8 @@ type fakeGateway struct {
 }
 
 type upload struct {
-	key, query, contentType, authorization string
-	body                                   []byte
+	key, query, contentType, authorization, ifNoneMatch string
+	body                                                []byte
 }
 
 func newFakeGateway(t *testing.T) *fakeGateway {
@@ -96,12 +96,20 @@ func (g *fakeGateway) serveUpload(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	if st := g.putStatus.Load(); st != 0 {
+	switch st := g.putStatus.Load(); st {
+	case 0:
+	case http.StatusPreconditionFailed: // an S3 bucket's refusal of a second create-only PUT
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(int(st))
+		fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>PreconditionFailed</Code>`+
+			`<Message>At least one of the pre-conditions you specified did not hold.</Message><Condition>If-None-Match</Condition></Error>`)
+		return
+	default:
 		writeAPIError(w, int(st), "store_error", "artifact store unavailable")
 		return
 	}
 	g.uploads <- upload{key: r.PathValue("key"), query: r.URL.RawQuery, contentType: r.Header.Get("Content-Type"),
-		authorization: r.Header.Get("Authorization"), body: body}
+		authorization: r.Header.Get("Authorization"), ifNoneMatch: r.Header.Get("If-None-Match"), body: body}
 	w.WriteHeader(http.StatusCreated)
 }
 

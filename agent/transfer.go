@@ -88,13 +88,22 @@ func (a *Agent) upload(ctx context.Context, rawURL, path string, size int64) err
 	req.ContentLength = size
 	req.GetBody = func() (io.ReadCloser, error) { return os.Open(path) }
 	req.Header.Set("Content-Type", "video/mp4")
+	// Create-only: an S3 grant signs this header and the bucket then
+	// refuses any second PUT of the key (protocol.OutputPutCondition).
+	req.Header.Set(protocol.OutputPutCondition, protocol.OutputPutCreateOnly)
 	resp, err := a.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("PUT output: %w", redact(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("PUT output %s: %w", display(u), readAPIError(resp))
+		e := readAPIError(resp)
+		if resp.StatusCode == protocol.OutputPutRefusedStatus {
+			// The bucket's refusal of a second write of the key: the
+			// contract's output_sealed (its body is S3's XML, not ours).
+			e.Code = string(protocol.CodeOutputSealed)
+		}
+		return fmt.Errorf("PUT output %s: %w", display(u), e)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	return nil

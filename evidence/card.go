@@ -58,13 +58,17 @@ type RunInfo struct {
 
 // Campaign totals one seeded campaign.
 type Campaign struct {
-	Name        string `json:"name"`
-	Target      string `json:"target"`
-	Seeds       int    `json:"seeds"`
-	FirstSeed   uint64 `json:"first_seed"`
-	StepsPerSeq int    `json:"steps_per_sequence"`
-	Sequences   int    `json:"sequences"`
-	Steps       int    `json:"steps"`
+	Name   string `json:"name"`
+	Target string `json:"target"`
+	// ArtifactStore is where the campaign's artifacts lived, "fs" (a
+	// directory) or "s3" (a bucket of a real S3 server), for a target
+	// that stores any; "" for one that does not.
+	ArtifactStore string `json:"artifact_store,omitempty"`
+	Seeds         int    `json:"seeds"`
+	FirstSeed     uint64 `json:"first_seed"`
+	StepsPerSeq   int    `json:"steps_per_sequence"`
+	Sequences     int    `json:"sequences"`
+	Steps         int    `json:"steps"`
 	// Replies counts reply codes seen (sorted by code when written).
 	Replies     map[string]int `json:"replies"`
 	Divergences int            `json:"divergences"`
@@ -92,6 +96,18 @@ type Scenario struct {
 	// Timeline is what happened, lane by lane, for the HTML card.
 	Timeline   []TimelineEvent `json:"timeline,omitempty"`
 	DurationMs int64           `json:"duration_ms"`
+	// ArtifactStore is "s3" for a run with artifacts in a bucket of a real
+	// S3 server; "" is the default directory store.
+	ArtifactStore string `json:"artifact_store,omitempty"`
+}
+
+// Key names the entry on a card: its Name, with "@s3" for an S3 run, so
+// one card can hold a scenario run on both stores.
+func (s Scenario) Key() string {
+	if s.ArtifactStore == "" {
+		return s.Name
+	}
+	return s.Name + "@" + s.ArtifactStore
 }
 
 // TimelineEvent is one entry on a scenario's timeline.

@@ -83,7 +83,7 @@ func (d *differ) campaigns(a, b []Campaign) {
 }
 
 func (d *differ) scenarios(a, b []Scenario) {
-	was, now := index(a, func(s Scenario) string { return s.Name }), index(b, func(s Scenario) string { return s.Name })
+	was, now := index(a, Scenario.Key), index(b, Scenario.Key)
 	for _, name := range keys(was, now) {
 		x, inA := was[name]
 		y, inB := now[name]

@@ -74,9 +74,9 @@ func WriteJUnit(w io.Writer, c Card, o WriteOptions) error {
 	}
 	scenarios := junitSuite{Name: "scenarios", Properties: props}
 	for _, s := range c.Scenarios {
-		fails := bySource[s.Name]
-		delete(bySource, s.Name)
-		scenarios.add(junitCase{Name: s.Name, Classname: "scenarios", Time: seconds(c, s.DurationMs)},
+		fails := bySource[s.Key()]
+		delete(bySource, s.Key())
+		scenarios.add(junitCase{Name: s.Key(), Classname: "scenarios", Time: seconds(c, s.DurationMs)},
 			s.DurationMs, s.Passed, fails, fmt.Sprintf("expected %s, observed %s", oneLine(s.Expected), oneLine(s.Observed)))
 	}
 	suites := []junitSuite{campaigns, scenarios}

@@ -90,7 +90,11 @@ func mdCampaigns(w *bufio.Writer, c Card) error {
 	header := []string{"Name", "Target", "Seeds", "Steps/sequence", "Steps", "Divergences", "Violations", "Errors", "Verdict"}
 	rows := make([][]string, 0, len(c.Campaigns))
 	for _, cp := range c.Campaigns {
-		rows = append(rows, []string{cp.Name, cp.Target, itoa(cp.Seeds), itoa(cp.StepsPerSeq), itoa(cp.Steps),
+		target := cp.Target
+		if cp.ArtifactStore != "" {
+			target += " (artifacts: " + cp.ArtifactStore + ")"
+		}
+		rows = append(rows, []string{cp.Name, target, itoa(cp.Seeds), itoa(cp.StepsPerSeq), itoa(cp.Steps),
 			itoa(cp.Divergences), itoa(cp.Violations), itoa(cp.Errors), verdict(cp.Passed)})
 	}
 	header, rows = withDuration(header, rows, c.NoTimings, func(i int) int64 { return c.Campaigns[i].DurationMs })
@@ -178,7 +182,7 @@ func mdScenarios(w *bufio.Writer, c Card) error {
 	header := []string{"Name", "Injected fault", "Phase", "Expected", "Observed", "Verdict"}
 	rows := make([][]string, 0, len(c.Scenarios))
 	for _, s := range c.Scenarios {
-		rows = append(rows, []string{s.Name, s.Fault, s.Phase, s.Expected, s.Observed, verdict(s.Passed)})
+		rows = append(rows, []string{s.Key(), s.Fault, s.Phase, s.Expected, s.Observed, verdict(s.Passed)})
 	}
 	header, rows = withDuration(header, rows, c.NoTimings, func(i int) int64 { return c.Scenarios[i].DurationMs })
 	if err := mdTable(w, header, rows); err != nil {

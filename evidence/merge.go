@@ -82,10 +82,10 @@ func Merge(shards []ShardCard) (Card, error) {
 		}
 		hosts = appendNew(hosts, c.Run.Host)
 		for _, sc := range c.Scenarios {
-			if other, dup := scenarioFrom[sc.Name]; dup {
-				return Card{}, fmt.Errorf("merge: scenario %s is in both %s and %s: shards must be disjoint", sc.Name, other, s.Name)
+			if other, dup := scenarioFrom[sc.Key()]; dup {
+				return Card{}, fmt.Errorf("merge: scenario %s is in both %s and %s: shards must be disjoint", sc.Key(), other, s.Name)
 			}
-			scenarioFrom[sc.Name] = s.Name
+			scenarioFrom[sc.Key()] = s.Name
 			out.Scenarios = append(out.Scenarios, sc)
 		}
 		for _, note := range c.NotCovered {
@@ -220,7 +220,7 @@ func mergeCampaigns(shards []ShardCard) ([]Campaign, error) {
 		for i, cp := range s.Card.Campaigns {
 			m := &out[i]
 			switch {
-			case cp.Name != m.Name || cp.Target != m.Target || cp.StepsPerSeq != m.StepsPerSeq:
+			case cp.Name != m.Name || cp.Target != m.Target || cp.ArtifactStore != m.ArtifactStore || cp.StepsPerSeq != m.StepsPerSeq:
 				return nil, fmt.Errorf("merge: campaign %d is %s (target %s, %d steps/sequence) in %s but %s (target %s, %d steps/sequence) in %s",
 					i+1, m.Name, m.Target, m.StepsPerSeq, first.Name, cp.Name, cp.Target, cp.StepsPerSeq, s.Name)
 			case cp.FirstSeed != m.FirstSeed+uint64(m.Seeds):

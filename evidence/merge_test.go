@@ -38,6 +38,7 @@ var mergeRules = map[string]string{
 	"Card.Run.Shard":                                        "merged",
 	"Card.Campaigns[].Name":                                 "checked",
 	"Card.Campaigns[].Target":                               "checked",
+	"Card.Campaigns[].ArtifactStore":                        "checked",
 	"Card.Campaigns[].Seeds":                                "merged",
 	"Card.Campaigns[].FirstSeed":                            "checked",
 	"Card.Campaigns[].StepsPerSeq":                          "checked",
@@ -168,7 +169,7 @@ func shardFixture() []ShardCard {
 	one := Card{Title: "Phase-fault qualification", Date: "2026-12-03", Passed: true, Run: run, Invariants: inv, NoTimings: true,
 		Contract: []ContractCheck{{Table: "retryable failure codes", Source: "docs/SPEC.md:106", Contract: "`no_capacity`", Passed: true}},
 		Campaigns: []Campaign{
-			{Name: "model", Target: "model", Seeds: 2, FirstSeed: 1, StepsPerSeq: 20, Sequences: 2, Steps: 40,
+			{Name: "model", Target: "model", ArtifactStore: "fs", Seeds: 2, FirstSeed: 1, StepsPerSeq: 20, Sequences: 2, Steps: 40,
 				Replies: map[string]int{"created": 3, "no_job": 1}, Passed: true, DurationMs: 10, Coverage: cov1, TokensChecked: 7},
 			{Name: "determinism: model", Target: "model", Seeds: 1, FirstSeed: 1, StepsPerSeq: 20, Sequences: 2, Steps: 40,
 				Replies: map[string]int{}, Passed: true, DurationMs: 5},
@@ -180,7 +181,7 @@ func shardFixture() []ShardCard {
 	two.Date, two.Passed = "2026-12-04", false
 	two.Run.Host, two.Run.DurationMs, two.Run.Shard = "ci-2", 2000, "2/2"
 	two.Campaigns = []Campaign{
-		{Name: "model", Target: "model", Seeds: 3, FirstSeed: 3, StepsPerSeq: 20, Sequences: 3, Steps: 59,
+		{Name: "model", Target: "model", ArtifactStore: "fs", Seeds: 3, FirstSeed: 3, StepsPerSeq: 20, Sequences: 3, Steps: 59,
 			Replies: map[string]int{"created": 4, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 20, Coverage: cov2, TokensChecked: 5},
 		{Name: "determinism: model", Target: "model", Seeds: 1, FirstSeed: 2, StepsPerSeq: 20, Sequences: 2, Steps: 40,
 			Divergences: 1, DurationMs: 6},
@@ -224,7 +225,7 @@ func TestMergeCombinesShardsInUnshardedOrder(t *testing.T) {
 	want.Passed = false
 	want.Run.Host, want.Run.DurationMs, want.Run.Shard = "ci-1, ci-2", 3000, ""
 	want.Campaigns = []Campaign{
-		{Name: "model", Target: "model", Seeds: 5, FirstSeed: 1, StepsPerSeq: 20, Sequences: 5, Steps: 99,
+		{Name: "model", Target: "model", ArtifactStore: "fs", Seeds: 5, FirstSeed: 1, StepsPerSeq: 20, Sequences: 5, Steps: 99,
 			Replies: map[string]int{"created": 7, "no_job": 1, "sweep": 2}, Divergences: 1, Violations: 2, Errors: 3, DurationMs: 30,
 			TokensChecked: 12,
 			Coverage: &Coverage{JobTransitions: Counts{"queued->active": 3, "active->queued": 4},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rendermac/rendermac/agent"
 	"github.com/rendermac/rendermac/faults/targets"
+	"github.com/rendermac/rendermac/internal/localserver"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/tcpproxy"
 	"github.com/rendermac/rendermac/loadgen"
@@ -233,7 +234,7 @@ func (r *run) setup(ctx context.Context) error {
 	_, ferr := exec.LookPath("ffmpeg")
 	r.ffmpeg = ferr == nil && r.cfg.FFmpegPercent > 0
 	for i := range r.cfg.Gateways {
-		addr, err := freePort()
+		addr, err := localserver.FreeAddr()
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -140,16 +139,6 @@ func (a *agentProc) forwarded() int64 {
 		n += p.Forwarded()
 	}
 	return n
-}
-
-// freePort returns a loopback address nobody listens on now.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
 }
 
 // mountTmpfs mounts a tmpfs of size bytes at dir; false where the system

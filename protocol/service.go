@@ -36,5 +36,19 @@ const (
 // OutputKey is the attempt-scoped artifact key a commit must upload to.
 func OutputKey(jobID, attemptID string) string { return "outputs/" + jobID + "/" + attemptID + ".mp4" }
 
+// An output PUT is create-only: the agent sends OutputPutCondition with the
+// value OutputPutCreateOnly (If-None-Match: *) with every PUT of its
+// output. An S3 bucket then stores the key at most once and answers any
+// later PUT of it 412 Precondition Failed (OutputPutRefusedStatus), which
+// agents and the harness read as CodeOutputSealed; a presigned S3 grant
+// signs the header, so a PUT without it is refused too. The control
+// plane's own artifact handler fences by the attempt's claim instead and
+// ignores the header (docs/semantics.md, "Artifacts on S3").
+const (
+	OutputPutCondition     = "If-None-Match"
+	OutputPutCreateOnly    = "*"
+	OutputPutRefusedStatus = 412
+)
+
 // InputKey is the artifact key of a job's input.
 func InputKey(jobID string) string { return "inputs/" + jobID }

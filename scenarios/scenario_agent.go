@@ -217,11 +217,17 @@ func cmdFail(r *scRun, st scStep) error {
 // `refused` the upload must be answered with an error status (with
 // status=N that status, with code=C an error body of that code); with
 // `late` any answer is taken (a refusal is counted as upload.refused) and
-// the run's final checks judge what the store holds.
+// the run's final checks judge what the store holds. The PUT is
+// create-only (If-None-Match: *) as the agent sends it, unless `bare`: a
+// grant holder that drops the condition, which an S3 grant signs. A
+// bucket's refusal of a second create-only write (412 PreconditionFailed)
+// is read as the contract's 409 output_sealed (contractRefusal); every
+// output_sealed answer counts as upload.output_sealed.
 // Example: upload a1 j1 corrupt
 // Example: upload a1 j1 other refused status=409 code=output_sealed
 // Example: upload a1 j1 notrack
 // Example: upload a1 j1 other late
+// Example: upload a1 j1 other late bare store=s3
 func cmdUpload(r *scRun, st scStep) error {
 	a, o, _, err := r.frameParts(st, 2)
 	if err != nil {
@@ -249,17 +255,27 @@ func cmdUpload(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
+	bare := slices.Contains(words, "bare")
+	if !bare { // create-only, as the agent sends it
+		req.Header.Set(protocol.OutputPutCondition, protocol.OutputPutCreateOnly)
+	} else {
+		what += " without " + protocol.OutputPutCondition
+	}
 	resp, err := r.httpc.Do(req)
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	_ = resp.Body.Close()
-	r.tl.add(laneAgent, fmt.Sprintf("%s PUT output of %s (%s, %d bytes): %d %s", a.name, r.name(o.AttemptID), what,
-		len(data), resp.StatusCode, bytes.TrimSpace(body)))
+	status, code := contractRefusal(resp.StatusCode, body)
+	r.tl.add(laneAgent, fmt.Sprintf("%s PUT output of %s (%s, %d bytes): %d %s%s", a.name, r.name(o.AttemptID), what,
+		len(data), resp.StatusCode, bytes.TrimSpace(body), readAs(resp.StatusCode, status, code)))
+	if code == string(protocol.CodeOutputSealed) {
+		r.count("upload.output_sealed", 1)
+	}
 	refused := slices.Contains(words, "refused")
 	if slices.Contains(words, "late") { // whatever the answer: the final checks judge what is stored
-		if resp.StatusCode/100 != 2 {
+		if status/100 != 2 {
 			r.count("upload.refused", 1)
 		} else if r.s3 != nil && r.landed(o.Output.Key, data) {
 			// The bucket took it: the late bytes are at the attempt's key,
@@ -269,19 +285,19 @@ func cmdUpload(r *scRun, st scStep) error {
 		return nil
 	}
 	switch {
-	case refused && resp.StatusCode/100 == 2:
+	case refused && status/100 == 2:
 		return fmt.Errorf("upload: expected the upload to be refused, got HTTP %d", resp.StatusCode)
-	case refused && st.opt("code", "") != "" && refusalCode(body) != st.opt("code", ""),
-		refused && st.opt("status", "") != "" && st.opt("status", "") != strconv.Itoa(resp.StatusCode):
+	case refused && st.opt("code", "") != "" && code != st.opt("code", ""),
+		refused && st.opt("status", "") != "" && st.opt("status", "") != strconv.Itoa(status):
 		return fmt.Errorf("upload: expected a refusal %s %s, got HTTP %d: %s", st.opt("status", ""), st.opt("code", ""),
 			resp.StatusCode, body)
 	case refused:
 		if c := st.opt("code", ""); c != "" {
-			r.reply(fmt.Sprintf("upload refused (%d %s)", resp.StatusCode, c))
+			r.reply(fmt.Sprintf("upload refused (%d %s)", status, c))
 		}
 		r.count("upload.refused", 1)
 		return nil
-	case resp.StatusCode/100 != 2:
+	case status/100 != 2:
 		return fmt.Errorf("upload: HTTP %d: %s", resp.StatusCode, body)
 	}
 	sum := sha256.Sum256(data)

@@ -134,6 +134,25 @@ func overlongMdat(data []byte) ([]byte, error) {
 	return out, nil
 }
 
+// contractRefusal is an upload answer as the contract states it: an S3
+// bucket's 412 PreconditionFailed, its refusal of a second create-only PUT
+// of an output key, is 409 output_sealed (SPEC section 6; the agent reads
+// it the same way); any other answer is its status and JSON code.
+func contractRefusal(status int, body []byte) (int, string) {
+	if status == protocol.OutputPutRefusedStatus && bytes.Contains(body, []byte("<Code>PreconditionFailed</Code>")) {
+		return http.StatusConflict, string(protocol.CodeOutputSealed)
+	}
+	return status, refusalCode(body)
+}
+
+// readAs notes, for the timeline, how contractRefusal read an answer.
+func readAs(raw, status int, code string) string {
+	if raw == status {
+		return ""
+	}
+	return fmt.Sprintf(" (read as %d %s)", status, code)
+}
+
 // refusalCode is the API error code of an HTTP answer's JSON body.
 func refusalCode(body []byte) string {
 	var e struct {

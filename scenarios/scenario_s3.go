@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/rendermac/rendermac/internal/s3provider"
 	"github.com/rendermac/rendermac/server/artifact"
@@ -72,8 +73,8 @@ func (s *s3Run) close() {
 
 // plainStore hides a store's Copy, so Verify takes it for a store whose
 // writes the control plane fences: it judges and serves the attempt's own
-// key. That is the unsealed_outputs variant on S3, where nothing fences
-// the bucket: a late PUT changes the bytes served.
+// key. That is the unsealed_outputs variant on S3 (with plainGrants, so
+// the bucket takes a second write): a late PUT changes the bytes served.
 type plainStore struct{ artifact.Store }
 
 // scSealer is scStore with the S3 store's Copy, so Verify seals through
@@ -124,12 +125,29 @@ func (r *scRun) checked() artifact.Store {
 }
 
 // grants is what the stacks issue grant URLs with: presigned URLs of the
-// run's bucket on S3, else nil (the stack's signer).
+// run's bucket on S3, else nil (the stack's signer). Under
+// unsealed_outputs an output put grant is a plain PUT, not create-only.
 func (r *scRun) grants() grant.Issuer {
-	if r.s3 == nil {
+	switch {
+	case r.s3 == nil:
 		return nil
+	case r.store.unsealed:
+		return plainGrants{r.s3.store}
 	}
 	return r.s3.store
+}
+
+// plainGrants is the S3 store's grants with every put grant a plain
+// presigned PUT (artifact.S3.Presign): the unsealed_outputs variant on S3,
+// where nothing stops a second write of an output key.
+type plainGrants struct{ *artifact.S3 }
+
+// Grant implements grant.Issuer.
+func (g plainGrants) Grant(ctx context.Context, op grant.Op, key string, now time.Time, ttl time.Duration) (string, error) {
+	if op == grant.Put {
+		return g.Presign(ctx, true, key, ttl)
+	}
+	return g.S3.Grant(ctx, op, key, now, ttl)
 }
 
 // setS3 stops (down) or starts (up) the run's S3 server process.

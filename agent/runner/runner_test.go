@@ -30,7 +30,7 @@ func TestParamErrorsNameTheParam(t *testing.T) {
 		"synthetic seed long":   {synth, map[string]string{"seed": strings.Repeat("x", 65)}, "seed"},
 		"synthetic duration 0":  {synth, map[string]string{"duration_ms": "0"}, "duration_ms"},
 		"synthetic duration hi": {synth, map[string]string{"duration_ms": "600001"}, "duration_ms"},
-		"synthetic mdat hi":     {synth, map[string]string{"mdat_bytes": "8388609"}, "mdat_bytes"},
+		"synthetic mdat hi":     {synth, map[string]string{"mdat_bytes": "1073741825"}, "mdat_bytes"},
 		"synthetic mdat text":   {synth, map[string]string{"mdat_bytes": "1e3"}, "mdat_bytes"},
 		"synthetic delay neg":   {synth, map[string]string{"delay_ms": "-1"}, "delay_ms"},
 		"ffmpeg unknown":        {ff, map[string]string{"vf": "drawtext"}, "vf"},
@@ -57,7 +57,7 @@ func TestParamDefaultsAndBounds(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, SyntheticParams{DurationMs: 1000, MdatBytes: mp4.DefaultMdatBytes}, s)
 	s, err = ParseSyntheticParams(map[string]string{"seed": strings.Repeat("x", 64), "duration_ms": "600000",
-		"mdat_bytes": "8388608", "delay_ms": "600000"})
+		"mdat_bytes": "1073741824", "delay_ms": "600000"})
 	require.NoError(t, err)
 	require.Equal(t, 600000, s.DelayMs)
 

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -14,8 +15,10 @@ import (
 const (
 	syntheticSeedMaxLen    = 64
 	syntheticDurationMaxMs = 600_000
-	syntheticMdatMaxBytes  = 8 << 20
-	syntheticDelayMaxMs    = 600_000
+	// syntheticMdatMaxBytes lets a test commit a 1 GiB output; Run streams
+	// the file, so the agent holds 64 KiB of it whatever the size.
+	syntheticMdatMaxBytes = 1 << 30
+	syntheticDelayMaxMs   = 600_000
 	// delayStep bounds how long one wait on the clock lasts, so that a cancel
 	// is noticed within a step even on a clock whose After ignores ctx.
 	delayStep = 50 * time.Millisecond
@@ -26,7 +29,7 @@ const (
 // can run the whole pipeline and predict the output's digest.
 //
 // Parameters: seed (string, at most 64 bytes, default ""), duration_ms
-// (1..600000, default 1000), mdat_bytes (1..8388608, default 4096) and
+// (1..600000, default 1000), mdat_bytes (1..1073741824, default 4096) and
 // delay_ms (0..600000, default 0), a wait on the Clock before writing that
 // lets a test cancel a job mid-run.
 type Synthetic struct {
@@ -64,10 +67,18 @@ func ParseSyntheticParams(params map[string]string) (SyntheticParams, error) {
 	return p, nil
 }
 
-// File returns the bytes Run writes for p.
+// File returns the bytes Run writes for p (all of them in memory: for
+// tests of small outputs).
 func (p SyntheticParams) File() []byte {
-	return mp4.Synthetic(mp4.SyntheticParams{Seed: p.Seed, Timescale: 1000, Duration: uint64(p.DurationMs),
-		MdatBytes: p.MdatBytes, Track: true})
+	var b bytes.Buffer
+	if _, err := mp4.WriteSynthetic(&b, p.mp4()); err != nil {
+		panic(err) // MdatBytes was validated against a bound far below mp4's
+	}
+	return b.Bytes()
+}
+
+func (p SyntheticParams) mp4() mp4.SyntheticParams {
+	return mp4.SyntheticParams{Seed: p.Seed, Timescale: 1000, Duration: uint64(p.DurationMs), MdatBytes: p.MdatBytes, Track: true}
 }
 
 // Run validates the parameters, waits delay_ms on the clock, then writes the
@@ -80,7 +91,15 @@ func (s Synthetic) Run(ctx context.Context, spec Spec, _, outputPath string) err
 	if err := s.sleep(ctx, time.Duration(p.DelayMs)*time.Millisecond); err != nil {
 		return err
 	}
-	if err := os.WriteFile(outputPath, p.File(), 0o600); err != nil {
+	f, err := os.OpenFile(outputPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("write synthetic output: %w", err)
+	}
+	_, err = mp4.WriteSynthetic(f, p.mp4())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("write synthetic output: %w", err)
 	}
 	return nil

@@ -6,15 +6,19 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/rendermac/rendermac/server/artifact"
 )
 
 // serverHelpFlags returns the flag names `rendermac server --help` prints.
@@ -202,14 +206,18 @@ func TestDeployDockerfileAndCompose(t *testing.T) {
 		}
 	}
 	srv := c.Services["server"]
-	require.Equal(t, cmd, srv.Command[:len(cmd)], "compose runs the Dockerfile's command, then adds to it")
 	require.Equal(t, c.Services["keygen"].Image, srv.Image)
 	require.Equal(t, "deploy/Dockerfile", c.Services["keygen"].Build.Dockerfile)
-	f := checkServerCommand(t, "compose server", srv.Command[1:], srv.Environment)
+	require.Equal(t, cmd[0], srv.Command[0])
+	f := checkServerCommand(t, "compose server", composeDefaults(srv.Command[1:]), srv.Environment)
+	// Compose runs the image's server with its artifacts on S3 instead of
+	// the image's directory; the rest is the Dockerfile's command.
+	image := checkServerCommand(t, "Dockerfile", cmd[1:], map[string]string{"DATABASE_URL": "postgres://x"})
+	require.Equal(t, []string{image.listen, image.keyFile, image.logFormat}, []string{f.listen, f.keyFile, f.logFormat},
+		"compose runs the Dockerfile's listen address, key file and log format")
 	require.Contains(t, f.db, "@postgres:5432/", "the server's database is the postgres service")
 	require.Equal(t, "service_healthy", srv.DependsOn["postgres"].Condition)
 	require.Equal(t, "service_completed_successfully", srv.DependsOn["keygen"].Condition)
-	require.Contains(t, srv.Volumes, "artifacts:"+f.artifacts)
 	require.Contains(t, srv.Volumes, "keys:"+filepath.Dir(f.keyFile))
 	require.NotEmpty(t, f.metricsListen, "/metrics reachable from the compose network")
 
@@ -225,12 +233,39 @@ func TestDeployDockerfileAndCompose(t *testing.T) {
 	}
 	require.Equal(t, 1, gens)
 
-	// The object store serves the artifact volume.
-	objectVolume := false
-	for _, v := range c.Services["objectstore"].Volumes {
-		objectVolume = objectVolume || strings.HasPrefix(v, "artifacts:")
+	// The server's artifacts are a bucket of the object store: the bucket
+	// is the artifacts volume (a directory under versitygw's posix root),
+	// the endpoint its published port, the credentials its root keys.
+	obj := c.Services["objectstore"]
+	s3cfg, err := artifact.ParseS3URL(f.artifacts)
+	require.NoError(t, err, "the compose server stores artifacts on S3")
+	require.Equal(t, "posix", obj.Command[len(obj.Command)-2])
+	require.Contains(t, obj.Volumes, "artifacts:"+obj.Command[len(obj.Command)-1]+"/"+s3cfg.Bucket, "the bucket is the artifacts volume")
+	require.True(t, f.s3PathStyle, "versitygw wants path-style addressing")
+	endpoint, err := url.Parse(f.s3Endpoint)
+	require.NoError(t, err)
+	port := endpoint.Port()
+	require.Equal(t, []string{"--port", ":" + port}, obj.Command[:2], "the endpoint is the object store's port")
+	require.Contains(t, obj.Ports, port+":"+port, "Macs reach the endpoint: the port is published")
+	require.Contains(t, srv.ExtraHosts, endpoint.Hostname()+":host-gateway", "the server reaches the default endpoint too")
+	require.Equal(t, obj.Environment["ROOT_ACCESS_KEY"], srv.Environment["AWS_ACCESS_KEY_ID"])
+	require.Equal(t, obj.Environment["ROOT_SECRET_KEY"], srv.Environment["AWS_SECRET_ACCESS_KEY"])
+	require.NotEmpty(t, srv.Environment["AWS_REGION"])
+	require.Equal(t, "service_started", srv.DependsOn["objectstore"].Condition)
+}
+
+// composeDefaults replaces compose's ${VAR:-default} in args by its
+// default, as `docker compose` does when VAR is unset.
+func composeDefaults(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		if inner, ok := strings.CutPrefix(a, "${"); ok && strings.HasSuffix(inner, "}") {
+			if _, def, ok := strings.Cut(strings.TrimSuffix(inner, "}"), ":-"); ok {
+				out[i] = def
+			}
+		}
 	}
-	require.True(t, objectVolume, "the object store serves the artifacts volume")
+	return out
 }
 
 type composeService struct {
@@ -247,6 +282,7 @@ type composeService struct {
 	} `yaml:"depends_on"`
 	Healthcheck map[string]any `yaml:"healthcheck"`
 	Ports       []string       `yaml:"ports"`
+	ExtraHosts  []string       `yaml:"extra_hosts"`
 	Volumes     []string       `yaml:"volumes"`
 	Restart     string         `yaml:"restart"`
 }

@@ -30,6 +30,7 @@ type qualifyFlags struct {
 	scenarios                               string
 	noTimings, noScenarios, noCoverageGate  bool
 	artifactsS3                             bool
+	s3Scenarios                             string
 	noFleet                                 bool
 	fleetDuration                           time.Duration
 	gen                                     faults.GenConfig
@@ -78,6 +79,8 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	fs.BoolVar(&f.noScenarios, "no-scenarios", false, "skip the phase-fault scenario catalogue")
 	fs.BoolVar(&f.artifactsS3, "artifacts-s3", false, "run the three-way stack campaign and the scenario catalogue with artifacts on a real S3 "+
 		"server (versitygw, started here; "+s3provider.InstallCommand+" installs it) instead of a directory")
+	fs.StringVar(&f.s3Scenarios, "s3-scenarios", strings.Join(defaultS3Scenarios, ","), "scenarios (names or globs) run a second time "+
+		"with artifacts on a real S3 server when versitygw is found (required under CI=true); \"\" runs none; --artifacts-s3 runs them all there")
 	fs.BoolVar(&f.noFleet, "no-fleet", false, "skip the fleet campaign (server and agent processes under Mac faults; not run with --shard)")
 	fs.DurationVar(&f.fleetDuration, "fleet-duration", qualifyFleet.Duration, "load and faults of the fleet campaign (setup and drain come on top)")
 	fs.StringVar(&f.scenarios, "scenarios", "", "run only these scenarios: comma-separated names or glob patterns (default: all)")
@@ -104,6 +107,11 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	if _, err := scenarios.Select(f.scenarios); err != nil {
 		return f, usageError{"--scenarios: " + err.Error()}
 	}
+	if f.s3Scenarios != "" {
+		if _, err := scenarios.Select(f.s3Scenarios); err != nil {
+			return f, usageError{"--s3-scenarios: " + err.Error()}
+		}
+	}
 	return f, nil
 }
 
@@ -123,6 +131,9 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "qualify: shard %s: a slice of every campaign's seeds and of the scenarios\n", f.shard)
 	}
 
+	if f.artifactsS3 || f.s3Scenarios != "" {
+		card.NotCovered = append(card.NotCovered, notCoveredOnS3)
+	}
 	qualifyContract(&card, stderr)
 	model := fuzzFlags{target: "model", variant: f.modelVariant, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays"),
 		gen: f.gen, weights: f.weights}
@@ -151,7 +162,13 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if !f.noScenarios {
-		if err := qualifyScenarios(ctx, &card, f, prog, stderr); err != nil {
+		pg := &scenarioPostgres{db: f.db}
+		err := qualifyScenarios(ctx, &card, f, pg, f.scenarios, f.artifactsS3, prog)
+		if err == nil {
+			err = qualifyS3Scenarios(ctx, &card, f, pg, prog)
+		}
+		pg.close()
+		if err != nil {
 			return err
 		}
 	}
@@ -240,7 +257,7 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 			return fmt.Errorf("%s campaign: %w", name, err)
 		}
 	}
-	camp := evidence.Campaign{Name: name, Target: f.target, Seeds: len(seeds.list), FirstSeed: seeds.first, StepsPerSeq: f.steps,
+	camp := evidence.Campaign{Name: name, Target: f.target, ArtifactStore: campaignStore(f), Seeds: len(seeds.list), FirstSeed: seeds.first, StepsPerSeq: f.steps,
 		Sequences: res.Seeds, Steps: res.Steps, Replies: res.Codes, Divergences: res.Divergences(),
 		Violations: res.Violations(), Errors: res.Errors(), Passed: len(res.Failures) == 0,
 		Coverage: cardCoverage(res.Coverage), TokensChecked: res.TokensChecked}
@@ -352,25 +369,54 @@ var raceCount = regexp.MustCompile(`\([1-9][0-9]* during verification\)`)
 
 // qualifyScenarios runs the phase-fault catalogue against the full stack and
 // records every scenario (and each failure with its replay command).
-func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, prog *progress, stderr io.Writer) error {
+// scenarioPostgres is the Postgres both scenario runs share (on the
+// directory store, then on S3), opened on first use: starting a cluster
+// costs more than most scenarios.
+type scenarioPostgres struct {
+	db string
+	pg *targets.Postgres
+}
+
+func (s *scenarioPostgres) get(ctx context.Context) (*targets.Postgres, error) {
+	if s.pg == nil {
+		pg, err := targets.OpenPostgres(ctx, s.db, io.Discard)
+		if err != nil {
+			return nil, fmt.Errorf("scenarios: %w", err)
+		}
+		s.pg = pg
+	}
+	return s.pg, nil
+}
+
+func (s *scenarioPostgres) close() {
+	if s.pg != nil {
+		_ = s.pg.Close() // the run's results are in; a failed stop changes none
+	}
+}
+
+func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, pgs *scenarioPostgres, names string, onS3 bool,
+	prog *progress) error {
 	opts, err := scenarios.VariantOptions(f.serverVariant)
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	opts.ArtifactsS3 = f.artifactsS3
-	list, err := scenarios.Select(f.scenarios)
+	opts.ArtifactsS3 = onS3
+	list, err := scenarios.Select(names)
 	if err != nil {
 		return usageError{"--scenarios: " + err.Error()}
+	}
+	phase := "scenarios"
+	if onS3 && !f.artifactsS3 {
+		phase = "scenarios on S3"
 	}
 	lo, hi := f.shard.Range(len(list))
 	if list = list[lo:hi]; len(list) == 0 {
 		return nil
 	}
-	pg, err := targets.OpenPostgres(ctx, f.db, io.Discard)
+	pg, err := pgs.get(ctx)
 	if err != nil {
-		return fmt.Errorf("scenarios: %w", err)
+		return err
 	}
-	defer pg.Close()
 	env, err := scenarios.NewEnv(ctx, pg, opts)
 	if err != nil {
 		return fmt.Errorf("scenarios: %w", err)
@@ -382,8 +428,11 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, 
 			continue
 		}
 		res := scenarios.RunScenario(ctx, env, s)
-		prog.update("scenarios", i+1, len(list))
+		prog.update(phase, i+1, len(list))
 		ev := res.Evidence(f.noTimings)
+		if onS3 {
+			ev.ArtifactStore = "s3"
+		}
 		if f.noTimings {
 			// How lanes interleave and how many of a race's rounds landed in
 			// which window are timing too; a deterministic card leaves them out.
@@ -396,15 +445,65 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, 
 			if f.serverVariant != "" {
 				replay = "go run -tags faultpoints,mutations ./cmd/rendermac scenarios --run " + s.Name + " --variant " + f.serverVariant
 			}
-			card.Failures = append(card.Failures, evidence.Failure{Source: "scenario " + s.Name,
+			if onS3 {
+				replay += " --artifacts-s3"
+			}
+			card.Failures = append(card.Failures, evidence.Failure{Source: "scenario " + ev.Key(),
 				Detail: fmt.Sprint(res.Err), Replay: replay})
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
-	prog.done("scenarios")
+	prog.done(phase)
 	return nil
+}
+
+// defaultS3Scenarios are the scenarios qualify runs again on S3 by
+// default: the ones whose outcome depends on the artifact store (the
+// object-store outage against the real server process, and PUTs of other
+// bytes to a claimed output key, which the bucket refuses).
+var defaultS3Scenarios = []string{"artifact_store_outage", "late_upload_after_commit", "upload_after_claim", "upload_during_verification"}
+
+// qualifyS3Scenarios runs --s3-scenarios with artifacts on S3, unless the
+// whole catalogue already ran there (--artifacts-s3) or the list is empty.
+// Without versitygw it records what was not run, or fails under CI=true,
+// which installs it (.ci/run).
+func qualifyS3Scenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, pgs *scenarioPostgres, prog *progress) error {
+	if f.artifactsS3 || f.s3Scenarios == "" {
+		return nil
+	}
+	if _, err := s3provider.Find(); err != nil {
+		if os.Getenv("CI") == "true" {
+			return fmt.Errorf("scenarios on S3 (--s3-scenarios): %w", err)
+		}
+		card.NotCovered = append(card.NotCovered, fmt.Sprintf("Scenarios on S3 (%s) were not run: %v.", f.s3Scenarios, err))
+		return nil
+	}
+	if err := qualifyScenarios(ctx, card, f, pgs, f.s3Scenarios, true, prog); err != nil {
+		return err
+	}
+	card.NotCovered = append(card.NotCovered, fmt.Sprintf("On S3 only the scenarios %s ran (entries @s3); the rest of the catalogue "+
+		"and the three-way campaign ran with artifacts in a directory (`qualify --artifacts-s3` runs them all on S3).", f.s3Scenarios))
+	return nil
+}
+
+// notCoveredOnS3 is what no qualify run covers on S3, with or without
+// --artifacts-s3.
+const notCoveredOnS3 = "On S3: a full or refusing bucket (artifact_store_full injects its fault in the control plane's store, which " +
+	"the agent's presigned PUT does not pass through); the campaign's upload op goes through the control plane's artifact handler, not " +
+	"a presigned PUT to the bucket (the scenarios make those); the bucket's create-only check was run against versitygw only."
+
+// campaignStore is where a campaign's artifacts live, for the card: the
+// stack target's store; "" for targets without one.
+func campaignStore(f fuzzFlags) string {
+	switch {
+	case f.target != "stack":
+		return ""
+	case f.s3:
+		return "s3"
+	}
+	return "fs"
 }
 
 // qualifyFleet is qualify's fleet campaign: bounded (about half a minute of

@@ -79,7 +79,8 @@ func mergeShards(t *testing.T, dir string, n int, wantFail bool, args ...string)
 func TestQualifyShardsMergeToTheUnshardedCard(t *testing.T) {
 	args := []string{"--seeds", "5", "--steps", "20", "--determinism-seeds", "3",
 		"--pg-seeds", "2", "--pg-steps", "12", "--determinism-pg-seeds", "1", "--stack-seeds", "2", "--stack-steps", "6",
-		"--scenarios", "wrong_epoch,cancel_during_verification", "--no-timings", "--workers", "1"}
+		"--scenarios", "wrong_epoch,cancel_during_verification", "--s3-scenarios", "late_upload_after_commit",
+		"--no-timings", "--workers", "1"}
 	// One server for all three runs (--db; the card does not record it):
 	// a cluster per campaign would cost more than the campaigns.
 	pg, err := pgprovider.Open(context.Background(), pgprovider.Options{})
@@ -111,7 +112,9 @@ func TestQualifyShardsMergeToTheUnshardedCard(t *testing.T) {
 			ran++
 		}
 	}
-	require.Equal(t, 2, ran, "every selected scenario is a row or a not-run note")
+	require.Equal(t, 3, ran, "every selected scenario is a row or a not-run note, the S3 one too")
+	require.Contains(t, string(whole[".md"]), "late_upload_after_commit@s3", "the S3 run is its own row")
+	require.Contains(t, string(whole[".md"]), "stack (artifacts: fs)", "the stack campaign names its artifact store")
 	require.Equal(t, 5, card.Campaigns[0].Seeds)
 }
 

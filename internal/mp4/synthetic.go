@@ -3,6 +3,8 @@ package mp4
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
+	"io"
 	"math"
 )
 
@@ -43,17 +45,59 @@ type SyntheticParams struct {
 // output.
 func Synthetic(params SyntheticParams) []byte {
 	p := params
-	if p.Timescale == 0 {
-		p.Timescale = DefaultTimescale
-	}
-	if p.Duration == 0 {
-		p.Duration = uint64(p.Timescale)
-	}
 	switch {
 	case p.MdatBytes <= 0:
 		p.MdatBytes = DefaultMdatBytes
 	case p.MdatBytes > MaxSyntheticMdatBytes:
 		p.MdatBytes = MaxSyntheticMdatBytes
+	}
+	head := syntheticHead(p)
+	return appendSeeded(head, p.Seed, 0, p.MdatBytes)
+}
+
+// MaxStreamedMdatBytes is the largest payload WriteSynthetic writes: mdat's
+// 32-bit size field (header included) bounds it.
+const MaxStreamedMdatBytes = math.MaxUint32 - 8
+
+// WriteSynthetic writes the file Synthetic builds for params to w, holding
+// at most one 64 KiB chunk of it, so the payload may exceed
+// MaxSyntheticMdatBytes (up to MaxStreamedMdatBytes; it is not clamped).
+// For a payload Synthetic does not clamp it writes exactly Synthetic's
+// bytes. It returns the bytes written.
+func WriteSynthetic(w io.Writer, params SyntheticParams) (int64, error) {
+	p := params
+	switch {
+	case p.MdatBytes <= 0:
+		p.MdatBytes = DefaultMdatBytes
+	case p.MdatBytes > MaxStreamedMdatBytes:
+		return 0, fmt.Errorf("mp4: synthetic mdat of %d bytes exceeds %d", p.MdatBytes, MaxStreamedMdatBytes)
+	}
+	n, err := w.Write(syntheticHead(p))
+	total := int64(n)
+	if err != nil {
+		return total, err
+	}
+	const chunk = 64 << 10 // a multiple of sha256.Size, so the counter runs on across chunks
+	buf := make([]byte, 0, chunk)
+	for off := 0; off < p.MdatBytes; off += chunk {
+		buf = appendSeeded(buf[:0], p.Seed, uint64(off/sha256.Size), min(chunk, p.MdatBytes-off))
+		n, err := w.Write(buf)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// syntheticHead is the file up to mdat's payload: ftyp, moov and mdat's
+// header, for p's (normalized) MdatBytes.
+func syntheticHead(p SyntheticParams) []byte {
+	if p.Timescale == 0 {
+		p.Timescale = DefaultTimescale
+	}
+	if p.Duration == 0 {
+		p.Duration = uint64(p.Timescale)
 	}
 	var version byte
 	if p.Duration > math.MaxUint32 {
@@ -69,12 +113,11 @@ func Synthetic(params SyntheticParams) []byte {
 		unityMatrix(), make([]byte, 24), u32(nextTrack))
 	moov := box("moov", mvhd, trak)
 
-	out := make([]byte, 0, len(ftyp)+len(moov)+8+p.MdatBytes)
+	out := make([]byte, 0, len(ftyp)+len(moov)+8+min(p.MdatBytes, MaxSyntheticMdatBytes))
 	out = append(out, ftyp...)
 	out = append(out, moov...)
 	out = binary.BigEndian.AppendUint32(out, uint32(8+p.MdatBytes))
-	out = append(out, "mdat"...)
-	return appendSeeded(out, p.Seed, p.MdatBytes)
+	return append(out, "mdat"...)
 }
 
 // synthTrak is a video track with no samples: enough for the box walk and for
@@ -98,13 +141,13 @@ func synthTrak(version byte, timescale uint32, duration uint64) []byte {
 	return box("trak", tkhd, box("mdia", mdhd, hdlr, box("minf", vmhd, dinf, stbl)))
 }
 
-// appendSeeded appends n bytes of SHA-256 in counter mode over seed: stable across
+// appendSeeded appends n bytes of SHA-256 in counter mode over seed, from
+// block counter on: stable across
 // Go versions and platforms, unlike math/rand streams.
-func appendSeeded(out []byte, seed string, n int) []byte {
+func appendSeeded(out []byte, seed string, counter uint64, n int) []byte {
 	block := make([]byte, 0, len(seed)+9)
 	block = append(block, seed...)
 	block = append(block, 0) // separates the seed from the counter
-	var counter uint64
 	for n > 0 {
 		sum := sha256.Sum256(binary.BigEndian.AppendUint64(block, counter))
 		k := min(n, len(sum))

@@ -2,7 +2,9 @@ package mp4
 
 import (
 	"bytes"
+	"io"
 	"math"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -70,4 +72,35 @@ func FuzzSynthetic(f *testing.F) {
 			require.Equal(t, duration, info.Duration)
 		}
 	})
+}
+
+// TestWriteSyntheticStreamsSyntheticsBytes: WriteSynthetic writes exactly
+// Synthetic's bytes (chunk boundaries do not show in the payload), and past
+// Synthetic's in-memory cap it writes a longer file that Check accepts.
+func TestWriteSyntheticStreamsSyntheticsBytes(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 33, 64 << 10, 64<<10 + 7, 3*(64<<10) + 33} {
+		p := SyntheticParams{Seed: "stream", MdatBytes: n}
+		var b bytes.Buffer
+		written, err := WriteSynthetic(&b, p)
+		require.NoError(t, err)
+		require.Equal(t, Synthetic(p), b.Bytes(), "mdat %d", n)
+		require.Equal(t, int64(b.Len()), written)
+	}
+	big := SyntheticParams{Seed: "big", MdatBytes: MaxSyntheticMdatBytes + 100}
+	f, err := os.CreateTemp(t.TempDir(), "big-*.mp4")
+	require.NoError(t, err)
+	defer f.Close()
+	written, err := WriteSynthetic(f, big)
+	require.NoError(t, err)
+	info, err := Check(f, written)
+	require.NoError(t, err)
+	require.Equal(t, int64(MaxSyntheticMdatBytes+100), info.MdatBytes)
+	head := make([]byte, 4096)
+	_, err = f.ReadAt(head, 0)
+	require.NoError(t, err)
+	require.NotEqual(t, Synthetic(big)[:4096], head, "Synthetic clamps; the streamed file's mdat header says its real size")
+
+	_, err = WriteSynthetic(io.Discard, SyntheticParams{MdatBytes: MaxStreamedMdatBytes + 1})
+	require.ErrorContains(t, err, "exceeds")
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/rendermac/rendermac/internal/localserver"
 )
 
 // runAs is the unprivileged account initdb/postgres run as when we are
@@ -125,7 +127,7 @@ func (c *cluster) firstStart(ctx context.Context) error {
 	defer c.mu.Unlock()
 	var err error
 	for range 5 {
-		if c.port, err = freePort(); err != nil {
+		if c.port, err = localserver.FreePort(); err != nil {
 			return err
 		}
 		if err = c.startLocked(ctx, false); err == nil || !strings.Contains(err.Error(), "could not bind") {

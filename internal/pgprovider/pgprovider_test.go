@@ -260,19 +260,7 @@ func (f *fakeTB) Logf(string, ...any)            {}
 func (f *fakeTB) Fatalf(format string, a ...any) { f.fatal = fmt.Sprintf(format, a...); panic(f) }
 
 func TestMustDatabaseFailsInsteadOfSkipping(t *testing.T) {
-	shared.mu.Lock()
-	saved := struct {
-		done bool
-		p    *Provider
-		err  error
-	}{shared.done, shared.p, shared.err}
-	shared.done, shared.p, shared.err = true, nil, fmt.Errorf("%w; set DATABASE_URL", ErrNoPostgres)
-	shared.mu.Unlock()
-	defer func() {
-		shared.mu.Lock()
-		shared.done, shared.p, shared.err = saved.done, saved.p, saved.err
-		shared.mu.Unlock()
-	}()
+	defer shared.Set(nil, fmt.Errorf("%w; set DATABASE_URL", ErrNoPostgres))()
 
 	tb := &fakeTB{}
 	func() {

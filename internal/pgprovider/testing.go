@@ -2,8 +2,9 @@ package pgprovider
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/rendermac/rendermac/internal/localserver"
 )
 
 // TB is the part of testing.TB the helpers need. Declaring it here keeps
@@ -16,41 +17,21 @@ type TB interface {
 	Logf(format string, args ...any)
 }
 
-// shared is the process-wide Provider. A mutex rather than sync.Once so
-// that Shutdown can reset it; a failed Open is remembered so every test
-// fails fast with the same explanation instead of re-probing.
-var shared struct {
-	mu   sync.Mutex
-	done bool
-	p    *Provider
-	err  error
-}
+// shared is the process-wide Provider (see localserver.Shared: a failed
+// Open is remembered so every test fails fast with the same explanation
+// instead of re-probing).
+var shared localserver.Shared[*Provider]
 
 // Shared returns the process-wide Provider, opening it with the zero
 // Options on first use.
 func Shared(ctx context.Context) (*Provider, error) {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if !shared.done {
-		shared.p, shared.err = Open(ctx, Options{})
-		shared.done = true
-	}
-	return shared.p, shared.err
+	return shared.Get(ctx, func(ctx context.Context) (*Provider, error) { return Open(ctx, Options{}) })
 }
 
 // Shutdown closes the shared Provider. Call it from TestMain after m.Run:
 // without it the cluster dies with the process (Pdeathsig) but its temp dir
 // is only reclaimed by a later run.
-func Shutdown() error {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	p := shared.p
-	shared.done, shared.p, shared.err = false, nil, nil
-	if p == nil {
-		return nil
-	}
-	return p.Close()
-}
+func Shutdown() error { return shared.Shutdown() }
 
 // MustDatabase returns the URL of a fresh database cloned from template and
 // drops it when the test ends. If migrate is non-nil, template is first

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/rendermac/rendermac/internal/localserver"
 )
 
 // Credentials and region every server this package starts accepts.
@@ -67,7 +68,7 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3provider: %w", err)
 	}
-	port, err := freePort()
+	port, err := localserver.FreePort()
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("s3provider: pick a port: %w", err)
@@ -82,6 +83,10 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	}
 	return s, nil
 }
+
+// Find returns the versitygw binary Open would start, or an error wrapping
+// ErrNoVersityGW that says where it looked and how to install one.
+func Find() (string, error) { return findBin("") }
 
 // findBin returns the first versitygw binary it finds, or ErrNoVersityGW
 // with the places it looked and how to install one.
@@ -131,15 +136,6 @@ func findBin(explicit string) (string, error) {
 	}
 	return "", fmt.Errorf("%w (looked in %s); install it with `%s` or set VERSITYGW to its path",
 		ErrNoVersityGW, strings.Join(tried, ", "), InstallCommand)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Endpoint is the server's base URL (path-style addressing).

@@ -2,8 +2,9 @@ package s3provider
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/rendermac/rendermac/internal/localserver"
 )
 
 // TB is the part of testing.TB the helpers need (keeps "testing" out of
@@ -19,36 +20,17 @@ type Bucket struct {
 	Endpoint, Name, AccessKey, SecretKey, Region string
 }
 
-var shared struct {
-	mu   sync.Mutex
-	done bool
-	s    *Server
-	err  error
-}
+// shared is the process-wide Server (see localserver.Shared).
+var shared localserver.Shared[*Server]
 
 // Shared returns the process-wide Server, opening it on first use; a
 // failed Open is remembered so every caller fails with one explanation.
 func Shared(ctx context.Context) (*Server, error) {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if !shared.done {
-		shared.s, shared.err = Open(ctx, Options{})
-		shared.done = true
-	}
-	return shared.s, shared.err
+	return shared.Get(ctx, func(ctx context.Context) (*Server, error) { return Open(ctx, Options{}) })
 }
 
 // Shutdown closes the shared Server (call it from TestMain after m.Run).
-func Shutdown() error {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	s := shared.s
-	shared.done, shared.s, shared.err = false, nil, nil
-	if s == nil {
-		return nil
-	}
-	return s.Close()
-}
+func Shutdown() error { return shared.Shutdown() }
 
 // MustBucket returns a fresh bucket on the shared server. If versitygw
 // cannot be had the test fails with Open's explanation; it never skips.

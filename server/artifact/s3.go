@@ -22,6 +22,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/grant"
 )
 
@@ -135,14 +136,42 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	return &S3{client: client, presign: s3.NewPresignClient(client), bucket: cfg.Bucket, prefix: cfg.Prefix}, nil
 }
 
-// Check makes one request to the bucket, so a server can refuse to start on
-// a bucket it cannot reach instead of failing its first commit.
+// Check makes sure the bucket can hold artifacts, so a server refuses to
+// start on one it cannot use instead of failing its first commit: the
+// bucket answers, and it honours create-only writes (it refuses a second
+// PUT of a key sent with If-None-Match: *), which make output keys
+// write-once (PresignCreate). It writes and deletes one probe object under
+// the prefix.
 func (s *S3) Check(ctx context.Context) error {
 	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &s.bucket})
 	if err != nil {
 		return fmt.Errorf("artifact: s3 bucket %q: %w", s.bucket, err)
 	}
+	probe := aws.String(s.prefix + "probe/create-only." + rand.Text())
+	defer func() {
+		_, _ = s.client.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: probe})
+	}()
+	for i := range 2 {
+		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: probe, Body: strings.NewReader("probe"),
+			ContentLength: aws.Int64(5), IfNoneMatch: aws.String(protocol.OutputPutCreateOnly)})
+		switch {
+		case i == 0 && err != nil:
+			return fmt.Errorf("artifact: s3 bucket %q: write a probe object: %w", s.bucket, err)
+		case i == 1 && err == nil:
+			return fmt.Errorf("artifact: s3 bucket %q does not honour If-None-Match: * (a second create-only PUT of a key was "+
+				"stored): it cannot keep output keys write-once; use a server with conditional writes (AWS S3, MinIO, R2, versitygw >= 1.8)", s.bucket)
+		case i == 1 && !preconditionFailed(err):
+			return fmt.Errorf("artifact: s3 bucket %q: a second create-only PUT: want 412 PreconditionFailed, got %w", s.bucket, err)
+		}
+	}
 	return nil
+}
+
+// preconditionFailed reports whether err is S3's answer to a create-only
+// PUT of a key that exists.
+func preconditionFailed(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == "PreconditionFailed"
 }
 
 func (s *S3) name(ctx context.Context, key string) (*string, error) {
@@ -331,11 +360,7 @@ func (s *S3) Presign(ctx context.Context, put bool, key string, ttl time.Duratio
 	}
 	expires := func(o *s3.PresignOptions) { o.Expires = ttl }
 	if put {
-		r, err := s.presign.PresignPutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: name}, expires)
-		if err != nil {
-			return "", fmt.Errorf("artifact: presign put %q: %w", key, err)
-		}
-		return r.URL, nil
+		return s.presignPut(ctx, key, name, nil, ttl)
 	}
 	r, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: name}, expires)
 	if err != nil {
@@ -344,11 +369,35 @@ func (s *S3) Presign(ctx context.Context, put bool, key string, ttl time.Duratio
 	return r.URL, nil
 }
 
+// PresignCreate is Presign for a PUT that may only create key: the URL
+// signs If-None-Match: * (protocol.OutputPutCondition), so its holder must
+// send that header, and the bucket stores the key at most once and answers
+// every later PUT 412 Precondition Failed. Grant issues output put grants
+// this way, which makes an attempt's output key write-once from its first
+// write.
+func (s *S3) PresignCreate(ctx context.Context, key string, ttl time.Duration) (string, error) {
+	name, err := s.name(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	return s.presignPut(ctx, key, name, aws.String(protocol.OutputPutCreateOnly), ttl)
+}
+
+func (s *S3) presignPut(ctx context.Context, key string, name, ifNoneMatch *string, ttl time.Duration) (string, error) {
+	r, err := s.presign.PresignPutObject(ctx, &s3.PutObjectInput{Bucket: &s.bucket, Key: name, IfNoneMatch: ifNoneMatch},
+		func(o *s3.PresignOptions) { o.Expires = ttl })
+	if err != nil {
+		return "", fmt.Errorf("artifact: presign put %q: %w", key, err)
+	}
+	return r.URL, nil
+}
+
 var _ grant.Issuer = (*S3)(nil)
 
 // Grant is the S3 store as a grant.Issuer: presigned URLs of the bucket. A
 // put grant is issued only for a Writable key (an input or an output, never
-// a sealed copy); a get grant of an output key opens its sealed copy
+// a sealed copy), and one of an output key only creates it (PresignCreate:
+// the bucket refuses a second PUT); a get grant of an output key opens its sealed copy
 // (ServedKey), the only bytes of an output ever served. now is not used:
 // the bucket judges expiry by its own clock from the signing time.
 func (s *S3) Grant(ctx context.Context, op grant.Op, key string, _ time.Time, ttl time.Duration) (string, error) {
@@ -356,6 +405,9 @@ func (s *S3) Grant(ctx context.Context, op grant.Op, key string, _ time.Time, tt
 	case grant.Put:
 		if !Writable(key) {
 			return "", fmt.Errorf("artifact: no put grant for %q: only input and output keys are written by grant holders", key)
+		}
+		if strings.HasPrefix(key, outputsPrefix) {
+			return s.PresignCreate(ctx, key, ttl)
 		}
 		return s.Presign(ctx, true, key, ttl)
 	case grant.Get:

@@ -19,6 +19,8 @@ import (
 
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/s3provider"
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/grant"
 	"github.com/stretchr/testify/require"
 )
 
@@ -302,4 +304,42 @@ func TestS3PresignedGrantsOpenOneKey(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a grant for one key opens no other")
+}
+
+// TestS3OutputGrantIsCreateOnly: an output put grant signs If-None-Match:
+// *, so the bucket stores the key once: a PUT without the header is
+// refused (it is signed), the first PUT with it lands, and every later one
+// is 412 Precondition Failed with the first bytes kept. An input grant is
+// a plain PUT (buyers' clients send no condition).
+func TestS3OutputGrantIsCreateOnly(t *testing.T) {
+	t.Parallel()
+	st := setupS3(t)
+	ctx := context.Background()
+	put := func(url, body string, createOnly bool) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, strings.NewReader(body))
+		require.NoError(t, err)
+		if createOnly {
+			req.Header.Set(protocol.OutputPutCondition, protocol.OutputPutCreateOnly)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	key := OutputKey("job", "attempt")
+	u, err := st.Grant(ctx, grant.Put, key, time.Time{}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusForbidden, put(u, "unconditional", false), "the condition is signed: a PUT without it is refused")
+	require.Equal(t, http.StatusOK, put(u, "rendered", true))
+	require.Equal(t, protocol.OutputPutRefusedStatus, put(u, "late bytes", true), "a second write of an output key")
+	require.Equal(t, "rendered", string(readAll(t, st, key)))
+
+	in := InputKey("job")
+	u, err = st.Grant(ctx, grant.Put, in, time.Time{}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, put(u, "first input", false))
+	require.Equal(t, http.StatusOK, put(u, "second input", false))
+	require.Equal(t, "second input", string(readAll(t, st, in)))
 }
