@@ -20,6 +20,7 @@ import (
 	"github.com/rendermac/rendermac/agent"
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/protocol"
 )
 
 // pairTimeout bounds the pairing request; a code is single-use, so a hung
@@ -28,6 +29,7 @@ const pairTimeout = 30 * time.Second
 
 type agentFlags struct {
 	server, pair, tokenFile, services, work, name, ffmpeg, logLevel, config string
+	catalogue                                                               string
 	failover, logFormat                                                     string
 	slots                                                                   int
 	minFreeMB                                                               int64
@@ -61,7 +63,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log := slog.New(handler)
 	services := splitList(f.services)
-	runners, err := agentRunners(services, f.ffmpeg)
+	catalogue, err := loadCatalogue(f.catalogue)
+	if err != nil {
+		return err
+	}
+	runners, err := agentRunners(catalogue, services, f.ffmpeg)
 	if err != nil {
 		return err
 	}
@@ -92,7 +98,8 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	set.StringVar(&f.server, "server", "", "control plane base URL (http or https); required with --pair")
 	set.StringVar(&f.pair, "pair", "", "pairing code from 'rendermac admin': pair this device, write --token-file, then run")
 	set.StringVar(&f.tokenFile, "token-file", "", "device credentials file, mode 0600 (default $HOME/.rendermac/device.json)")
-	set.StringVar(&f.services, "services", "", "comma-separated services to offer: "+strings.Join(builtinServices(), ", "))
+	set.StringVar(&f.services, "services", "", "comma-separated services to offer, from the catalogue (default catalogue: "+strings.Join(runner.Names(protocol.Services), ", ")+")")
+	set.StringVar(&f.catalogue, "catalogue", "", "service catalogue file (JSON, docs/SPEC.md \"Service catalogue\"), the same the server is given (default: the built-in services)")
 	set.IntVar(&f.slots, "slots", 1, "attempts run at once (1..64)")
 	set.StringVar(&f.work, "work", "", "work directory for inputs and outputs while attempts run")
 	set.StringVar(&f.name, "name", "", "device name shown to operators when pairing (default: host name)")
@@ -171,34 +178,22 @@ func agentCredentials(ctx context.Context, f agentFlags, services []string, stdo
 	return c, nil
 }
 
-// agentRunners checks the services against the built-in runners and, when
-// an FFmpeg service is offered, that ffmpeg exists, so a missing binary is a
-// start-up error rather than a failed job per offer.
-func agentRunners(services []string, ffmpegPath string) (map[string]runner.Runner, error) {
-	needFFmpeg := false
-	for _, s := range services {
-		if !slices.Contains(builtinServices(), s) {
-			return nil, usageError{fmt.Sprintf("--services: unknown service %q (available: %s)", s, strings.Join(builtinServices(), ", "))}
-		}
-		needFFmpeg = needFFmpeg || strings.HasPrefix(s, "ffmpeg.")
-	}
-	if needFFmpeg {
+// agentRunners builds the offered services' runners from the catalogue
+// and, when one of them runs ffmpeg, checks that ffmpeg exists, so a missing
+// binary is a start-up error rather than a failed job per offer.
+func agentRunners(catalogue []protocol.Service, services []string, ffmpegPath string) (map[string]runner.Runner, error) {
+	if runner.NeedsFFmpeg(catalogue, services) {
 		p, err := runner.LookFFmpeg(ffmpegPath)
 		if err != nil {
 			return nil, err
 		}
 		ffmpegPath = p
 	}
-	return runner.Builtin(clock.Real{}, ffmpegPath), nil
-}
-
-func builtinServices() []string {
-	var names []string
-	for name := range runner.Builtin(clock.Real{}, "") {
-		names = append(names, name)
+	rs, err := runner.ForServices(catalogue, services, runner.Env{Clock: clock.Real{}, FFmpeg: ffmpegPath})
+	if err != nil {
+		return nil, usageError{"--services: " + err.Error()}
 	}
-	slices.Sort(names)
-	return names
+	return rs, nil
 }
 
 func splitList(s string) []string {
