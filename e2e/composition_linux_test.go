@@ -22,11 +22,12 @@ import (
 // composition renderer (deploy/composition: timecut, chromium, ffmpeg).
 const serviceComposition = "composition.title_card"
 
-// The server knows a service from its catalogue. Until the catalogue file
-// (issue 29) lets a test hand one to the control plane, this binary's
-// default catalogue gains the composition service before any test starts.
+// The server knows a service from its catalogue (an operator's would name
+// it with runner kind "command"); this binary's stacks take the default
+// catalogue, which gains the composition service before any test starts.
 func init() {
-	protocol.Services = append(protocol.Services, protocol.Service{Name: serviceComposition, PriceCents: 50, Media: "mp4"})
+	protocol.Services = append(protocol.Services, protocol.Service{Name: serviceComposition, PriceCents: 50, Media: "mp4",
+		Runner: protocol.RunnerSpec{Kind: protocol.RunnerCommand, Command: []string{"node", "render.js", "{params}", "{output}"}}})
 }
 
 // compositionRunner is the command runner an operator would configure for

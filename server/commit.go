@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/faultpoint"
+	"github.com/rendermac/rendermac/server/probe"
 )
 
 const (
@@ -139,44 +143,127 @@ func (s *Service) authorize(found bool, a attemptRow, deviceID string, epoch int
 // err is only for store I/O trouble: the attempt stays committing and the
 // sweeper verifies again later.
 func (s *Service) Verify(ctx context.Context, jobID, attemptID string) (ok bool, err error) {
+	v, err := s.VerifyVerdict(ctx, jobID, attemptID)
+	return v.OK, err
+}
+
+// VerifyVerdict is Verify with the verdict's reason and the encoder
+// ffprobe found, for CommitFinishVerdict to record.
+func (s *Service) VerifyVerdict(ctx context.Context, jobID, attemptID string) (Verdict, error) {
 	if !protocol.ValidID(jobID) || !protocol.ValidID(attemptID) {
-		return false, nil
+		return Verdict{}, nil
 	}
 	var status protocol.AttemptStatus
 	var claimed protocol.Output
 	var service string
-	err = s.pool.QueryRow(dbstat.WithOp(ctx, OpVerifyRead), sqlClaimedOutput, attemptID, jobID).Scan(&status, &claimed.Key, &claimed.Bytes,
+	err := s.pool.QueryRow(dbstat.WithOp(ctx, OpVerifyRead), sqlClaimedOutput, attemptID, jobID).Scan(&status, &claimed.Key, &claimed.Bytes,
 		&claimed.SHA256, &service)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
+		return Verdict{}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("verify %s: read claim: %w", attemptID, err)
+		return Verdict{}, fmt.Errorf("verify %s: read claim: %w", attemptID, err)
 	}
-	return s.verifyClaim(ctx, jobID, attemptID, status, claim{service: service, output: claimed})
+	return s.verdict(ctx, jobID, attemptID, status, claim{service: service, output: claimed})
 }
 
 // verifyClaim is Verify of a claim in hand, of an attempt in status (Commit
 // passes committing: transaction 1 just saw it so).
 func (s *Service) verifyClaim(ctx context.Context, jobID, attemptID string, status protocol.AttemptStatus, cl claim) (ok bool, err error) {
+	v, err := s.verdict(ctx, jobID, attemptID, status, cl)
+	return v.OK, err
+}
+
+// Verdict is verification's outcome for one attempt.
+type Verdict struct {
+	OK bool
+	// Message says why not OK (e.g. "codec: want h264, got hevc"); "" for
+	// a claim that is not the attempt's own.
+	Message string
+	// Encoder is the encoder the output's video stream names (ffprobe's
+	// encoder tag), when the service's profile ran ffprobe.
+	Encoder string
+}
+
+// verdict is verifyClaim with the reason and what ffprobe saw.
+func (s *Service) verdict(ctx context.Context, jobID, attemptID string, status protocol.AttemptStatus, cl claim) (v Verdict, err error) {
 	key, claimed := protocol.OutputKey(jobID, attemptID), cl.output
 	if status != protocol.AttemptCommitting || claimed.Key != key {
-		return false, nil
+		return v, nil
 	}
 	svc, known := s.service(cl.service)
 	if !known {
-		return false, fmt.Errorf("verify %s: service %q is not in the catalogue", attemptID, cl.service)
+		return v, fmt.Errorf("verify %s: service %q is not in the catalogue", attemptID, cl.service)
 	}
 	faultpoint.Hit(ctx, faultpoint.CommitDuringVerify)
-	err = artifact.Verify(ctx, s.store, key, claimed.Bytes, claimed.SHA256, svc.Media)
+	var check artifact.Probe
+	if s.cfg.Prober != nil && svc.Verify.Probes() {
+		want, err := s.expectation(ctx, jobID, svc)
+		if err != nil {
+			return v, fmt.Errorf("verify %s: %w", attemptID, err)
+		}
+		check = func(ctx context.Context, path string) error {
+			got, err := s.cfg.Prober.Probe(ctx, path)
+			if errors.Is(err, probe.ErrUnreadable) {
+				return fmt.Errorf("%w: %v", artifact.ErrProbeVerdict, err)
+			}
+			if err != nil {
+				return err
+			}
+			v.Encoder = got.Encoder()
+			if err := probe.Check(svc.Verify, got, want); err != nil {
+				return fmt.Errorf("%w: %v", artifact.ErrProbeVerdict, err)
+			}
+			return nil
+		}
+	}
+	err = s.verifyStored(ctx, key, check, claimed.Bytes, claimed.SHA256, svc.Media)
 	var verdict *artifact.VerifyError
 	if errors.As(err, &verdict) {
-		return false, nil
+		return Verdict{Message: verdict.Reason + ": " + verdict.Message, Encoder: v.Encoder}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("verify %s: %w", attemptID, err)
+		return Verdict{}, fmt.Errorf("verify %s: %w", attemptID, err)
 	}
-	return true, nil
+	v.OK = true
+	return v, nil
+}
+
+// verifyStored runs the store's checks of the claim, then check (nil:
+// none) on the very bytes hashed.
+func (s *Service) verifyStored(ctx context.Context, key string, check artifact.Probe, bytes int64, sha256, media string) error {
+	return artifact.VerifyProbed(ctx, s.store, key, bytes, sha256, media, check)
+}
+
+// sqlJobMedia reads what a profile's duration check depends on.
+const sqlJobMedia = `SELECT params, input_bytes FROM jobs WHERE id = $1`
+
+// expectation is the duration the job fixes for svc's profile: the
+// duration param's value (or its default) exactly when the job has no
+// input, as an upper bound when it has one and set the param.
+func (s *Service) expectation(ctx context.Context, jobID string, svc protocol.Service) (probe.Expect, error) {
+	name := svc.Verify.DurationParam
+	if name == "" {
+		return probe.Expect{}, nil
+	}
+	var params map[string]string
+	var inputBytes int64
+	if err := s.pool.QueryRow(dbstat.WithOp(ctx, OpVerifyRead), sqlJobMedia, jobID).Scan(&params, &inputBytes); err != nil {
+		return probe.Expect{}, fmt.Errorf("read job params: %w", err)
+	}
+	spec, _ := svc.Param(name)
+	text, set := params[name]
+	switch {
+	case inputBytes > 0 && !set:
+		return probe.Expect{}, nil
+	case !set:
+		text = spec.Default
+	}
+	d, err := strconv.ParseFloat(text, 64)
+	if err != nil || d <= 0 {
+		return probe.Expect{}, nil // no expectation the job can be held to
+	}
+	return probe.Expect{DurationS: d, AtMost: inputBytes > 0}, nil
 }
 
 // CommitFinish is commit transaction 2: it locks the job, then the attempt,
@@ -185,26 +272,35 @@ func (s *Service) verifyClaim(ctx context.Context, jobID, attemptID string, stat
 // retried (verification_failed); otherwise attempt and job succeed with the
 // claimed output and the hold is captured (commit_ok).
 func (s *Service) CommitFinish(ctx context.Context, now time.Time, jobID, attemptID string, verified bool) (protocol.Reply, error) {
-	return s.commitFinish(ctx, now, jobID, attemptID, verified, protocol.ActorVerify)
+	return s.commitFinish(ctx, now, jobID, attemptID, verified, protocol.ActorVerify, Verdict{})
+}
+
+// CommitFinishVerdict is CommitFinish that also records on the attempt the
+// verdict's message (a failed verification's reason) and the encoder
+// ffprobe found; a refused verification's message is the reply's.
+func (s *Service) CommitFinishVerdict(ctx context.Context, now time.Time, jobID, attemptID string, v Verdict) (protocol.Reply, error) {
+	return s.commitFinish(ctx, now, jobID, attemptID, v.OK, protocol.ActorVerify, v)
 }
 
 // commitFinish is transaction 2 for actor: the verifier after a commit, the
 // sweeper after re-verifying an abandoned one.
-func (s *Service) commitFinish(ctx context.Context, now time.Time, jobID, attemptID string, verified bool, actor protocol.Actor) (protocol.Reply, error) {
+// verified decides; verdict only says what to record.
+func (s *Service) commitFinish(ctx context.Context, now time.Time, jobID, attemptID string, verified bool, actor protocol.Actor,
+	verdict Verdict) (protocol.Reply, error) {
 	faultpoint.Hit(ctx, faultpoint.CommitBeforeTx2)
 	var r protocol.Reply
 	var l jobAttemptLock
 	err := s.pipelined(ctx, OpCommitFinish, now, actor, func(b *pgx.Batch) { l.queue(b, jobID, attemptID) },
 		func(ctx context.Context, st *step) error {
 			var err error
-			r, err = s.finish(ctx, st, verified, &l)
+			r, err = s.finish(ctx, st, verified, verdict, &l)
 			return err
 		})
 	faultpoint.Hit(ctx, faultpoint.CommitAfterTx2)
 	return r, err
 }
 
-func (s *Service) finish(ctx context.Context, st *step, verified bool, l *jobAttemptLock) (protocol.Reply, error) {
+func (s *Service) finish(ctx context.Context, st *step, verified bool, verdict Verdict, l *jobAttemptLock) (protocol.Reply, error) {
 	j, a, ok := l.result()
 	switch {
 	case !ok || a.Status != protocol.AttemptCommitting:
@@ -215,9 +311,16 @@ func (s *Service) finish(ctx context.Context, st *step, verified bool, l *jobAtt
 		if err := st.endAttempt(ctx, &a, rowFence(a), protocol.AttemptFailed, protocol.FailVerificationFailed); err != nil {
 			return protocol.Reply{}, err
 		}
-		return protocol.Reply{Code: protocol.CodeVerificationFailed}, st.moveJob(ctx, &j, protocol.JobFailed, protocol.FailVerificationFailed)
+		if err := st.recordVerdict(ctx, a.ID, verdict); err != nil {
+			return protocol.Reply{}, err
+		}
+		return protocol.Reply{Code: protocol.CodeVerificationFailed, Message: verdict.Message},
+			st.moveJob(ctx, &j, protocol.JobFailed, protocol.FailVerificationFailed)
 	}
 	if err := st.endAttempt(ctx, &a, rowFence(a), protocol.AttemptSucceeded, ""); err != nil {
+		return protocol.Reply{}, err
+	}
+	if err := st.recordVerdict(ctx, a.ID, verdict); err != nil {
 		return protocol.Reply{}, err
 	}
 	if err := st.succeedJob(ctx, &j, a); err != nil {
@@ -235,9 +338,51 @@ func (s *Service) Commit(ctx context.Context, now time.Time, deviceID string, c 
 	if err != nil || r.Code != protocol.CodeCommitPending {
 		return r, err
 	}
-	ok, err := s.verifyClaim(ctx, c.JobID, c.AttemptID, protocol.AttemptCommitting, cl)
+	v, err := s.verdict(ctx, c.JobID, c.AttemptID, protocol.AttemptCommitting, cl)
 	if err != nil {
 		return protocol.Reply{}, err
 	}
-	return s.CommitFinish(ctx, now, c.JobID, c.AttemptID, ok)
+	return s.CommitFinishVerdict(ctx, now, c.JobID, c.AttemptID, v)
+}
+
+// sqlRecordVerdict keeps what verification found on the attempt: the
+// encoder named in the output and a refusal's reason (both shown in the
+// job's view; neither is part of the contract's state).
+const sqlRecordVerdict = `UPDATE job_attempts SET encoder = $2, verify_message = $3 WHERE id = $1`
+
+// Bounds of the recorded verdict (the columns' CHECKs).
+const (
+	encoderMaxBytes       = 64
+	verifyMessageMaxBytes = 512
+)
+
+// recordVerdict writes v's encoder and message, when there are any.
+func (st *step) recordVerdict(ctx context.Context, attemptID string, v Verdict) error {
+	if v.Encoder == "" && v.Message == "" {
+		return nil
+	}
+	return st.write(ctx, "record verdict "+attemptID, true, sqlRecordVerdict, attemptID,
+		nullText(clipUTF8(v.Encoder, encoderMaxBytes)), nullText(clipUTF8(v.Message, verifyMessageMaxBytes)))
+}
+
+// nullText is NULL for "".
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// clipUTF8 cuts s to at most n bytes without splitting a character, and
+// drops what Postgres text cannot hold.
+func clipUTF8(s string, n int) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "?")
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }

@@ -171,7 +171,8 @@ func insertJob(ctx context.Context, st *step, jobID string, req protocol.CreateJ
 // invalidField is CreateJob's validation after the buyer lookup, in the
 // documented order; "" means the request is valid.
 func (s *Service) invalidField(req protocol.CreateJobRequest) string {
-	if _, ok := s.service(req.Service); !ok {
+	svc, ok := s.service(req.Service)
+	if !ok {
 		return "service"
 	}
 	if req.MaxAttempts < protocol.MaxAttemptsMin || req.MaxAttempts > protocol.MaxAttemptsMax {
@@ -191,6 +192,10 @@ func (s *Service) invalidField(req protocol.CreateJobRequest) string {
 	}
 	for k, v := range req.Params {
 		if !paramKey.MatchString(k) || len(v) > maxParamValueBytes || !protocol.ValidText(v) {
+			return "params"
+		}
+		// A param the service declares must fit its type and bounds.
+		if spec, declared := svc.Param(k); declared && !spec.Accepts(v) {
 			return "params"
 		}
 	}

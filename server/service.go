@@ -15,6 +15,7 @@ import (
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/probe"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -50,6 +51,10 @@ type Config struct {
 	MaxTxRetries int
 	// Variant selects a broken variant; see Variant and CheckVariant.
 	Variant Variant
+	// Prober, when set, runs ffprobe on every output whose service has a
+	// verification profile, after the structural walk (nil: the walk
+	// alone, as the harness runs it).
+	Prober *probe.Prober
 }
 
 // ErrInternal marks a state the service's own locks and checks should have

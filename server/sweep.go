@@ -144,13 +144,14 @@ func (s *Service) sweepCommits(ctx context.Context, now time.Time, res *protocol
 	}
 	var verifyErrs []error
 	for _, p := range pairs {
-		ok, err := s.Verify(ctx, p.jobID, p.attemptID)
+		v, err := s.VerifyVerdict(ctx, p.jobID, p.attemptID)
 		if err != nil {
 			verifyErrs = append(verifyErrs, err)
 			continue
 		}
 		faultpoint.Hit(ctx, faultpoint.SweepBeforeTx)
-		r, err := s.commitFinish(ctx, now, p.jobID, p.attemptID, ok, protocol.ActorSweeper)
+		ok := v.OK
+		r, err := s.commitFinish(ctx, now, p.jobID, p.attemptID, ok, protocol.ActorSweeper, v)
 		faultpoint.Hit(ctx, faultpoint.SweepAfterTx)
 		if err != nil {
 			return errors.Join(verifyErrs...), err

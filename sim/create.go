@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rendermac/rendermac/protocol"
@@ -33,7 +34,7 @@ func (m *ExecutionModel) CreateJob(now time.Time, req protocol.CreateJobRequest)
 	if !ok {
 		return invalid("service")
 	}
-	if field := validateRequest(req); field != "" {
+	if field := validateRequest(req, svc); field != "" {
 		return invalid(field)
 	}
 	var fp string
@@ -98,7 +99,7 @@ func (m *ExecutionModel) service(name string) (protocol.Service, bool) {
 
 // validateRequest checks the fields after service, in the documented order,
 // and returns the first offending field ("" when all are valid).
-func validateRequest(req protocol.CreateJobRequest) string {
+func validateRequest(req protocol.CreateJobRequest, svc protocol.Service) string {
 	switch {
 	case req.MaxAttempts < protocol.MaxAttemptsMin || req.MaxAttempts > protocol.MaxAttemptsMax:
 		return "max_attempts"
@@ -108,7 +109,7 @@ func validateRequest(req protocol.CreateJobRequest) string {
 		return "input.bytes"
 	case !protocol.ValidTokenHash(req.Input.SHA256): // the same 64-lowercase-hex form
 		return "input.sha256"
-	case !validParams(req.Params):
+	case !validParams(req.Params) || !declaredParamsFit(req.Params, svc):
 		return "params"
 	case len(req.IdempotencyKey) > idempotencyKeyMax || !protocol.ValidText(req.IdempotencyKey):
 		return "idempotency_key"
@@ -126,6 +127,78 @@ func validParams(params map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// declaredParamsFit reports whether every param the service declares has
+// a value of its type within its bounds (the model's own reading of the
+// contract's param types; the server uses protocol.ParamSpec.Accepts).
+func declaredParamsFit(params map[string]string, svc protocol.Service) bool {
+	for _, spec := range svc.Params {
+		v, set := params[spec.Name]
+		if set && !paramFits(spec, v) {
+			return false
+		}
+	}
+	return true
+}
+
+func paramFits(spec protocol.ParamSpec, v string) bool {
+	switch spec.Type {
+	case protocol.ParamInteger:
+		if !decimalInteger(v) {
+			return false
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		return err == nil && float64(n) >= spec.Min && float64(n) <= spec.Max
+	case protocol.ParamNumber:
+		var f float64
+		if !jsonNumber(v) || json.Unmarshal([]byte(v), &f) != nil {
+			return false
+		}
+		return f >= spec.Min && f <= spec.Max
+	case protocol.ParamBoolean:
+		return v == "true" || v == "false"
+	case protocol.ParamString:
+		limit := spec.MaxLen
+		if limit == 0 {
+			limit = paramValueLenMax
+		}
+		if len(v) > limit {
+			return false
+		}
+		if len(spec.Enum) == 0 {
+			return true
+		}
+		for _, e := range spec.Enum {
+			if e == v {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decimalInteger matches -?(0|[1-9][0-9]*), a JSON integer literal.
+func decimalInteger(v string) bool {
+	d := strings.TrimPrefix(v, "-")
+	if d == "" || (d[0] == '0' && len(d) > 1) {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonNumber matches a JSON number literal and nothing around it.
+func jsonNumber(v string) bool {
+	if v == "" || strings.TrimSpace(v) != v || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+		return false
+	}
+	var n json.Number
+	return json.Unmarshal([]byte(v), &n) == nil
 }
 
 // validParamKey matches [a-z0-9_]{1,32}.

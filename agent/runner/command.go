@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/protocol"
 )
 
 // Limits of a command runner's configuration and of what it reads back.
@@ -492,4 +493,13 @@ func scanLines(r io.Reader, line func([]byte)) {
 			return
 		}
 	}
+}
+
+// A catalogue service of runner kind "command" gets a command runner from
+// its entry's argv and time limit; `rendermac agent --command-service
+// NAME=FILE` replaces it with a fuller config (env, dir, progress regexp).
+func init() {
+	Kinds[protocol.RunnerCommand] = Kind{New: func(svc protocol.Service, _ Env) (Runner, error) {
+		return NewCommand(CommandConfig{Argv: svc.Runner.Command, TimeoutS: svc.Runner.TimeoutS})
+	}}
 }

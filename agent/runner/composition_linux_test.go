@@ -69,7 +69,7 @@ func compositionCommand(t *testing.T, timeoutS int) (*Command, string) {
 	return c, marker
 }
 
-type ffprobeSummary struct {
+type probeJSON struct {
 	Streams []struct {
 		CodecType string `json:"codec_type"`
 		CodecName string `json:"codec_name"`
@@ -84,11 +84,11 @@ type ffprobeSummary struct {
 	} `json:"format"`
 }
 
-func ffprobe(t *testing.T, path string) ffprobeSummary {
+func ffprobe(t *testing.T, path string) probeJSON {
 	t.Helper()
 	out, err := exec.Command("ffprobe", "-v", "error", "-print_format", "json", "-show_streams", "-show_format", path).Output()
 	require.NoError(t, err, "ffprobe %s", path)
-	var s ffprobeSummary
+	var s probeJSON
 	require.NoError(t, json.Unmarshal(out, &s))
 	return s
 }

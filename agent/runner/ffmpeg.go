@@ -119,15 +119,27 @@ func (f FFmpeg) Run(ctx context.Context, spec Spec, inputPath, outputPath string
 	if err != nil {
 		return err
 	}
+	if err := runFFmpeg(ctx, bin, args); err != nil {
+		return fmt.Errorf("ffmpeg: %w", err)
+	}
+	return nil
+}
+
+// errStopped marks a run that ctx ended: not ffmpeg's failure.
+var errStopped = errors.New("ffmpeg stopped")
+
+// runFFmpeg runs bin with args (no shell); an error carries the tail of
+// ffmpeg's stderr, or is errStopped with ctx's cause when ctx ended.
+func runFFmpeg(ctx context.Context, bin string, args []string) error {
 	var stderr tailBuffer
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = killGrace
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("ffmpeg stopped: %w", context.Cause(ctx))
+			return fmt.Errorf("%w: %w", errStopped, context.Cause(ctx))
 		}
-		return fmt.Errorf("ffmpeg: %w: %s", err, bytes.TrimSpace(stderr.buf))
+		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.buf))
 	}
 	return nil
 }

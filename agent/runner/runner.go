@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/protocol"
 )
 
 // Spec is what a runner is asked to do: the offer's service and parameters.
@@ -41,11 +42,11 @@ const (
 // ffmpeg binary; "" means look it up on PATH when a job runs. clk drives the
 // synthetic runner's delay.
 func Builtin(clk clock.Clock, ffmpegPath string) map[string]Runner {
-	return map[string]Runner{
-		ServiceSynthetic: Synthetic{Clock: clk},
-		ServiceH264p720:  FFmpeg{Path: ffmpegPath, Width: 1280, Height: 720},
-		ServiceH264p1080: FFmpeg{Path: ffmpegPath, Width: 1920, Height: 1080},
+	rs, err := ForServices(protocol.Services, Names(protocol.Services), Env{Clock: clk, FFmpeg: ffmpegPath})
+	if err != nil {
+		panic("runner: the default catalogue names a kind this package lacks: " + err.Error())
 	}
+	return rs
 }
 
 // LookFFmpeg resolves the ffmpeg binary: path itself when set, else "ffmpeg"

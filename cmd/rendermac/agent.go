@@ -22,6 +22,7 @@ import (
 	"github.com/rendermac/rendermac/agent"
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/protocol"
 )
 
 // pairTimeout bounds the pairing request; a code is single-use, so a hung
@@ -30,6 +31,7 @@ const pairTimeout = 30 * time.Second
 
 type agentFlags struct {
 	server, pair, tokenFile, services, work, name, ffmpeg, logLevel, config string
+	catalogue                                                               string
 	failover, logFormat, commandServices                                    string
 	slots                                                                   int
 	minFreeMB                                                               int64
@@ -63,7 +65,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log := slog.New(handler)
 	services := splitList(f.services)
-	runners, err := agentRunners(services, f.ffmpeg, f.commandServices)
+	catalogue, err := loadCatalogue(f.catalogue)
+	if err != nil {
+		return err
+	}
+	runners, err := agentRunners(catalogue, services, f.ffmpeg, f.commandServices)
 	if err != nil {
 		return err
 	}
@@ -99,7 +105,8 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	set.StringVar(&f.server, "server", "", "control plane base URL (http or https); required with --pair")
 	set.StringVar(&f.pair, "pair", "", "pairing code from 'rendermac admin': pair this device, write --token-file, then run")
 	set.StringVar(&f.tokenFile, "token-file", "", "device credentials file, mode 0600 (default $HOME/.rendermac/device.json)")
-	set.StringVar(&f.services, "services", "", "comma-separated services to offer: "+strings.Join(builtinServices(), ", ")+", or one named by --command-service")
+	set.StringVar(&f.services, "services", "", "comma-separated services to offer, from the catalogue (default catalogue: "+strings.Join(runner.Names(protocol.Services), ", ")+"), or one --command-service configures")
+	set.StringVar(&f.catalogue, "catalogue", "", "service catalogue file (JSON, docs/SPEC.md \"Service catalogue\"), the same the server is given (default: the built-in services)")
 	set.IntVar(&f.slots, "slots", 1, "attempts run at once (1..64)")
 	set.StringVar(&f.work, "work", "", "work directory for inputs and outputs while attempts run")
 	set.StringVar(&f.name, "name", "", "device name shown to operators when pairing (default: host name)")
@@ -184,36 +191,29 @@ func agentCredentials(ctx context.Context, f agentFlags, services []string, stdo
 	return c, nil
 }
 
-// agentRunners checks the services against the built-in runners and the
-// command services (NAME=FILE pairs of commandServices) and, when an FFmpeg
-// service is offered, that ffmpeg exists, and for a command service that its
+// agentRunners builds the offered services' runners from the catalogue,
+// then gives each service of the --command-service list (NAME=FILE pairs, a
+// command runner's JSON config; the service must be in the catalogue with
+// runner kind "command") its configured runner. When one of them runs
+// ffmpeg it checks that ffmpeg exists, and for a command service that its
 // program exists, so a missing binary is a start-up error rather than a
 // failed job per offer.
-func agentRunners(services []string, ffmpegPath, commandServices string) (map[string]runner.Runner, error) {
-	commands, err := commandRunners(commandServices)
+func agentRunners(catalogue []protocol.Service, services []string, ffmpegPath, commandServices string) (map[string]runner.Runner, error) {
+	commands, err := commandRunners(catalogue, commandServices)
 	if err != nil {
 		return nil, err
 	}
-	available := builtinServices()
-	for name := range commands {
-		available = append(available, name)
-	}
-	slices.Sort(available)
-	needFFmpeg := false
-	for _, s := range services {
-		if !slices.Contains(available, s) {
-			return nil, usageError{fmt.Sprintf("--services: unknown service %q (available: %s)", s, strings.Join(available, ", "))}
-		}
-		needFFmpeg = needFFmpeg || strings.HasPrefix(s, "ffmpeg.")
-	}
-	if needFFmpeg {
+	if runner.NeedsFFmpeg(catalogue, services) {
 		p, err := runner.LookFFmpeg(ffmpegPath)
 		if err != nil {
 			return nil, err
 		}
 		ffmpegPath = p
 	}
-	runners := runner.Builtin(clock.Real{}, ffmpegPath)
+	rs, err := runner.ForServices(catalogue, services, runner.Env{Clock: clock.Real{}, FFmpeg: ffmpegPath})
+	if err != nil {
+		return nil, usageError{"--services: " + err.Error()}
+	}
 	for name, c := range commands {
 		if !slices.Contains(services, name) {
 			continue
@@ -221,23 +221,35 @@ func agentRunners(services []string, ffmpegPath, commandServices string) (map[st
 		if err := c.Check(); err != nil {
 			return nil, fmt.Errorf("--command-service %s: %w", name, err)
 		}
-		runners[name] = c
+		rs[name] = c
 	}
-	return runners, nil
+	for name, r := range rs {
+		if c, ok := r.(*runner.Command); ok && commands[name] == nil {
+			if err := c.Check(); err != nil {
+				return nil, fmt.Errorf("service %s: %w", name, err)
+			}
+		}
+	}
+	return rs, nil
 }
 
 // commandRunners reads the --command-service list: NAME=FILE pairs, each a
-// command runner's JSON config (runner.CommandConfig).
-func commandRunners(list string) (map[string]*runner.Command, error) {
+// command runner's JSON config (runner.CommandConfig) for a catalogue
+// service of runner kind "command".
+func commandRunners(catalogue []protocol.Service, list string) (map[string]*runner.Command, error) {
 	out := map[string]*runner.Command{}
 	for _, pair := range splitList(list) {
 		name, file, ok := strings.Cut(pair, "=")
 		name, file = strings.TrimSpace(name), strings.TrimSpace(file)
-		switch {
-		case !ok || name == "" || file == "":
+		if !ok || name == "" || file == "" {
 			return nil, usageError{fmt.Sprintf("--command-service %q: want NAME=FILE", pair)}
-		case slices.Contains(builtinServices(), name):
-			return nil, usageError{fmt.Sprintf("--command-service %s: the name of a built-in service", name)}
+		}
+		svc, found := protocol.FindService(catalogue, name)
+		switch {
+		case !found:
+			return nil, usageError{fmt.Sprintf("--command-service %s: not in the catalogue (add it with runner kind %q, docs/SPEC.md \"Service catalogue\")", name, protocol.RunnerCommand)}
+		case svc.Runner.Kind != protocol.RunnerCommand:
+			return nil, usageError{fmt.Sprintf("--command-service %s: the catalogue's runner kind is %q, not %q", name, svc.Runner.Kind, protocol.RunnerCommand)}
 		case out[name] != nil:
 			return nil, usageError{fmt.Sprintf("--command-service %s: named twice", name)}
 		}
@@ -252,15 +264,6 @@ func commandRunners(list string) (map[string]*runner.Command, error) {
 		out[name] = c
 	}
 	return out, nil
-}
-
-func builtinServices() []string {
-	var names []string
-	for name := range runner.Builtin(clock.Real{}, "") {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
 }
 
 func splitList(s string) []string {

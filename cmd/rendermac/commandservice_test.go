@@ -8,13 +8,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rendermac/rendermac/agent/runner"
+	"github.com/rendermac/rendermac/protocol"
 )
 
-// --command-service NAME=FILE adds a command runner the agent may offer; a
-// bad pair, a clash with a built-in name, a bad file or a missing program is
-// a start-up error naming the service.
+// --command-service NAME=FILE gives a catalogue service of runner kind
+// "command" its full runner config; a bad pair, a service the catalogue
+// lacks or runs with another kind, a bad file or a missing program is a
+// start-up error naming the service.
 func TestAgentCommandServiceFlag(t *testing.T) {
 	t.Parallel()
+	cat := append([]protocol.Service{}, protocol.Services...)
+	for _, name := range []string{"composition.title", "composition.x", "a", "x"} {
+		cat = append(cat, protocol.Service{Name: name, PriceCents: 1, Media: "mp4",
+			Runner: protocol.RunnerSpec{Kind: protocol.RunnerCommand, Command: []string{"sh", "-c", "exit 0", "sh", "{output}"}}})
+	}
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -26,7 +33,7 @@ func TestAgentCommandServiceFlag(t *testing.T) {
 	typo := write("typo.json", `{"argv":["sh","{output}"],"timeout":60}`)
 	noOutput := write("noout.json", `{"argv":["sh","{params}"]}`)
 
-	runners, err := agentRunners([]string{"composition.title", "synthetic.mp4"}, "", "composition.title="+good)
+	runners, err := agentRunners(cat, []string{"composition.title", "synthetic.mp4"}, "", "composition.title="+good)
 	require.NoError(t, err)
 	c, ok := runners["composition.title"].(*runner.Command)
 	require.True(t, ok, "the service runs the command runner")
@@ -34,7 +41,7 @@ func TestAgentCommandServiceFlag(t *testing.T) {
 	require.Contains(t, runners, "synthetic.mp4")
 
 	// Configured but not offered: the program is not checked.
-	_, err = agentRunners([]string{"synthetic.mp4"}, "", "composition.x="+missing)
+	_, err = agentRunners(cat, []string{"synthetic.mp4"}, "", "composition.x="+missing)
 	require.NoError(t, err)
 
 	for name, tc := range map[string]struct {
@@ -42,17 +49,17 @@ func TestAgentCommandServiceFlag(t *testing.T) {
 		flag     string
 		want     string
 	}{
-		"not configured": {[]string{"composition.title"}, "", `unknown service "composition.title" (available: ffmpeg.h264_1080p, ffmpeg.h264_720p, synthetic.mp4)`},
-		"no file":        {[]string{"x"}, "x", `--command-service "x": want NAME=FILE`},
-		"no name":        {[]string{"x"}, "=" + good, "want NAME=FILE"},
-		"builtin name":   {[]string{"synthetic.mp4"}, "synthetic.mp4=" + good, "the name of a built-in service"},
-		"twice":          {[]string{"a"}, "a=" + good + ",a=" + good, "named twice"},
-		"unknown key":    {[]string{"a"}, "a=" + typo, `unknown field "timeout"`},
-		"absent file":    {[]string{"a"}, "a=" + filepath.Join(dir, "absent.json"), "read command config"},
-		"no output":      {[]string{"a"}, "a=" + noOutput, "argv must contain {output}"},
-		"missing prog":   {[]string{"a"}, "a=" + missing, "--command-service a: command runner: find rendermac-no-such-renderer on PATH"},
+		"not in catalogue": {[]string{"synthetic.mp4"}, "composition.y=" + good, `--command-service composition.y: not in the catalogue`},
+		"no file":          {[]string{"x"}, "x", `--command-service "x": want NAME=FILE`},
+		"no name":          {[]string{"x"}, "=" + good, "want NAME=FILE"},
+		"other kind":       {[]string{"synthetic.mp4"}, "synthetic.mp4=" + good, `the catalogue's runner kind is "synthetic", not "command"`},
+		"twice":            {[]string{"a"}, "a=" + good + ",a=" + good, "named twice"},
+		"unknown key":      {[]string{"a"}, "a=" + typo, `unknown field "timeout"`},
+		"absent file":      {[]string{"a"}, "a=" + filepath.Join(dir, "absent.json"), "read command config"},
+		"no output":        {[]string{"a"}, "a=" + noOutput, "argv must contain {output}"},
+		"missing prog":     {[]string{"a"}, "a=" + missing, "--command-service a: command runner: find rendermac-no-such-renderer on PATH"},
 	} {
-		_, err := agentRunners(tc.services, "", tc.flag)
+		_, err := agentRunners(cat, tc.services, "", tc.flag)
 		require.ErrorContains(t, err, tc.want, name)
 	}
 }

@@ -27,7 +27,9 @@ const (
 // server, and a demo buyer and pairing code, with instructions for
 // connecting an agent and submitting a job. Ctrl-C stops and removes it all.
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	set := newFlagSet("dev", "[--listen ADDR] [--log-level L] [--log-format text|json]", stderr)
+	set := newFlagSet("dev", "[--listen ADDR] [--log-level L] [--log-format text|json] [--catalogue FILE] [--ffprobe auto|PATH|off]", stderr)
+	catalogue := set.String("catalogue", "", "service catalogue file (default: the built-in services); give the agent the same")
+	ffprobe := set.String("ffprobe", "auto", "ffprobe for verification profiles: auto, a path, or off")
 	listen := set.String("listen", "127.0.0.1:8080", "listen address")
 	logLevel := set.String("log-level", "info", "debug, info, warn or error")
 	logFormat := set.String("log-format", "text", "text or json")
@@ -60,7 +62,14 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	f := serverFlags{db: pg.AdminURL(), listen: *listen, artifacts: filepath.Join(dir, "artifacts"), keyFile: keyFile,
 		leaseTTL: server.DefaultLeaseTTL, heartbeat: 15 * time.Second}
-	return controlplane.Run(ctx, f.config(key, log), func(ctx context.Context, st *controlplane.Plane) error {
+	cfg := f.config(key, log)
+	if cfg.Services, err = loadCatalogue(*catalogue); err != nil {
+		return err
+	}
+	if cfg.FFprobe, err = resolveFFprobe(*ffprobe, log); err != nil {
+		return err
+	}
+	return controlplane.Run(ctx, cfg, func(ctx context.Context, st *controlplane.Plane) error {
 		return devWelcome(ctx, st, dir, stdout)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ type serverFlags struct {
 	pairMaxGuesses                                                 int
 	s3Endpoint                                                     string
 	s3PathStyle                                                    bool
+	catalogue, ffprobe                                             string
 }
 
 func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
@@ -56,6 +58,12 @@ func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	cfg := f.config(key, log)
 	cfg.MetricsTokenHash = metricsTokenHash
+	if cfg.Services, err = loadCatalogue(f.catalogue); err != nil {
+		return err
+	}
+	if cfg.FFprobe, err = resolveFFprobe(f.ffprobe, log); err != nil {
+		return err
+	}
 	return controlplane.Run(ctx, cfg, nil)
 }
 
@@ -91,6 +99,10 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 		"serve /metrics on this address instead of --listen, to any peer there (env RENDERMAC_METRICS_LISTEN); without it /metrics on --listen answers loopback clients only, unless a token is set")
 	set.StringVar(&f.metricsTokenFile, "metrics-token-file", os.Getenv("RENDERMAC_METRICS_TOKEN_FILE"),
 		"file (mode 0600) holding the bearer token /metrics requires, from any peer (env RENDERMAC_METRICS_TOKEN_FILE)")
+	set.StringVar(&f.catalogue, "catalogue", os.Getenv("RENDERMAC_CATALOGUE"),
+		"service catalogue file (JSON, docs/SPEC.md \"Service catalogue\"), the same the agents are given (env RENDERMAC_CATALOGUE; default: the built-in services)")
+	set.StringVar(&f.ffprobe, "ffprobe", envOr("RENDERMAC_FFPROBE", "auto"),
+		"ffprobe binary for verification profiles: auto (ffprobe on PATH if there, with a warning if not), a path (required to run), or off (env RENDERMAC_FFPROBE)")
 	set.IntVar(&f.pairMaxGuesses, "pair-max-guesses", api.DefaultPairMaxGuesses, "wrong guesses at a pairing code's id that burn the code")
 	f.limits = ratelimit.Limits{}.WithDefaults()
 	for _, l := range []struct {
@@ -238,4 +250,27 @@ func readMetricsToken(path string) (string, error) {
 			path, minMetricsTokenBytes)
 	}
 	return token, nil
+}
+
+// resolveFFprobe turns --ffprobe into the binary verification runs, or ""
+// for the structural walk alone.
+func resolveFFprobe(flag string, log *slog.Logger) (string, error) {
+	switch flag {
+	case "off":
+		log.Warn("--ffprobe off: outputs get the structural MP4 walk only; services' verification profiles are not checked")
+		return "", nil
+	case "auto", "":
+		p, err := exec.LookPath("ffprobe")
+		if err != nil {
+			log.Warn("ffprobe not found on PATH: outputs get the structural MP4 walk only; install ffmpeg (or pass --ffprobe PATH) to check services' verification profiles")
+			return "", nil
+		}
+		flag = p
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, flag, "-version").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("--ffprobe %s does not run (%v: %.200s); install ffmpeg, pass its ffprobe's path, or --ffprobe off", flag, err, out)
+	}
+	return flag, nil
 }

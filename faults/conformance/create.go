@@ -81,6 +81,15 @@ var validationCases = []validationCase{
 	// What Postgres text and jsonb cannot hold is refused before it gets there.
 	{"param value NUL", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"a": "x\x00"} }, "params"},
 	{"param value not UTF-8", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"a": "x\xff"} }, "params"},
+	// A param the service declares must fit its type and bounds
+	// (synthetic.mp4: duration_ms integer 1..600000, seed at most 64 bytes).
+	{"declared param below min", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"duration_ms": "0"} }, "params"},
+	{"declared param above max", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"duration_ms": "600001"} }, "params"},
+	{"declared integer exponent", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"duration_ms": "1e3"} }, "params"},
+	{"declared integer leading zero", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"duration_ms": "01"} }, "params"},
+	{"declared integer plus", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"mdat_bytes": "+5"} }, "params"},
+	{"declared integer text", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"delay_ms": "soon"} }, "params"},
+	{"declared string long", func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"seed": strings.Repeat("s", 65)} }, "params"},
 	{"idempotency key NUL", func(r *protocol.CreateJobRequest) { r.IdempotencyKey = "k\x00" }, "idempotency_key"},
 	{"idempotency key not UTF-8", func(r *protocol.CreateJobRequest) { r.IdempotencyKey = "key\xc3" }, "idempotency_key"},
 	{"idempotency key long", func(r *protocol.CreateJobRequest) { r.IdempotencyKey = strings.Repeat("k", 201) }, "idempotency_key"},
@@ -122,12 +131,15 @@ func validation(t *testing.T, b *bundle, cases []validationCase) {
 		func(r *protocol.CreateJobRequest) { r.MaxAttempts, r.AdmissionWindow = 1, time.Second },
 		func(r *protocol.CreateJobRequest) { r.Params = manyParams(32) },
 		func(r *protocol.CreateJobRequest) { r.Params = nil },
+		func(r *protocol.CreateJobRequest) {
+			r.Params = map[string]string{"duration_ms": "600000", "mdat_bytes": "1", "delay_ms": "0", "seed": strings.Repeat("s", 64)}
+		},
 	} {
 		req := request(buyerRich, svcSynthetic)
 		edit(&req)
 		b.create(req)
 	}
-	require.Len(t, b.snapshot().Jobs, 4, "validation errors write nothing")
+	require.Len(t, b.snapshot().Jobs, 5, "validation errors write nothing")
 }
 
 func createJobIdempotency(t *testing.T, setup func(*testing.T) *bundle) {
@@ -151,7 +163,7 @@ func createJobIdempotency(t *testing.T, setup func(*testing.T) *bundle) {
 	// The same key with a different request, for each fingerprinted field.
 	edits := []func(*protocol.CreateJobRequest){
 		func(r *protocol.CreateJobRequest) { r.Service = svc720p },
-		func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"preset": "slow"} },
+		func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"preset": "ultrafast"} },
 		func(r *protocol.CreateJobRequest) { r.MaxAttempts = 2 },
 		func(r *protocol.CreateJobRequest) { r.AdmissionWindow = 2 * time.Hour },
 	}

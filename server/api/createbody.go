@@ -62,8 +62,11 @@ func (f *bodyValue[T]) UnmarshalJSON(b []byte) error {
 // bodyParams is the params object. encoding/json would turn bytes that are
 // not UTF-8 into U+FFFD, storing a value the client did not send, where the
 // contract refuses it (params); so such a value is kept as bytes that are
-// still not UTF-8, and the service layer refuses it in its place.
+// still not UTF-8, and the service layer refuses it in its place. A value
+// is converted once the service is known (convert): a JSON number or
+// boolean is accepted for a param the service declares of that type.
 type bodyParams struct {
+	raw map[string]json.RawMessage
 	m   map[string]string
 	err error
 	// at names what err is about: params, or the offending params.KEY.
@@ -75,21 +78,54 @@ func (p *bodyParams) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
+	if err := json.Unmarshal(b, &p.raw); err != nil {
 		p.err, p.at = err, "params"
-		return nil
 	}
-	p.m = make(map[string]string, len(raw))
-	for _, k := range slices.Sorted(maps.Keys(raw)) { // the same key named every time
-		s, err := paramText(raw[k])
+	return nil
+}
+
+// convert turns the raw values into the contract's text, reading each as
+// the type svc declares for it (a string when it declares none).
+func (p *bodyParams) convert(svc protocol.Service) {
+	if p.raw == nil {
+		return
+	}
+	p.m = make(map[string]string, len(p.raw))
+	for _, k := range slices.Sorted(maps.Keys(p.raw)) { // the same key named every time
+		raw := p.raw[k]
+		if spec, declared := svc.Param(k); declared && len(raw) > 0 && raw[0] != '"' {
+			if text, ok := protocol.ParamText(spec.Type, raw); ok {
+				p.m[k] = text
+				continue
+			}
+			p.err, p.at = fmt.Errorf("must be %s, got %s", jsonKinds(spec.Type), clipRaw(raw)), "params."+k
+			return
+		}
+		s, err := paramText(raw)
 		if err != nil {
 			p.err, p.at = err, "params."+k
-			return nil
+			return
 		}
 		p.m[k] = s
 	}
-	return nil
+}
+
+// jsonKinds are the JSON values a param of type typ may be sent as.
+func jsonKinds(typ string) string {
+	switch typ {
+	case protocol.ParamInteger, protocol.ParamNumber:
+		return "a JSON number or a string (" + typ + ")"
+	case protocol.ParamBoolean:
+		return "true, false or a string (boolean)"
+	}
+	return "a string"
+}
+
+func clipRaw(raw json.RawMessage) string {
+	if len(raw) > 32 {
+		return string(raw[:32]) + "..."
+	}
+	return string(raw)
 }
 
 // paramText decodes a JSON string. One holding bytes that are not UTF-8 is
@@ -111,4 +147,27 @@ func typeMessage(field string, err error) string {
 		return fmt.Sprintf("%s must be %s, got %s", field, typeErr.Type, typeErr.Value)
 	}
 	return fmt.Sprintf("%s: %v", field, err)
+}
+
+func isTypeError(err error) bool {
+	var typeErr *json.UnmarshalTypeError
+	return errors.As(err, &typeErr)
+}
+
+// misfit returns the first (sorted) param the service declares whose value
+// does not fit its declaration, to word the service layer's params refusal.
+func misfit(svc protocol.Service, params map[string]string) (string, protocol.ParamSpec, bool) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if spec, declared := svc.Param(k); declared && !spec.Accepts(params[k]) {
+			return k, spec, true
+		}
+	}
+	return "", protocol.ParamSpec{}, false
+}
+
+func clipText(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
 }

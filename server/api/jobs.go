@@ -102,6 +102,8 @@ func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string)
 		return req, nil, nil, rerr
 	}
 	why = map[string]string{}
+	svc, _ := protocol.FindService(a.cfg.Services, body.Service.v)
+	body.Params.convert(svc)
 	req = protocol.CreateJobRequest{
 		BuyerID: buyerID, Service: body.Service.v, Params: body.Params.m,
 		MaxAttempts:     protocol.MaxAttemptsDefault,
@@ -111,8 +113,14 @@ func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string)
 	if err := body.Service.err; err != nil {
 		req.Service, why["service"] = unknownService, typeMessage("service", err)
 	}
+	if k, spec, ok := misfit(svc, body.Params.m); ok {
+		why["params"] = fmt.Sprintf("params.%s must be %s, got %q", k, spec.Describe(), clipText(body.Params.m[k]))
+	}
 	if err := body.Params.err; err != nil {
 		req.Params, why["params"] = map[string]string{invalidParamKeyName: ""}, typeMessage(body.Params.at, err)
+		if body.Params.at != "params" && !isTypeError(err) {
+			why["params"] = body.Params.at + " " + err.Error()
+		}
 	}
 	switch m := body.MaxAttempts; {
 	case m.err != nil:

@@ -61,6 +61,12 @@ type Attempt struct {
 	FailureCode    string                 `json:"failure_code,omitempty"`
 	StartedAt      time.Time              `json:"started_at"`
 	EndedAt        *time.Time             `json:"ended_at,omitempty"`
+	// Encoder is the encoder the verified output's video stream names
+	// (libx264, hevc_videotoolbox...), when verification ran ffprobe.
+	Encoder string `json:"encoder,omitempty"`
+	// VerifyMessage says why verification refused the output, naming the
+	// field and both values ("codec: want h264, got hevc").
+	VerifyMessage string `json:"verify_message,omitempty"`
 }
 
 // Output is a succeeded job's verified output.
@@ -101,7 +107,7 @@ ORDER BY j.created_at DESC, j.id DESC LIMIT $3`
 
 	sqlAttempts = `
 SELECT id::text, attempt_number, status, device_id::text, lease_epoch, lease_expires_at,
-       coalesce(failure_code, ''), created_at, ended_at
+       coalesce(failure_code, ''), created_at, ended_at, coalesce(encoder, ''), coalesce(verify_message, '')
 FROM job_attempts WHERE job_id = $1 ORDER BY attempt_number`
 
 	sqlOwnsJob = `SELECT true FROM jobs WHERE id = $1 AND buyer_id = $2`
@@ -177,7 +183,7 @@ func (a *API) loadJob(ctx context.Context, buyerID, id string) (JobDetail, error
 func scanAttempt(row pgx.CollectableRow) (Attempt, error) {
 	var at Attempt
 	err := row.Scan(&at.ID, &at.Number, &at.Status, &at.DeviceID, &at.LeaseEpoch, &at.LeaseExpiresAt,
-		&at.FailureCode, &at.StartedAt, &at.EndedAt)
+		&at.FailureCode, &at.StartedAt, &at.EndedAt, &at.Encoder, &at.VerifyMessage)
 	at.LeaseExpiresAt, at.StartedAt = at.LeaseExpiresAt.UTC(), at.StartedAt.UTC()
 	if at.EndedAt != nil {
 		t := at.EndedAt.UTC()

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/rendermac/rendermac/internal/mp4"
 )
@@ -68,6 +70,24 @@ func (e *VerifyError) Unwrap() error { return e.Err }
 // context failure, or ErrUnknownMedia, after which the upload is still
 // unjudged and verification must be retried rather than the job failed.
 func Verify(ctx context.Context, store Store, key string, wantBytes int64, wantSHA256, media string) error {
+	return VerifyProbed(ctx, store, key, wantBytes, wantSHA256, media, nil)
+}
+
+// Probe is a last check of an object that passed every other: it gets a
+// private local copy of the bytes (path, removed after) and returns nil, a
+// *VerifyError-worthy verdict wrapped in ErrProbeVerdict, or another error
+// (the check could not run: verification is retried, not failed).
+type Probe func(ctx context.Context, path string) error
+
+// ErrProbeVerdict marks a Probe's error as a verdict on the object.
+var ErrProbeVerdict = errors.New("probe verdict")
+
+// ReasonProbe: the content fails the service's ffprobe profile.
+const ReasonProbe = "profile_mismatch"
+
+// VerifyProbed is Verify followed, when probe is not nil, by probe on a
+// local copy of the very bytes that were hashed.
+func VerifyProbed(ctx context.Context, store Store, key string, wantBytes int64, wantSHA256, media string, probe Probe) error {
 	if media != MediaNone && media != MediaMP4 {
 		return fmt.Errorf("%w %q", ErrUnknownMedia, media)
 	}
@@ -75,9 +95,9 @@ func Verify(ctx context.Context, store Store, key string, wantBytes int64, wantS
 		return &VerifyError{Key: key, Reason: ReasonInvalidKey, Message: err.Error(), Err: err}
 	}
 	if sealer, ok := store.(Sealer); ok {
-		return verifySealing(ctx, sealer, key, wantBytes, wantSHA256, media)
+		return verifySealing(ctx, sealer, key, wantBytes, wantSHA256, media, probe)
 	}
-	return verifyObject(ctx, store, key, key, wantBytes, wantSHA256, media)
+	return verifyObject(ctx, store, key, key, wantBytes, wantSHA256, media, probe)
 }
 
 // verifySealing is Verify on a store whose output keys agents write
@@ -87,11 +107,11 @@ func Verify(ctx context.Context, store Store, key string, wantBytes int64, wantS
 // copied to the sealed key, whatever is PUT at the attempt's key meanwhile.
 // Once sealed, later verifications (the sweeper's after a lost decision)
 // judge the sealed copy, so a PUT after the first seal changes nothing.
-func verifySealing(ctx context.Context, st Sealer, key string, wantBytes int64, wantSHA256, media string) error {
+func verifySealing(ctx context.Context, st Sealer, key string, wantBytes int64, wantSHA256, media string, probe Probe) error {
 	sealed := SealedKey(key)
 	_, err := st.Stat(ctx, sealed)
 	if err == nil {
-		return verifyObject(ctx, st, key, sealed, wantBytes, wantSHA256, media)
+		return verifyObject(ctx, st, key, sealed, wantBytes, wantSHA256, media, probe)
 	}
 	if !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("artifact: verify %q: %w", key, err)
@@ -105,7 +125,7 @@ func verifySealing(ctx context.Context, st Sealer, key string, wantBytes int64, 
 		return fmt.Errorf("artifact: verify %q: snapshot: %w", key, err)
 	}
 	defer func() { _ = st.Delete(context.WithoutCancel(ctx), snap) }() // private; a leftover is garbage, not an object
-	if err := verifyObject(ctx, st, key, snap, wantBytes, wantSHA256, media); err != nil {
+	if err := verifyObject(ctx, st, key, snap, wantBytes, wantSHA256, media, probe); err != nil {
 		return err
 	}
 	if _, err := st.Copy(ctx, snap, sealed); err != nil {
@@ -116,7 +136,7 @@ func verifySealing(ctx context.Context, st Sealer, key string, wantBytes int64, 
 
 // verifyObject judges the object at readKey (key itself, or a private copy
 // of it) against the claim on key.
-func verifyObject(ctx context.Context, store Store, key, readKey string, wantBytes int64, wantSHA256, media string) error {
+func verifyObject(ctx context.Context, store Store, key, readKey string, wantBytes int64, wantSHA256, media string, probe Probe) (err error) {
 	r, obj, err := store.Open(ctx, readKey)
 	if errors.Is(err, ErrNotFound) {
 		return &VerifyError{Key: key, Reason: ReasonMissing, Message: "no object at the key", Err: err}
@@ -137,7 +157,16 @@ func verifyObject(ctx context.Context, store Store, key, readKey string, wantByt
 	// Hash one sequential read (one GET on S3, not a ranged GET per buffer)
 	// of exactly the stat'd bytes.
 	h := sha256.New()
-	n, err := io.Copy(h, ctxReader{ctx: ctx, r: io.LimitReader(r, obj.Bytes)})
+	var sink io.Writer = h
+	var local *os.File
+	if probe != nil {
+		if local, err = os.CreateTemp("", "rendermac-verify-*.mp4"); err != nil {
+			return fmt.Errorf("artifact: verify %q: local copy: %w", key, err)
+		}
+		defer func() { _ = local.Close(); _ = os.Remove(local.Name()) }()
+		sink = io.MultiWriter(h, local)
+	}
+	n, err := io.Copy(sink, ctxReader{ctx: ctx, r: io.LimitReader(r, obj.Bytes)})
 	if err == nil && n != obj.Bytes {
 		err = fmt.Errorf("read %d of %d bytes", n, obj.Bytes)
 	}
@@ -155,6 +184,15 @@ func verifyObject(ctx context.Context, store Store, key, readKey string, wantByt
 		}
 		if err != nil {
 			return fmt.Errorf("artifact: verify %q: media check: %w", key, err)
+		}
+	}
+	if probe != nil {
+		err := probe(ctx, local.Name())
+		if errors.Is(err, ErrProbeVerdict) {
+			return &VerifyError{Key: key, Reason: ReasonProbe, Message: strings.TrimPrefix(err.Error(), ErrProbeVerdict.Error()+": "), Err: err}
+		}
+		if err != nil {
+			return fmt.Errorf("artifact: verify %q: probe: %w", key, err)
 		}
 	}
 	return nil

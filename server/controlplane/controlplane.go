@@ -29,6 +29,7 @@ import (
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
+	"github.com/rendermac/rendermac/server/probe"
 	"github.com/rendermac/rendermac/server/ratelimit"
 	"github.com/rendermac/rendermac/server/store"
 	"github.com/rendermac/rendermac/server/telemetry"
@@ -77,6 +78,13 @@ type Config struct {
 	// Listen. MetricsTokenHash, when set, is api.HashSecret of the bearer
 	// token /metrics requires (see api.Config).
 	MetricsListen, MetricsTokenHash string
+	// Services is the service catalogue (nil: protocol.Services), the
+	// same the agents are given.
+	Services []protocol.Service
+	// FFprobe, when set, is the ffprobe binary verification runs on every
+	// output whose service has a verification profile ("": the structural
+	// walk alone).
+	FFprobe string
 }
 
 func (f *Config) defaults() error {
@@ -180,12 +188,13 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 	}
 	defer closeStore()
 	as := Assemble(Parts{Pool: pool, Store: fs, Grants: grants, Signer: signer, Clock: f.Clock, Log: log,
-		IDs:     protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader},
-		Service: server.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Variant: f.Variant},
+		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader},
+		Service: server.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Variant: f.Variant,
+			Services: f.Services, Prober: prober(f.FFprobe)},
 		Gateway: gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat, SweepInterval: f.SweepInterval,
 			PollInterval: f.PollInterval, Limits: f.Limits},
 		API: api.Config{Limits: f.Limits, PairMaxGuesses: f.PairMaxGuesses, MetricsTokenHash: f.MetricsTokenHash,
-			MetricsElsewhere: metricsLn != nil}})
+			MetricsElsewhere: metricsLn != nil, Services: f.Services}})
 	svc, gw, a := as.Service, as.Gateway, as.API
 	as.Metrics.RegisterDB(store.DBCounter(pool))
 	as.Metrics.RegisterGauges(func(ctx context.Context) (metrics.Gauges, error) {
@@ -334,4 +343,12 @@ func redactURL(raw string) string {
 		return "(key=value DSN, not shown)" // it may hold password=...
 	}
 	return u.Redacted()
+}
+
+// prober is the ffprobe pass of verification, or nil for none.
+func prober(path string) *probe.Prober {
+	if path == "" {
+		return nil
+	}
+	return &probe.Prober{Path: path}
 }

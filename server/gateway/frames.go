@@ -201,6 +201,9 @@ func commitMessage(r protocol.Reply) string {
 	case protocol.CodeJobCancelled:
 		return "the job was cancelled"
 	case protocol.CodeVerificationFailed:
+		if r.Message != "" {
+			return "the output failed verification: " + r.Message
+		}
 		return "the output failed verification"
 	}
 	return string(r.Code)
