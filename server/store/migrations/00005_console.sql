@@ -1,0 +1,30 @@
+-- The operator console (GET /console). Operators are people, not buyers:
+-- their credentials live apart from api_keys so that a buyer's key can
+-- never open the console. Like every bearer secret, only the lowercase hex
+-- SHA-256 of the plaintext is stored.
+--
+-- Two indexes serve the console's pages, each kept small for the hot path:
+-- jobs_created_idx is the keyset order of the all-buyers job list (newest
+-- first), and job_events_terminal_idx holds one entry per job (its terminal
+-- journal row) for the queue page's throughput over the last minutes.
+
+-- +goose Up
+
+CREATE TABLE operators (
+    id         uuid        PRIMARY KEY,
+    name       text        NOT NULL CHECK (octet_length(name) BETWEEN 1 AND 200),
+    token_hash text        NOT NULL UNIQUE CHECK (token_hash ~ '^[0-9a-f]{64}$'),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    revoked_at timestamptz
+);
+
+CREATE INDEX jobs_created_idx ON jobs (created_at, id);
+
+CREATE INDEX job_events_terminal_idx ON job_events (at)
+    WHERE kind = 'job' AND to_status IN ('succeeded', 'cancelled', 'failed');
+
+-- +goose Down
+
+DROP INDEX job_events_terminal_idx;
+DROP INDEX jobs_created_idx;
+DROP TABLE operators;
