@@ -62,21 +62,38 @@ type browser struct {
 	shot []string
 }
 
+// browserStarts is how many times newBrowser starts Chromium before it
+// fails: on a loaded machine a start now and then dies before it prints
+// its DevTools address, which says nothing about the console.
+const browserStarts = 3
+
 func newBrowser(t *testing.T, base string) *browser {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(findChromium(t)), chromedp.NoSandbox,
-		chromedp.WindowSize(1400, 1000), chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() {
+	path := findChromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.WindowSize(1400, 1000), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WSURLReadTimeout(90*time.Second))
+	for try := 1; ; try++ {
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelTab := chromedp.NewContext(actx)
+		// Start the browser now (on the tab's own context: a timeout on
+		// the first run would stop the browser with it), so a broken
+		// install fails here.
+		err := chromedp.Do(ctx)
+		if err == nil {
+			t.Cleanup(func() {
+				cancelTab()
+				cancelAlloc()
+			})
+			return &browser{t: t, ctx: ctx, dir: screenshotDir(t), base: base}
+		}
 		cancelTab()
 		cancelAlloc()
-	})
-	// Start the browser now (on the tab's own context: a timeout on the
-	// first run would stop the browser with it), so a broken install
-	// fails here.
-	require.NoError(t, chromedp.Do(ctx), "start %s", findChromium(t))
-	return &browser{t: t, ctx: ctx, dir: screenshotDir(t), base: base}
+		if try == browserStarts {
+			t.Fatalf("start %s (%d tries; is it installed? %s): %v", path, try, chromiumInstall, err)
+		}
+		t.Logf("start %s, try %d: %v", path, try, err)
+	}
 }
 
 // actionTimeout bounds one browser step on a loaded 2-core machine.
