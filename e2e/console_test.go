@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -287,4 +288,61 @@ func (s *stack) buyerID(t *testing.T) string {
 	require.NoError(t, s.plane.Pool.QueryRow(context.Background(),
 		`SELECT buyer_id::text FROM api_keys WHERE key_hash = $1`, api.HashSecret(s.buyer.Key)).Scan(&id))
 	return id
+}
+
+// TestConsoleCardUpload: an operator uploads a qualification card through
+// the cards page's form; it is stored in the cards directory, listed and
+// diffable. A file that is not a card (422), a name that exists (409) and a
+// cross-origin post (403) store nothing.
+func TestConsoleCardUpload(t *testing.T) {
+	s := newConsoleStack(t, 0)
+	dir := t.TempDir()
+	again := writeCards(t, dir) // the same two cards under the same names
+	good, err := os.ReadFile(filepath.Join(dir, again[0]))
+	require.NoError(t, err)
+	renamed := "uploaded-" + again[0]
+
+	upload := func(name string, body []byte, origin string) (int, string) {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		fw, err := mw.CreateFormFile("card", name)
+		require.NoError(t, err)
+		_, err = fw.Write(body)
+		require.NoError(t, err)
+		require.NoError(t, mw.Close())
+		req, err := http.NewRequest(http.MethodPost, s.baseURL()+"/console/cards", &buf)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("Authorization", "Bearer "+s.operator)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		client := &http.Client{Transport: &http.Transport{}, Timeout: 15 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		defer client.CloseIdleConnections()
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Location")
+	}
+	status, _ := upload(renamed, []byte(`{"title":"not really a card"}`), "")
+	require.Equal(t, http.StatusUnprocessableEntity, status)
+	status, _ = upload(again[0], good, "")
+	require.Equal(t, http.StatusConflict, status, "an existing card is never overwritten")
+	status, _ = upload(renamed, good, "http://evil.example")
+	require.Equal(t, http.StatusForbidden, status)
+	_, body := s.consoleGet(t, "/console/cards", bearerAuth(s.operator))
+	require.NotContains(t, body, renamed, "nothing was stored")
+
+	status, where := upload(renamed, good, s.baseURL())
+	require.Equal(t, http.StatusSeeOther, status)
+	require.Equal(t, "/console/cards/"+renamed, where)
+	_, body = s.consoleGet(t, "/console/cards", bearerAuth(s.operator))
+	require.Contains(t, body, renamed)
+	status, body = s.consoleGet(t, "/console/cards/diff?a="+renamed+"&b="+s.cards[0], bearerAuth(s.operator))
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, "no differences")
+	status, body = s.consoleGet(t, "/console/cards/diff?a="+renamed+"&b="+s.cards[1], bearerAuth(s.operator))
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, "commit_after_cancel")
 }

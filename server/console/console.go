@@ -257,6 +257,10 @@ func (c *Console) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	if !c.cfg.Remote && !api.FromLoopback(r) {
+		c.refuse(w, r, http.StatusForbidden, "the console answers loopback clients only")
+		return
+	}
 	c.render(w, r, http.StatusOK, "login", view{Title: "Log in"})
 }
 
