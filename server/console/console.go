@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -234,7 +235,7 @@ func (c *Console) refuse(w http.ResponseWriter, r *http.Request, status int, mes
 		if code == "" {
 			code = "bad_request"
 		}
-		fmt.Fprintf(w, "{\"code\":%q,\"message\":%q}\n", code, message)
+		_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "message": message})
 		return
 	}
 	name := "error"
