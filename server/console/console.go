@@ -307,13 +307,13 @@ func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) queuePage(w http.ResponseWriter, r *http.Request) {
 	now := c.clock.Now()
-	g, err := store.ReadGauges(r.Context(), c.pool, clock.PinnedNow(c.cfg.Clock))
+	g, err := store.ReadQueueGauges(r.Context(), c.pool, clock.PinnedNow(c.cfg.Clock))
 	if err != nil {
 		c.internal(w, r, err)
 		return
 	}
 	q := Queue{Window: throughputWindow, Now: now}
-	for _, s := range protocol.JobStatuses {
+	for _, s := range store.UnendedJobStatuses {
 		q.JobsByStatus = append(q.JobsByStatus, StatusCount{Status: string(s), Count: g.JobsByStatus[string(s)]})
 	}
 	for svc, n := range g.QueuedByService {
