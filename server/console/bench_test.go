@@ -78,8 +78,8 @@ func BenchmarkConsolePages(b *testing.B) {
 	b.Logf("loaded %d jobs in %v", benchJobs, time.Since(start).Round(time.Millisecond))
 	ctx := context.Background()
 	var deep, buyer string
-	require.NoError(b, bb.pool.QueryRow(ctx, `SELECT (extract(epoch FROM created_at) * 1000000)::bigint || '_' || id
-		FROM jobs ORDER BY created_at DESC, id DESC OFFSET 90000 LIMIT 1`).Scan(&deep))
+	require.NoError(b, bb.pool.QueryRow(ctx, `SELECT id::text FROM job_events WHERE kind = 'job' AND from_status IS NULL
+		ORDER BY id DESC OFFSET 90000 LIMIT 1`).Scan(&deep))
 	require.NoError(b, bb.pool.QueryRow(ctx, `SELECT md5('buyer7')::uuid::text`).Scan(&buyer))
 	var someJob string
 	require.NoError(b, bb.pool.QueryRow(ctx, `SELECT md5('job4242')::uuid::text`).Scan(&someJob))

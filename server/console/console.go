@@ -368,7 +368,7 @@ func parseJobFilter(r *http.Request) (JobFilter, error) {
 	}
 	if s := q.Get("cursor"); s != "" {
 		var err error
-		if f.AfterCreated, f.AfterID, err = ParseCursor(s); err != nil {
+		if f.Before, err = ParseCursor(s); err != nil {
 			return f, err
 		}
 	}

@@ -128,21 +128,22 @@ type Minute struct {
 	Succeeded, Cancelled, Failed int64
 }
 
-// JobRow is one row of the jobs page.
+// JobRow is one row of the jobs page. Seq is the job's creation row in the
+// journal (job_events.id), the jobs page's keyset order.
 type JobRow struct {
 	ID, Status, Service, BuyerID, BuyerName string
 	AttemptCount, MaxAttempts               int
 	FailureCode                             string
 	CreatedAt, UpdatedAt                    time.Time
+	Seq                                     int64
 }
 
 // JobFilter is the jobs page's query: filters, a page size and a keyset
-// position (the last row of the previous page; zero: the newest).
+// position (the Seq of the last row of the previous page; 0: the newest).
 type JobFilter struct {
 	Status, Service, Buyer string
 	Limit                  int
-	AfterCreated           time.Time
-	AfterID                string
+	Before                 int64
 }
 
 // Page sizes of the jobs page.
@@ -152,28 +153,28 @@ const (
 )
 
 // Cursor is the keyset position after row, as the jobs page's "next" link
-// carries it: the row's created_at in Unix microseconds and its id.
-func Cursor(row JobRow) string {
-	return strconv.FormatInt(row.CreatedAt.UnixMicro(), 10) + "_" + row.ID
-}
+// carries it.
+func Cursor(row JobRow) string { return strconv.FormatInt(row.Seq, 10) }
 
 // ParseCursor reads a Cursor; the position is only compared, so a forged
 // one shows another page of the same rows, nothing else.
-func ParseCursor(s string) (time.Time, string, error) {
-	us, id, ok := strings.Cut(s, "_")
-	n, err := strconv.ParseInt(us, 10, 64)
-	if !ok || err != nil || !protocol.ValidID(id) {
-		return time.Time{}, "", fmt.Errorf("cursor %q: want MICROS_ID from a next link", s)
+func ParseCursor(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("cursor %q: want the number a next link carries", s)
 	}
-	return time.UnixMicro(n).UTC(), id, nil
+	return n, nil
 }
 
-// listJobs reads one keyset page, newest first. The WHERE clause names only
-// the filters in use, so that jobs_created_idx (or jobs_buyer_idx) serves
-// the order and the position as an index condition: a page costs its
-// rows, whatever its depth.
+// listJobs reads one keyset page, newest first. The order is the journal's:
+// every job's first row (null -> queued) is appended in the transaction that
+// creates it, so walking job_events' primary key backwards lists jobs newest
+// first with no index on the jobs table, which every status change of the
+// hot path would have to update. A page costs the journal rows between its
+// first and last job, whatever its depth; the WHERE clause names only the
+// filters in use.
 func listJobs(ctx context.Context, q store.Querier, f JobFilter) ([]JobRow, error) {
-	var where []string
+	where := []string{"e.kind = 'job'", "e.from_status IS NULL"}
 	var args []any
 	arg := func(v any) string { args = append(args, v); return "$" + strconv.Itoa(len(args)) }
 	if f.Status != "" {
@@ -185,14 +186,11 @@ func listJobs(ctx context.Context, q store.Querier, f JobFilter) ([]JobRow, erro
 	if f.Buyer != "" {
 		where = append(where, "j.buyer_id = "+arg(f.Buyer)+"::uuid")
 	}
-	if f.AfterID != "" {
-		where = append(where, "(j.created_at, j.id) < ("+arg(f.AfterCreated)+"::timestamptz, "+arg(f.AfterID)+"::uuid)")
+	if f.Before > 0 {
+		where = append(where, "e.id < "+arg(f.Before))
 	}
-	sql := `SELECT ` + jobListColumns + ` FROM jobs j JOIN buyers b ON b.id = j.buyer_id`
-	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
-	}
-	sql += " ORDER BY j.created_at DESC, j.id DESC LIMIT " + arg(f.Limit)
+	sql := `SELECT ` + jobListColumns + `, e.id FROM job_events e JOIN jobs j ON j.id = e.job_id JOIN buyers b ON b.id = j.buyer_id
+WHERE ` + strings.Join(where, " AND ") + ` ORDER BY e.id DESC LIMIT ` + arg(f.Limit)
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
@@ -200,7 +198,7 @@ func listJobs(ctx context.Context, q store.Querier, f JobFilter) ([]JobRow, erro
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (JobRow, error) {
 		var j JobRow
 		return j, r.Scan(&j.ID, &j.Status, &j.Service, &j.BuyerID, &j.BuyerName, &j.AttemptCount, &j.MaxAttempts,
-			&j.FailureCode, &j.CreatedAt, &j.UpdatedAt)
+			&j.FailureCode, &j.CreatedAt, &j.UpdatedAt, &j.Seq)
 	})
 }
 

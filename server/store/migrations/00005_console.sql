@@ -3,12 +3,14 @@
 -- never open the console. Like every bearer secret, only the lowercase hex
 -- SHA-256 of the plaintext is stored.
 --
--- Three indexes serve the console's pages, each kept small for the hot path:
--- jobs_created_idx is the keyset order of the all-buyers job list (newest
--- first), job_events_terminal_idx holds one entry per job (its terminal
+-- Two partial indexes serve the console's pages, each kept small for the hot
+-- path: job_events_terminal_idx holds one entry per job (its terminal
 -- journal row) for the queue page's throughput over the last minutes, and
 -- jobs_unended_idx holds the jobs not yet ended, which the queue page counts
--- by status without reading the history.
+-- by status without reading the history. The all-buyers job list needs no
+-- index: it walks job_events' primary key, to which every job's creation
+-- row is appended (an index on jobs would take an entry at every status
+-- change, since those updates are never HOT).
 
 -- +goose Up
 
@@ -20,8 +22,6 @@ CREATE TABLE operators (
     revoked_at timestamptz
 );
 
-CREATE INDEX jobs_created_idx ON jobs (created_at, id);
-
 CREATE INDEX job_events_terminal_idx ON job_events (at)
     WHERE kind = 'job' AND to_status IN ('succeeded', 'cancelled', 'failed');
 
@@ -32,5 +32,4 @@ CREATE INDEX jobs_unended_idx ON jobs (status)
 
 DROP INDEX jobs_unended_idx;
 DROP INDEX job_events_terminal_idx;
-DROP INDEX jobs_created_idx;
 DROP TABLE operators;
