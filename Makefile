@@ -54,9 +54,11 @@ cross:
 # Model steps/s with invariant checks on; leases/s and commits/s on an
 # embedded Postgres beside a pgbench run of the same lease transaction;
 # then the whole stack under load (rendermac bench, goals checked), in one
-# process and again with the server as a separate process (--two-process).
+# process and again with the server as a separate process (--two-process);
+# the console's pages over 100,000 jobs (ms/page).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=2s -count=1 ./sim/ ./server/
+	$(GO) test -run='^$$' -bench=ConsolePages -benchtime=1s -count=1 ./server/console/
 	$(GO) run ./cmd/rendermac bench --agents 100 --jobs 500 --duration 4s --two-process --json bench.json
 
 # The CI gate: model and model-vs-Postgres campaigns on an embedded Postgres

@@ -17,6 +17,7 @@ import (
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/console"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/store"
 	"github.com/rendermac/rendermac/server/webhook"
@@ -37,6 +38,9 @@ func adminCommands() []adminCommand {
 		{"list-devices", "[--db URL]", "list paired devices", adminListDevices},
 		{"revoke-device", "--id ID [--db URL]", "revoke a device: no more leases, no reconnects", adminRevokeDevice},
 		{"webhook-secret", "--buyer ID --signing-key-file F [--legacy]", "print a buyer's webhook signing secret (whsec_<base64>, Standard Webhooks)", adminWebhookSecret},
+		{"create-operator", "--name NAME [--db URL]", "mint an operator credential for the web console at /console (printed once)", adminCreateOperator},
+		{"list-operators", "[--db URL]", "list operator credentials (never the secrets)", adminListOperators},
+		{"revoke-operator", "--id ID [--db URL]", "revoke an operator credential; its console sessions end", adminRevokeOperator},
 		{"gen-key", "FILE", "write a new 32-byte random signing key to FILE (mode 0600)", adminGenKey},
 	}
 }
@@ -304,4 +308,75 @@ func writeSigningKey(path string) error {
 		return fmt.Errorf("gen-key: %w", err)
 	}
 	return fh.Close()
+}
+
+func adminCreateOperator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := adminFlagSet("create-operator", stderr, true)
+	name := f.String("name", "", "who the credential is for (shown in list-operators)")
+	if err := parseFlags(f.FlagSet, args); err != nil {
+		return err
+	}
+	if strings.TrimSpace(*name) == "" {
+		return usageError{"--name is required"}
+	}
+	pool, err := f.openPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	id, cred, err := console.CreateOperator(ctx, pool, *name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "operator_id: %s\noperator_credential: %s\n"+
+		"The credential is shown only this once; store it now. Log in at http://SERVER/console/login, or send it as Authorization: Bearer.\n",
+		id, cred)
+	return nil
+}
+
+func adminListOperators(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := adminFlagSet("list-operators", stderr, true)
+	if err := parseFlags(f.FlagSet, args); err != nil {
+		return err
+	}
+	pool, err := f.openPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	ops, err := console.ListOperators(ctx, pool)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tCREATED\tREVOKED")
+	for _, o := range ops {
+		revoked := "-"
+		if o.RevokedAt != nil {
+			revoked = o.RevokedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.ID, o.Name, o.CreatedAt.UTC().Format(time.RFC3339), revoked)
+	}
+	return tw.Flush()
+}
+
+func adminRevokeOperator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := adminFlagSet("revoke-operator", stderr, true)
+	id := f.String("id", "", "operator id")
+	if err := parseFlags(f.FlagSet, args); err != nil {
+		return err
+	}
+	if *id == "" {
+		return usageError{"--id is required"}
+	}
+	pool, err := f.openPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := console.RevokeOperator(ctx, pool, *id); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "operator %s revoked; its console sessions end at their next request\n", *id)
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/console"
 	"github.com/rendermac/rendermac/server/controlplane"
 )
 
@@ -84,6 +85,10 @@ func devWelcome(ctx context.Context, st *controlplane.Plane, dir string, stdout 
 	if err != nil {
 		return err
 	}
+	_, operator, err := console.CreateOperator(ctx, st.Pool, "dev operator")
+	if err != nil {
+		return err
+	}
 	u := st.BaseURL
 	fmt.Fprintf(stdout, `
 RenderMac dev server at %[1]s (throwaway Postgres and artifacts in %[2]s)
@@ -99,8 +104,10 @@ Submit a job:
 
 Watch it:
   curl -sS -H 'Authorization: Bearer %[5]s' %[1]s/v1/jobs
+or in the web console, %[1]s/console/ (log in with this operator credential):
+  %[8]s
 
 Press Ctrl-C to stop; everything above is deleted.
-`, u, dir, b.id, devBalanceCents, b.apiKey, expires.Format(time.Kitchen+" MST"), code)
+`, u, dir, b.id, devBalanceCents, b.apiKey, expires.Format(time.Kitchen+" MST"), code, operator)
 	return nil
 }

@@ -10,10 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rendermac/rendermac/evidence"
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/console"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/grant"
@@ -29,6 +31,8 @@ type serverFlags struct {
 	s3Endpoint                                                     string
 	s3PathStyle                                                    bool
 	catalogue, ffprobe                                             string
+	cardsDir                                                       string
+	consoleRemote                                                  bool
 }
 
 func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
@@ -103,6 +107,10 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 		"service catalogue file (JSON, docs/SPEC.md \"Service catalogue\"), the same the agents are given (env RENDERMAC_CATALOGUE; default: the built-in services)")
 	set.StringVar(&f.ffprobe, "ffprobe", envOr("RENDERMAC_FFPROBE", "auto"),
 		"ffprobe binary for verification profiles: auto (ffprobe on PATH if there, with a warning if not), a path (required to run), or off (env RENDERMAC_FFPROBE)")
+	set.StringVar(&f.cardsDir, "cards", os.Getenv("RENDERMAC_CARDS"),
+		"directory of qualification cards (qualify --out) the console at /console lists, renders, diffs and stores uploads in (env RENDERMAC_CARDS)")
+	set.BoolVar(&f.consoleRemote, "console-remote", os.Getenv("RENDERMAC_CONSOLE_REMOTE") == "1",
+		"serve the console at /console to any peer (still behind an operator credential); without it only loopback peers reach it (env RENDERMAC_CONSOLE_REMOTE=1)")
 	set.IntVar(&f.pairMaxGuesses, "pair-max-guesses", api.DefaultPairMaxGuesses, "wrong guesses at a pairing code's id that burn the code")
 	f.limits = ratelimit.Limits{}.WithDefaults()
 	for _, l := range []struct {
@@ -135,6 +143,8 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 		return f, usageError{"--lease-ttl and --heartbeat must be positive"}
 	case f.pairMaxGuesses <= 0:
 		return f, usageError{"--pair-max-guesses must be positive"}
+	case f.cardsDir != "" && !isDir(f.cardsDir):
+		return f, usageError{fmt.Sprintf("--cards %q is not a directory", f.cardsDir)}
 	case f.heartbeat >= f.leaseTTL:
 		return f, usageError{fmt.Sprintf("--heartbeat %v must be shorter than --lease-ttl %v, or leases expire between heartbeats", f.heartbeat, f.leaseTTL)}
 	}
@@ -209,7 +219,20 @@ func (f serverFlags) config(key []byte, log *slog.Logger) controlplane.Config {
 	return controlplane.Config{DB: f.db, Listen: f.listen, Artifacts: f.artifacts, PublicURL: f.publicURL,
 		SigningKey: key, LeaseTTL: f.leaseTTL, Heartbeat: f.heartbeat, Log: log, Clock: clock.Real{},
 		Limits: f.limits, PairMaxGuesses: f.pairMaxGuesses, MetricsListen: f.metricsListen,
-		S3: artifact.S3Config{Endpoint: f.s3Endpoint, PathStyle: f.s3PathStyle}}
+		S3:      artifact.S3Config{Endpoint: f.s3Endpoint, PathStyle: f.s3PathStyle},
+		Console: consoleConfig(f.cardsDir, f.consoleRemote)}
+}
+
+// consoleConfig is the console's configuration: the cards directory, and
+// package evidence's card renderer and diff, which the control plane may
+// not import.
+func consoleConfig(cardsDir string, remote bool) console.Config {
+	return console.Config{CardsDir: cardsDir, Remote: remote, CardHTML: evidence.HTMLFromJSON, CardDiff: evidence.DiffJSON}
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // minMetricsTokenBytes keeps a metrics token from being guessable.

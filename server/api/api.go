@@ -64,6 +64,10 @@ type Config struct {
 	// MetricsElsewhere takes /metrics off the API's handler (404 there):
 	// it is served by MetricsHandler on a listener of its own.
 	MetricsElsewhere bool
+	// Console, when set, serves /console and every path below it (the
+	// operators' web console, package console, which does its own
+	// authentication), counted and logged like every other route.
+	Console http.Handler
 }
 
 // API serves the HTTP routes of SPEC section 6. It holds no per-request
@@ -135,6 +139,10 @@ func (a *API) routes() {
 	a.mux.HandleFunc("POST /v1/provider/pair", a.pair)
 	if a.cfg.Gateway != nil {
 		a.mux.Handle("GET /v1/provider/ws", a.cfg.Gateway)
+	}
+	if a.cfg.Console != nil {
+		a.mux.Handle("/console", a.cfg.Console)
+		a.mux.Handle("/console/", a.cfg.Console)
 	}
 	a.mux.HandleFunc("/", a.noRoute)
 }

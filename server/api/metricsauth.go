@@ -38,7 +38,7 @@ func (a *API) guardMetrics(loopbackOnly bool) http.Handler {
 				unauthorized(w, "missing or wrong bearer metrics token")
 				return
 			}
-		case loopbackOnly && !fromLoopback(r):
+		case loopbackOnly && !FromLoopback(r):
 			writeError(w, http.StatusForbidden, CodeForbidden,
 				"/metrics answers loopback clients only; configure a metrics token or a metrics listener to scrape from elsewhere")
 			return
@@ -47,8 +47,8 @@ func (a *API) guardMetrics(loopbackOnly bool) http.Handler {
 	})
 }
 
-// fromLoopback reports whether the request's TCP peer is a loopback address.
-func fromLoopback(r *http.Request) bool {
+// FromLoopback reports whether the request's TCP peer is a loopback address.
+func FromLoopback(r *http.Request) bool {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	return err == nil && ap.Addr().Unmap().IsLoopback()
 }

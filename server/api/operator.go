@@ -21,9 +21,11 @@ import (
 // returned once and stored only as HashSecret of it.
 
 // SchemaVersion is the newest migration the API needs (00002: webhook_url
-// and pairing_codes; 00003: pairing code ids and wrong-guess counts);
+// and pairing_codes; 00003: pairing code ids and wrong-guess counts;
+// 00005: attempts.encoder and verify_message; 00006: the console's operators
+// and indexes);
 // /readyz is not ready below it.
-const SchemaVersion = 3
+const SchemaVersion = 6
 
 // pairingAlphabet has 32 symbols, so each draws exactly 5 random bits (no
 // modulo bias), and leaves out 0, 1, I and O, which people misread.

@@ -10,6 +10,7 @@ import (
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/console"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
@@ -38,8 +39,12 @@ type Parts struct {
 	Metrics *metrics.Metrics
 	Service server.Config
 	Gateway gateway.Config
-	// API.Gateway is overwritten with the assembled gateway's handler.
+	// API.Gateway is overwritten with the assembled gateway's handler,
+	// API.Console with the console's.
 	API api.Config
+	// Console is the operators' web console at /console (its Clock is
+	// overwritten with Clock, its Limits with API.Limits).
+	Console console.Config
 }
 
 // Assembly is one assembled process. Nothing runs yet: serve API.Handler()
@@ -50,12 +55,16 @@ type Assembly struct {
 	Gateway *gateway.Gateway
 	API     *api.API
 	Metrics *metrics.Metrics
+	// Console is served under /console by API.Handler; Shutdown it before
+	// the HTTP server's, or its live streams hold the drain.
+	Console *console.Console
 }
 
 // Assemble wires one process in the one order every stack uses: the
 // fenced service layer over the pool and the store; the device gateway on
 // that service; the HTTP API on the same service, serving the gateway's
-// route, with the same clock, signer and metrics.
+// route, with the same clock, signer and metrics; the operators' console
+// over the same pool and signer, served by the API's handler under /console.
 func Assemble(p Parts) *Assembly {
 	if p.Log == nil {
 		p.Log = slog.New(slog.DiscardHandler)
@@ -68,8 +77,11 @@ func Assemble(p Parts) *Assembly {
 	gcfg := p.Gateway
 	gcfg.Clock, gcfg.Grants = p.Clock, p.Grants
 	gw := gateway.New(svc, p.Pool, p.Signer, m, p.Log, gcfg)
+	ccfg := p.Console
+	ccfg.Clock, ccfg.Limits = p.Clock, p.API.Limits
+	con := console.New(p.Pool, p.Signer, p.Log, ccfg)
 	acfg := p.API
-	acfg.Gateway, acfg.Clock, acfg.Grants = gw.Handler(), p.Clock, p.Grants
-	return &Assembly{Service: svc, Gateway: gw, Metrics: m,
+	acfg.Gateway, acfg.Clock, acfg.Grants, acfg.Console = gw.Handler(), p.Clock, p.Grants, con.Handler()
+	return &Assembly{Service: svc, Gateway: gw, Metrics: m, Console: con,
 		API: api.New(svc, p.Pool, p.Store, p.Signer, m, p.Log, acfg)}
 }

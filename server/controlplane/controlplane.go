@@ -26,6 +26,7 @@ import (
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/console"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
@@ -85,6 +86,9 @@ type Config struct {
 	// output whose service has a verification profile ("": the structural
 	// walk alone).
 	FFprobe string
+	// Console configures the operators' web console at /console (cards
+	// directory and renderers, whether non-loopback peers may reach it).
+	Console console.Config
 }
 
 func (f *Config) defaults() error {
@@ -194,7 +198,8 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		Gateway: gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat, SweepInterval: f.SweepInterval,
 			PollInterval: f.PollInterval, Limits: f.Limits},
 		API: api.Config{Limits: f.Limits, PairMaxGuesses: f.PairMaxGuesses, MetricsTokenHash: f.MetricsTokenHash,
-			MetricsElsewhere: metricsLn != nil, Services: f.Services}})
+			MetricsElsewhere: metricsLn != nil, Services: f.Services},
+		Console: f.Console})
 	svc, gw, a := as.Service, as.Gateway, as.API
 	as.Metrics.RegisterDB(store.DBCounter(pool))
 	as.Metrics.RegisterGauges(func(ctx context.Context) (metrics.Gauges, error) {
@@ -212,7 +217,7 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// No WriteTimeout: artifact transfers and WebSocket sessions are long.
 	}
-	p := &running{log: log, srv: srv, ln: ln, gw: gw, deliverer: deliverer, plane: Plane{Pool: pool, Service: svc, Gateway: gw, BaseURL: base, Addr: ln.Addr().String()}}
+	p := &running{log: log, srv: srv, ln: ln, gw: gw, console: as.Console, deliverer: deliverer, plane: Plane{Pool: pool, Service: svc, Gateway: gw, BaseURL: base, Addr: ln.Addr().String()}}
 	metricsAt := p.serveMetrics(metricsLn, a, f.MetricsTokenHash != "")
 	lim := f.Limits.WithDefaults()
 	// The metrics token is logged only as whether there is one.
@@ -220,7 +225,8 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		"db", redactURL(f.DB), "artifacts", f.Artifacts, "lease_ttl", f.LeaseTTL, "heartbeat", f.Heartbeat,
 		"metrics", metricsAt, "limit_pair_per_ip", lim.PairPerIP, "limit_auth_failures_per_ip", lim.AuthFailuresPerIP,
 		"limit_jobs_per_buyer", lim.JobsPerBuyer, "limit_connects_per_ip", lim.ConnectsPerIP,
-		"limit_connects_per_device", lim.ConnectsPerDevice)
+		"limit_connects_per_device", lim.ConnectsPerDevice,
+		"console_remote", f.Console.Remote, "cards", f.Console.CardsDir)
 	return p.run(ctx, ready)
 }
 
@@ -279,6 +285,7 @@ type running struct {
 	metricsSrv *http.Server
 	metricsLn  net.Listener
 	gw         *gateway.Gateway
+	console    *console.Console
 	deliverer  *webhook.Deliverer
 	plane      Plane
 }
@@ -314,6 +321,7 @@ func (p *running) run(ctx context.Context, ready func(context.Context, *Plane) e
 	if gerr := gw.Shutdown(sctx); gerr != nil {
 		log.Warn("device sessions did not drain in time", "err", gerr)
 	}
+	p.console.Shutdown() // its live streams would hold srv.Shutdown
 	if serr := srv.Shutdown(sctx); serr != nil {
 		log.Warn("requests did not finish in time", "err", serr)
 	}

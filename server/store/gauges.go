@@ -32,16 +32,38 @@ var sqlGauges = []string{
 	`SELECT count(*) FROM job_attempts WHERE status IN ` + SQLLiveStatuses,
 }
 
-// ReadGauges reads the gauges at now (zero: the database's clock).
-func ReadGauges(ctx context.Context, q interface {
+// UnendedJobStatuses are the job statuses before a terminal one:
+// ReadQueueGauges counts only these, through jobs_unended_idx.
+var UnendedJobStatuses = []protocol.JobStatus{protocol.JobQueued, protocol.JobActive, protocol.JobVerifying, protocol.JobCancelling}
+
+// sqlUnendedJobs counts jobs by unended status (jobs_unended_idx, migration
+// 00006: its cost is the unended jobs', not the history's).
+var sqlUnendedJobs = `SELECT status, count(*) FROM jobs WHERE status IN ('` + string(protocol.JobQueued) + `', '` +
+	string(protocol.JobActive) + `', '` + string(protocol.JobVerifying) + `', '` + string(protocol.JobCancelling) + `') GROUP BY status`
+
+type batcher interface {
 	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
-}, now time.Time) (Gauges, error) {
+}
+
+// ReadGauges reads the gauges at now (zero: the database's clock).
+func ReadGauges(ctx context.Context, q batcher, now time.Time) (Gauges, error) {
+	return readGauges(ctx, q, now, sqlGauges[0], protocol.JobStatuses)
+}
+
+// ReadQueueGauges is ReadGauges with JobsByStatus for UnendedJobStatuses
+// only, so that its cost does not grow with history (the console's queue
+// page).
+func ReadQueueGauges(ctx context.Context, q batcher, now time.Time) (Gauges, error) {
+	return readGauges(ctx, q, now, sqlUnendedJobs, UnendedJobStatuses)
+}
+
+func readGauges(ctx context.Context, q batcher, now time.Time, byStatus string, statuses []protocol.JobStatus) (Gauges, error) {
 	g := Gauges{JobsByStatus: map[string]int64{}, QueuedByService: map[string]int64{}, OldestQueuedAge: map[string]float64{}}
-	for _, s := range protocol.JobStatuses {
+	for _, s := range statuses {
 		g.JobsByStatus[string(s)] = 0
 	}
 	b := &pgx.Batch{}
-	b.Queue(sqlGauges[0]).Query(func(rows pgx.Rows) error {
+	b.Queue(byStatus).Query(func(rows pgx.Rows) error {
 		var s string
 		var n int64
 		_, err := pgx.ForEachRow(rows, []any{&s, &n}, func() error { g.JobsByStatus[s] = n; return nil })
