@@ -38,9 +38,13 @@ func TestAgentSIGTERMDrains(t *testing.T) {
 
 	l := s.job(later.ID)
 	require.Equal(t, protocol.JobQueued, l.Status, "the job created after SIGTERM waits for another device: %s", describe(l))
+	// The gateway counts a slot free after the commit, so it may offer the
+	// later job: an offer that reached the draining agent is refused
+	// no_capacity; one written after the agent closed its session is given
+	// back provider_offline. Either is retryable, and nothing ran it.
 	for _, r := range s.attemptRows(later.ID) {
-		require.Equal(t, "failed", r.Status, "an offer that reached the draining agent is refused, never run")
-		require.Equal(t, string(protocol.FailNoCapacity), r.Failure)
+		require.Equal(t, "failed", r.Status, "an offer made to the draining agent is refused or given back, never run")
+		require.Contains(t, []string{string(protocol.FailNoCapacity), string(protocol.FailProviderOffline)}, r.Failure)
 	}
 }
 
