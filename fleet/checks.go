@@ -168,7 +168,7 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 	}
 	kinds := soak.Check{Name: "every fault kind was injected", Examined: fmt.Sprintf("%d faults", rep.Soak.Stats.Faults)}
 	for _, k := range FaultKinds() {
-		if rep.Faults[k] == 0 && (k != FaultDiskFull || r.tmpfsOK) {
+		if rep.Faults[k] == 0 && r.injectable(k) {
 			kinds.Add("no %s: run longer or with a shorter --fault-every", k)
 		}
 	}

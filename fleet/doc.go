@@ -1,7 +1,9 @@
 // Package fleet is `rendermac fleet`: the shipped binaries under the faults a
 // fleet of Macs goes through. It starts an embedded Postgres
 // (internal/pgprovider), several `rendermac server` processes sharing it and
-// one artifact directory, and N `rendermac agent` processes, each paired
+// one artifact store (a bucket of a real S3 server, versitygw through
+// internal/s3provider, when it is installed or Config.Store says s3; else
+// one directory), and N `rendermac agent` processes, each paired
 // through the real pairing path (a code minted as `rendermac admin
 // pair-code` does, redeemed by the agent's --pair), each with its own work
 // directory (a size-limited tmpfs where mounting works) and its own TCP path
@@ -10,7 +12,10 @@
 // while they run. Seeded faults, one at a time: Mac sleep (SIGSTOP past the
 // lease TTL, then SIGCONT), Wi-Fi loss (the agent's paths black-holed, then
 // healed), disk exhaustion (the work dir filled), gateway SIGKILL and
-// restart, and Postgres crash and restart.
+// restart, Postgres crash and restart, and an object-store outage (the
+// versitygw process stopped, then restarted on the same port and data: the
+// agents' presigned uploads and the gateways' verifications meet refused
+// connections meanwhile).
 //
 // After the load and a drain, the soak's checks (soak.RunChecks) run over
 // the rows, plus the fleet's own over the journal and the agents' JSON logs:

@@ -19,11 +19,12 @@ const (
 	FaultDiskFull     = "disk exhaustion (agent's work dir filled, freed)"
 	FaultGatewayKill  = "gateway SIGKILL + restart"
 	FaultPostgresKill = "postgres crash + restart"
+	FaultStoreOutage  = "object-store outage (versitygw stopped, restarted)"
 )
 
 // FaultKinds lists the kinds in report order.
 func FaultKinds() []string {
-	return []string{FaultMacSleep, FaultWiFiLoss, FaultDiskFull, FaultGatewayKill, FaultPostgresKill}
+	return []string{FaultMacSleep, FaultWiFiLoss, FaultDiskFull, FaultGatewayKill, FaultPostgresKill, FaultStoreOutage}
 }
 
 // injectFaults injects one fault at a time, at seeded pauses, until ctx
@@ -48,8 +49,8 @@ func (r *run) injectFaults(ctx context.Context) {
 			return
 		case <-time.After(pause):
 		}
-		if kind == FaultDiskFull && !r.tmpfsOK {
-			continue // no size-limited work dir to fill: reported as not injected
+		if !r.injectable(kind) {
+			continue // reported as not injected
 		}
 		if err := r.inject(ctx, kind, outage, victim, gw); err != nil {
 			fmt.Fprintf(r.cfg.Log, "fleet: fault %s: %v\n", kind, err)
@@ -58,6 +59,18 @@ func (r *run) injectFaults(ctx context.Context) {
 		r.faults.Add(kind)
 		r.lastHeal.Store(time.Now().UnixNano())
 	}
+}
+
+// injectable says whether this run can inject kind: a full disk needs
+// size-limited work dirs, an object-store outage the S3 store.
+func (r *run) injectable(kind string) bool {
+	switch kind {
+	case FaultDiskFull:
+		return r.tmpfsOK
+	case FaultStoreOutage:
+		return r.s3 != nil
+	}
+	return true
 }
 
 // inject runs one fault to its heal.
@@ -115,6 +128,8 @@ func (r *run) inject(ctx context.Context, kind string, outage time.Duration, vic
 		sctx, cancel := context.WithTimeout(rctx, 2*time.Minute)
 		defer cancel()
 		return r.pg.Start(sctx)
+	case FaultStoreOutage:
+		return r.storeOutage(rctx, outage)
 	}
 	return fmt.Errorf("unknown fault kind %q", kind)
 }

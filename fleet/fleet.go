@@ -22,6 +22,7 @@ import (
 	"github.com/rendermac/rendermac/agent"
 	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/pgprovider"
+	"github.com/rendermac/rendermac/internal/s3provider"
 	"github.com/rendermac/rendermac/internal/tcpproxy"
 	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/protocol"
@@ -51,6 +52,9 @@ type Config struct {
 	// FFmpegPercent is the share of jobs rendered by FFmpeg, where ffmpeg
 	// runs (0: none).
 	FFmpegPercent int
+	// Store is the gateways' artifact store: StoreAuto (""), StoreFS or
+	// StoreS3; only S3 has the object-store outage fault.
+	Store string
 	// AgentVariant runs every agent as a broken variant (a -tags mutations
 	// binary only); the run must then fail.
 	AgentVariant string
@@ -87,6 +91,9 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
+	if c.Store == "" {
+		c.Store = StoreAuto
+	}
 }
 
 // Timings of the fleet: a short lease so that sleeps and losses expire
@@ -114,23 +121,30 @@ func ReconnectBound() time.Duration {
 }
 
 type run struct {
-	cfg      Config
-	dir      string
-	pg       *pgprovider.Provider
-	dbURL    string
-	obs      *pgxpool.Pool
-	hook     *soak.Receiver
-	key      []byte
-	keyFile  string
-	arts     string
-	gws      []*gateway
-	agents   []*agentProc
-	buyers   []*loadgen.Buyer
-	httpc    *http.Client
-	ffmpeg   bool
-	tmpfsOK  bool
-	faults   soak.FaultCounts
-	lastHeal atomic.Int64 // unix nanos of the last fault's end
+	cfg     Config
+	dir     string
+	pg      *pgprovider.Provider
+	dbURL   string
+	obs     *pgxpool.Pool
+	hook    *soak.Receiver
+	key     []byte
+	keyFile string
+	arts    string
+	// store is the store the run gives its gateways (StoreFS or StoreS3),
+	// storeNote why StoreAuto fell back to the filesystem; s3 and bucket
+	// are the S3 server and its bucket.
+	store     string
+	storeNote string
+	s3        *s3provider.Server
+	bucket    string
+	gws       []*gateway
+	agents    []*agentProc
+	buyers    []*loadgen.Buyer
+	httpc     *http.Client
+	ffmpeg    bool
+	tmpfsOK   bool
+	faults    soak.FaultCounts
+	lastHeal  atomic.Int64 // unix nanos of the last fault's end
 
 	accepted   soak.AcceptedJobs
 	mu         sync.Mutex
@@ -153,8 +167,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(cfg.Log, "fleet: %d gateways, %d agents up in %s (seed %d, tmpfs work dirs %v, ffmpeg %v, dir %s)\n",
-		cfg.Gateways, cfg.Agents, time.Since(began).Round(time.Millisecond), cfg.Seed, r.tmpfsOK, r.ffmpeg, r.dir)
+	fmt.Fprintf(cfg.Log, "fleet: %d gateways, %d agents up in %s (seed %d, %s store, tmpfs work dirs %v, ffmpeg %v, dir %s)\n",
+		cfg.Gateways, cfg.Agents, time.Since(began).Round(time.Millisecond), cfg.Seed, r.store, r.tmpfsOK, r.ffmpeg, r.dir)
 
 	loadCtx, stopLoad := context.WithTimeout(ctx, cfg.Duration)
 	defer stopLoad()
@@ -183,10 +197,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, Agents: cfg.Agents, Gateways: cfg.Gateways, Rate: cfg.Rate,
 		Variant: cfg.AgentVariant, Drained: drained, DrainTime: drainTime, DrainBound: cfg.DrainBound,
-		Faults: r.faults.Counts(FaultKinds()), TmpfsDisks: r.tmpfsOK, FFmpeg: r.ffmpeg,
+		Faults: r.faults.Counts(FaultKinds()), TmpfsDisks: r.tmpfsOK, FFmpeg: r.ffmpeg, Store: r.store, StoreNote: r.storeNote,
 		Submitted: r.submitted.Load(), Accepted: r.accepted.Count(), Refused: r.refused.Load(), Cancels: r.cancels.Load()}
 	rep.Soak.Stats.Faults = r.faults.Total()
-	if err := soak.RunChecks(ctx, soak.CheckEnv{DB: r.obs, Hook: r.hook, ArtifactDir: r.arts,
+	st, err := r.checkStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := soak.RunChecks(ctx, soak.CheckEnv{DB: r.obs, Hook: r.hook, ArtifactDir: r.arts, Store: st,
 		Accepted: r.accepted.IDs(), Buyers: buyers}, &rep.Soak); err != nil {
 		return nil, err
 	}
@@ -203,7 +221,7 @@ func (r *run) setup(ctx context.Context) error {
 		return err
 	}
 	r.arts = filepath.Join(r.dir, "artifacts")
-	if err := os.MkdirAll(r.arts, 0o700); err != nil {
+	if err := r.openStore(ctx); err != nil {
 		return err
 	}
 	if r.pg, err = pgprovider.Open(ctx, pgprovider.Options{IgnoreEnv: true, DisableDocker: true}); err != nil {
@@ -232,18 +250,19 @@ func (r *run) setup(ctx context.Context) error {
 	r.hook = soak.NewReceiver(r.key)
 	_, ferr := exec.LookPath("ffmpeg")
 	r.ffmpeg = ferr == nil && r.cfg.FFmpegPercent > 0
+	storeArgs, storeEnv := r.gatewayStore()
 	for i := range r.cfg.Gateways {
 		addr, err := freePort()
 		if err != nil {
 			return err
 		}
-		g := &gateway{addr: addr, proc: proc{name: fmt.Sprintf("gateway-%d", i), bin: r.cfg.Bin,
+		g := &gateway{addr: addr, proc: proc{name: fmt.Sprintf("gateway-%d", i), bin: r.cfg.Bin, env: storeEnv,
 			log: filepath.Join(r.dir, fmt.Sprintf("gateway-%d.log", i)),
-			args: []string{"server", "--db", r.dbURL, "--listen", addr, "--public-url", "http://" + addr,
-				"--artifacts", r.arts, "--signing-key-file", r.keyFile, "--log-level", "warn",
+			args: append(append([]string{"server", "--db", r.dbURL, "--listen", addr, "--public-url", "http://" + addr},
+				storeArgs...), "--signing-key-file", r.keyFile, "--log-level", "warn",
 				"--lease-ttl", leaseTTL.String(), "--heartbeat", heartbeat.String(),
 				"--limit-pair-per-ip", "off", "--limit-auth-failures-per-ip", "off", "--limit-jobs-per-buyer", "off",
-				"--limit-connects-per-ip", "off", "--limit-connects-per-device", "off"}}}
+				"--limit-connects-per-ip", "off", "--limit-connects-per-device", "off")}}
 		if err := g.start(); err != nil {
 			return err
 		}
@@ -373,6 +392,9 @@ func (r *run) close() {
 	if r.pg != nil {
 		_ = r.pg.Close()
 	}
+	if r.s3 != nil {
+		_ = r.s3.Close()
+	}
 	if r.dir != "" && !r.cfg.Keep {
 		_ = os.RemoveAll(r.dir)
 	}
@@ -464,6 +486,11 @@ func (r *run) violation(format string, args ...any) {
 func (r *run) heal(ctx context.Context) error {
 	if err := r.pg.Start(ctx); err != nil {
 		return err
+	}
+	if r.s3 != nil {
+		if err := r.s3.Start(ctx); err != nil {
+			return err
+		}
 	}
 	for _, g := range r.gws {
 		g.mu.Lock()
