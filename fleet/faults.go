@@ -27,13 +27,18 @@ func FaultKinds() []string {
 	return []string{FaultMacSleep, FaultWiFiLoss, FaultDiskFull, FaultGatewayKill, FaultPostgresKill, FaultStoreOutage}
 }
 
-// injectFaults injects one fault at a time, at seeded pauses, until ctx
-// ends; each is healed before the next starts. The kinds are drawn in
-// seeded shuffled rounds, so every kind occurs about equally often.
-func (r *run) injectFaults(ctx context.Context) {
+// injectFaults injects one fault at a time, at seeded pauses, until
+// Duration has passed (from start) and every kind this run can inject has
+// been injected at least once, or ctx ends; each is healed before the next
+// starts. The kinds are drawn in seeded shuffled rounds, so every kind
+// occurs about equally often, and the first round is always finished: a
+// short run on a slow machine still shows every kind.
+func (r *run) injectFaults(ctx context.Context, start time.Time) {
 	rng := mrand.New(mrand.NewPCG(r.cfg.Seed, 1))
 	var round []string
-	for {
+	rounds := 0
+	over := func() bool { return ctx.Err() != nil || (rounds > 0 && time.Since(start) >= r.cfg.Duration) }
+	for !over() {
 		if len(round) == 0 {
 			round = FaultKinds()
 			rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
@@ -48,6 +53,9 @@ func (r *run) injectFaults(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(pause):
+		}
+		if len(round) == 0 {
+			rounds++
 		}
 		if !r.injectable(kind) {
 			continue // reported as not injected

@@ -36,7 +36,9 @@ import (
 type Config struct {
 	// Bin is the rendermac binary the servers and agents run (required).
 	Bin string
-	// Duration is how long load and faults run; the drain comes after.
+	// Duration is how long load and faults run at least (longer when the
+	// first round of fault kinds, each kind once, takes longer); the drain
+	// comes after.
 	Duration time.Duration
 	// Seed fixes the fault schedule and every load decision.
 	Seed uint64
@@ -137,14 +139,16 @@ type run struct {
 	storeNote string
 	s3        *s3provider.Server
 	bucket    string
-	gws       []*gateway
-	agents    []*agentProc
-	buyers    []*loadgen.Buyer
-	httpc     *http.Client
-	ffmpeg    bool
-	tmpfsOK   bool
-	faults    soak.FaultCounts
-	lastHeal  atomic.Int64 // unix nanos of the last fault's end
+	// children records every child's pid for a later run's cleanStale.
+	children *childLog
+	gws      []*gateway
+	agents   []*agentProc
+	buyers   []*loadgen.Buyer
+	httpc    *http.Client
+	ffmpeg   bool
+	tmpfsOK  bool
+	faults   soak.FaultCounts
+	lastHeal atomic.Int64 // unix nanos of the last fault's end
 
 	accepted   soak.AcceptedJobs
 	mu         sync.Mutex
@@ -170,12 +174,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	fmt.Fprintf(cfg.Log, "fleet: %d gateways, %d agents up in %s (seed %d, %s store, tmpfs work dirs %v, ffmpeg %v, dir %s)\n",
 		cfg.Gateways, cfg.Agents, time.Since(began).Round(time.Millisecond), cfg.Seed, r.store, r.tmpfsOK, r.ffmpeg, r.dir)
 
-	loadCtx, stopLoad := context.WithTimeout(ctx, cfg.Duration)
+	// The load runs while the faults do: Duration, and longer if the first
+	// round of fault kinds is not over by then (see injectFaults).
+	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	var wg sync.WaitGroup
 	wg.Go(func() { r.submit(loadCtx) })
-	wg.Go(func() { r.injectFaults(loadCtx) })
+	loadStart := time.Now()
+	r.injectFaults(ctx, loadStart)
+	stopLoad()
 	wg.Wait()
+	loadTime := time.Since(loadStart)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -195,7 +204,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, a := range r.agents {
 		a.stop(5 * time.Second)
 	}
-	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, Agents: cfg.Agents, Gateways: cfg.Gateways, Rate: cfg.Rate,
+	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, LoadTime: loadTime, Agents: cfg.Agents, Gateways: cfg.Gateways, Rate: cfg.Rate,
 		Variant: cfg.AgentVariant, Drained: drained, DrainTime: drainTime, DrainBound: cfg.DrainBound,
 		Faults: r.faults.Counts(FaultKinds()), TmpfsDisks: r.tmpfsOK, FFmpeg: r.ffmpeg, Store: r.store, StoreNote: r.storeNote,
 		Submitted: r.submitted.Load(), Accepted: r.accepted.Count(), Refused: r.refused.Load(), Cancels: r.cancels.Load()}
@@ -216,8 +225,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 func (r *run) setup(ctx context.Context) error {
+	cleanStale(os.TempDir(), r.cfg.Bin, r.cfg.Log)
 	var err error
-	if r.dir, err = os.MkdirTemp("", "rendermac-fleet-"); err != nil {
+	if r.dir, err = os.MkdirTemp("", strings.TrimSuffix(runDirPattern, "*")); err != nil {
+		return err
+	}
+	if r.children, err = markLive(r.dir); err != nil {
 		return err
 	}
 	r.arts = filepath.Join(r.dir, "artifacts")
@@ -256,7 +269,7 @@ func (r *run) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		g := &gateway{addr: addr, proc: proc{name: fmt.Sprintf("gateway-%d", i), bin: r.cfg.Bin, env: storeEnv,
+		g := &gateway{addr: addr, proc: proc{name: fmt.Sprintf("gateway-%d", i), bin: r.cfg.Bin, env: storeEnv, children: r.children,
 			log: filepath.Join(r.dir, fmt.Sprintf("gateway-%d.log", i)),
 			args: append(append([]string{"server", "--db", r.dbURL, "--listen", addr, "--public-url", "http://" + addr},
 				storeArgs...), "--signing-key-file", r.keyFile, "--log-level", "warn",
@@ -329,7 +342,7 @@ func (r *run) startAgent(ctx context.Context, i int) error {
 		return err
 	}
 	services := runnerServices(r.ffmpeg)
-	a.proc = proc{name: fmt.Sprintf("agent-%d", i), bin: r.cfg.Bin, log: filepath.Join(r.dir, fmt.Sprintf("agent-%d.log", i)),
+	a.proc = proc{name: fmt.Sprintf("agent-%d", i), bin: r.cfg.Bin, children: r.children, log: filepath.Join(r.dir, fmt.Sprintf("agent-%d.log", i)),
 		args: []string{"agent", "--server", urls[0], "--failover", strings.Join(urls[1:], ","), "--pair", code,
 			"--token-file", filepath.Join(r.dir, fmt.Sprintf("agent-%d-device.json", i)), "--name", fmt.Sprintf("fleet-mac-%d", i),
 			"--services", strings.Join(services, ","), "--slots", "2", "--work", a.work,
@@ -397,6 +410,8 @@ func (r *run) close() {
 	}
 	if r.dir != "" && !r.cfg.Keep {
 		_ = os.RemoveAll(r.dir)
+	} else if r.dir != "" {
+		_ = os.Remove(filepath.Join(r.dir, harnessFile)) // kept, not stale
 	}
 }
 

@@ -23,6 +23,8 @@ type proc struct {
 	args []string
 	env  []string
 	log  string // stderr (and stdout) file
+	// children records the pid of each start (nil: not recorded).
+	children *childLog
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -39,10 +41,12 @@ func (p *proc) start() error {
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), p.env...)
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
+	p.children.add(cmd.Process.Pid, p.name)
 	done := make(chan struct{})
 	p.cmd, p.done = cmd, done
 	go func() { _ = cmd.Wait(); _ = f.Close(); close(done) }()

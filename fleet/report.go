@@ -12,8 +12,11 @@ import (
 
 // Report is what a fleet run did and found.
 type Report struct {
-	Seed             uint64
-	Duration, Wall   time.Duration
+	Seed           uint64
+	Duration, Wall time.Duration
+	// LoadTime is how long load and faults ran: Duration, or longer when
+	// the first round of fault kinds took longer.
+	LoadTime         time.Duration
 	Agents, Gateways int
 	Rate             float64
 	Variant          string
@@ -83,8 +86,8 @@ func (r *Report) PrintTable(w io.Writer) error {
 	if r.Variant != "" {
 		v = ", agent variant " + r.Variant
 	}
-	fmt.Fprintf(w, "fleet: seed %d, %s of load (%s wall), %d gateways, %d agents, %.1f jobs/s, %s store%s\n",
-		r.Seed, r.Duration, r.Wall.Round(time.Second), r.Gateways, r.Agents, r.Rate, r.Store, v)
+	fmt.Fprintf(w, "fleet: seed %d, %s of load (asked %s; %s wall), %d gateways, %d agents, %.1f jobs/s, %s store%s\n",
+		r.Seed, r.LoadTime.Round(time.Second), r.Duration, r.Wall.Round(time.Second), r.Gateways, r.Agents, r.Rate, r.Store, v)
 	if r.StoreNote != "" {
 		fmt.Fprintf(w, "fleet: %s\n", r.StoreNote)
 	}

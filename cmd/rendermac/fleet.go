@@ -16,7 +16,7 @@ import (
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := fleet.Defaults
 	set := newFlagSet("fleet", "[--duration D] [--seed N] [--agents N] [--gateways N] [--rate R] [--fault-every D] [--drain-bound D] [--ffmpeg-percent P] [--store auto|fs|s3] [--agent-variant V] [--keep]", stderr)
-	set.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long load and faults run (the drain comes after)")
+	set.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long load and faults run at least (until every fault kind was injected once, if that takes longer; the drain comes after)")
 	set.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "fixes the fault schedule and the load's choices")
 	set.IntVar(&cfg.Agents, "agents", cfg.Agents, "rendermac agent processes (2 slots each)")
 	set.IntVar(&cfg.Gateways, "gateways", cfg.Gateways, "rendermac server processes sharing one Postgres and artifact dir")
