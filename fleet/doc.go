@@ -22,7 +22,8 @@
 // no commit_ok for an attempt the journal says was lost or cancelled, no
 // commit sent after a lease_conflict ended the attempt, no commit refused
 // as commit_conflict (an agent sends only its own token), no attempt failed
-// with a code that is not retryable (the mix has no bad job), every Wi-Fi
+// with a code that is not retryable (the mix has no bad job), no failed job
+// whose attempts one device spent refusing them no_capacity, every Wi-Fi
 // loss followed by a reconnect within a stated bound, and the queue drained
 // within a stated bound after the last fault healed. It reports the wasted
 // work per agent: seconds an agent kept working on an attempt after the
