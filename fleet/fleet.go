@@ -365,9 +365,10 @@ func runnerServices(ffmpeg bool) []string {
 	return []string{"synthetic.mp4"}
 }
 
-// awaitAgentsOnline waits until every agent's device is online.
+// awaitAgentsOnline waits until every agent's device is online; an agent
+// that exits meanwhile ends the wait with its log's last line.
 func (r *run) awaitAgentsOnline(ctx context.Context) error {
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		var n int
 		if err := r.obs.QueryRow(ctx, `SELECT count(*) FROM devices WHERE status = 'online'`).Scan(&n); err != nil {
@@ -376,8 +377,13 @@ func (r *run) awaitAgentsOnline(ctx context.Context) error {
 		if n >= r.cfg.Agents {
 			return nil
 		}
+		for _, a := range r.agents {
+			if a.exited() {
+				return fmt.Errorf("%s exited at start: %s (logs in %s)", a.name, lastLine(a.log), r.dir)
+			}
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d agents came online within a minute (logs in %s)", n, r.cfg.Agents, r.dir)
+			return fmt.Errorf("only %d of %d agents came online within 3 minutes (logs in %s)", n, r.cfg.Agents, r.dir)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

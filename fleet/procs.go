@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -61,6 +62,29 @@ func (p *proc) signal(sig syscall.Signal) bool {
 		return false
 	}
 	return p.cmd.Process.Signal(sig) == nil
+}
+
+// exited reports whether the process was started and has ended.
+func (p *proc) exited() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// lastLine is the last non-empty line of a file ("" if none).
+func lastLine(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
 }
 
 // kill SIGKILLs the process and waits until it is gone.
