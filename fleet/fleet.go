@@ -114,13 +114,20 @@ const (
 )
 
 // ReconnectBound is how long after a Wi-Fi loss heals an agent must have a
-// new connection: its dead-connection bound, the longest backoff
-// (agent.DefaultBackoffMax, failures pile up while the network is down) and
-// the handshake timeout.
+// new connection: its dead-connection bound, a handshake that was in flight
+// when the path died (it hangs until the handshake timeout), the longest
+// backoff (agent.DefaultBackoffMax, failures pile up while the network is
+// down) and the handshake that then succeeds. Without the in-flight
+// handshake the bound was 42 s, and a 10-minute run on a loaded host
+// missed it by 15 ms with exactly that sequence (a handshake timed out
+// after the heal, then a 20 s backoff).
 func ReconnectBound() time.Duration {
 	return agent.DeadConnectionBound(agent.Config{PingInterval: pingInterval, PingTimeout: pingTimeout}, leaseTTL) +
-		agent.DefaultBackoffMax + 10*time.Second
+		handshakeTimeout + agent.DefaultBackoffMax + handshakeTimeout
 }
+
+// handshakeTimeout is the agent's bound on one WebSocket handshake.
+const handshakeTimeout = 10 * time.Second
 
 type run struct {
 	cfg     Config
