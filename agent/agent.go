@@ -15,10 +15,15 @@ import (
 	"github.com/rendermac/rendermac/protocol"
 )
 
-// sessionHealthy is how long a session must last before the backoff resets:
-// a gateway that accepts and then drops every connection at once must not
-// be hammered at the base delay forever.
-const sessionHealthy = time.Minute
+// sessionHealthy is how long a session must last after its welcome before
+// the backoff resets: a gateway that accepts and then drops every
+// connection at once must not be hammered at the base delay forever. Ten
+// seconds, not a minute: with a minute, a fleet whose sessions end every
+// half minute or so (a gateway restart, a Postgres failover, a store outage
+// closing sessions 1011) stayed at the 30 s ceiling and its Macs sat idle
+// for half of each minute (`rendermac fleet`, 8 agents, a fault every ~7 s:
+// 289 jobs still queued after the drain).
+const sessionHealthy = 10 * time.Second
 
 // Agent is one device's worker. Create it with New and call Run once.
 type Agent struct {

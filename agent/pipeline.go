@@ -66,7 +66,7 @@ func (a *Agent) execute(at *attempt, dir string) *decision {
 		return d
 	}
 	a.setPhase(at, protocol.AttemptUploading)
-	err = a.upload(at.ctx, o.Output.UploadURL, outPath, out.Bytes)
+	err = a.uploadRetrying(at.ctx, o.Output.UploadURL, outPath, out.Bytes)
 	if err != nil && a.v.commitAfterConflict() && a.conflicted(at) {
 		err = nil // (variant) the upload was fenced off; commit anyway
 	}

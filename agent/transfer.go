@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
@@ -67,6 +68,55 @@ func (a *Agent) download(ctx context.Context, in protocol.InputRef, dir string) 
 		return "", fmt.Errorf("input sha256 mismatch: got %s, offer says %s", got, in.SHA256)
 	}
 	return path, nil
+}
+
+// uploadTries bounds how often uploadRetrying PUTs one output; the waits
+// between tries double from uploadRetryBase (0.25+0.5+1+2+4 s: an object
+// store restarting, or a gateway failing over, within about 8 s).
+const (
+	uploadTries     = 6
+	uploadRetryBase = 250 * time.Millisecond
+)
+
+// uploadRetrying is upload, tried again while the failure is transient (no
+// connection, or 502, 503, 504): a presigned PUT of the same bytes to the
+// same key is idempotent, and the attempt keeps its lease meanwhile (its
+// phase, uploading, is renewed by heartbeats). Without it a store outage of
+// a few seconds failed a short job's every attempt upload_failed and the
+// job for good (`rendermac fleet`, object-store outage).
+func (a *Agent) uploadRetrying(ctx context.Context, rawURL, path string, size int64) error {
+	if _, err := a.artifactURL(rawURL); err != nil {
+		return err // a bad URL stays bad
+	}
+	wait := uploadRetryBase
+	for try := 1; ; try++ {
+		err := a.upload(ctx, rawURL, path, size)
+		if err == nil || try == uploadTries || !transientUpload(err) || ctx.Err() != nil {
+			return err
+		}
+		a.log.Warn("upload failed; retrying", "err", err, "try", try, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-a.cfg.Clock.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// transientUpload says whether an upload's error may pass by itself: no
+// reply at all, or a gateway or store answering it is unavailable. A
+// refusal (a grant refused, a full store: 507) is final.
+func transientUpload(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return !errors.Is(err, os.ErrNotExist) // the output file went missing: final
+	}
+	switch ae.Status {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 }
 
 // upload PUTs the output to the offer's upload URL.

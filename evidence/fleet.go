@@ -14,6 +14,8 @@ type Fleet struct {
 	Command  string `json:"command"`
 	Agents   int    `json:"agents"`
 	Gateways int    `json:"gateways"`
+	// Store is the gateways' shared artifact store ("s3", "fs").
+	Store string `json:"store,omitempty"`
 	// LoadMs is how long load and faults ran (0 with NoTimings).
 	LoadMs int64 `json:"load_ms"`
 	// Faults counts the faults injected, by kind; Jobs the jobs by outcome.
@@ -33,6 +35,9 @@ type Fleet struct {
 type Count struct {
 	Name string `json:"name"`
 	N    int    `json:"n"`
+	// Note says why a count is 0 by design (a fault the run could not
+	// inject); empty otherwise.
+	Note string `json:"note,omitempty"`
 }
 
 func mdFleet(w *bufio.Writer, c Card) error {
@@ -41,10 +46,18 @@ func mdFleet(w *bufio.Writer, c Card) error {
 		return nil
 	}
 	fmt.Fprint(w, "\n## Fleet\n\n")
-	fmt.Fprintf(w, "%d `rendermac agent` processes, %d `rendermac server` processes; replay: %s\n\n", f.Agents, f.Gateways, code(f.Command))
+	store := ""
+	if f.Store != "" {
+		store = " sharing the " + f.Store + " artifact store"
+	}
+	fmt.Fprintf(w, "%d `rendermac agent` processes, %d `rendermac server` processes%s; replay: %s\n\n", f.Agents, f.Gateways, store, code(f.Command))
 	var rows [][]string
 	for _, k := range f.Faults {
-		rows = append(rows, []string{k.Name, itoa(k.N)})
+		n := itoa(k.N)
+		if k.Note != "" {
+			n += " (" + k.Note + ")"
+		}
+		rows = append(rows, []string{k.Name, n})
 	}
 	if err := mdTable(w, []string{"Fault", "Injected"}, rows, 1); err != nil {
 		return err

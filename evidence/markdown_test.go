@@ -136,14 +136,16 @@ func TestWritersRefuseFalsePass(t *testing.T) {
 }
 
 func TestFleetSectionShowsFaultsJobsAndViolations(t *testing.T) {
-	c := Card{Title: "t", Date: "2026-12-05", Fleet: &Fleet{Command: "rendermac fleet --seed 3", Agents: 4, Gateways: 2,
-		Faults: []Count{{"Mac sleep", 3}, {"Wi-Fi loss", 2}}, Jobs: []Count{{"succeeded", 40}, {"cancelled", 5}},
+	c := Card{Title: "t", Date: "2026-12-05", Fleet: &Fleet{Command: "rendermac fleet --seed 3", Agents: 4, Gateways: 2, Store: "s3",
+		Faults:   []Count{{Name: "Mac sleep", N: 3}, {Name: "Wi-Fi loss", N: 2}, {Name: "object-store outage", Note: "not injected (filesystem store)"}},
+		Jobs:     []Count{{Name: "succeeded", N: 40}, {Name: "cancelled", N: 5}},
 		WastedMs: 1500, DrainMs: 9000, DrainBoundMs: 90000, Violations: []string{"agent 1 sent a commit after a lease_conflict"}}}
 	var b strings.Builder
 	if err := WriteMarkdown(&b, c, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Fleet", "rendermac fleet --seed 3", "Mac sleep", "succeeded", "1.5s", "9s", "VIOLATION agent 1 sent a commit"} {
+	for _, want := range []string{"## Fleet", "rendermac fleet --seed 3", "sharing the s3 artifact store", "Mac sleep", "succeeded",
+		"0 (not injected (filesystem store))", "1.5s", "9s", "VIOLATION agent 1 sent a commit"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, b.String())
 		}

@@ -153,6 +153,11 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 	}
 	rep.FailureCodes = codes
 	retryable.Examined = fmt.Sprintf("%d attempts", len(attempts))
+	refusedOut, failedJobs, err := r.checkRefusedOut(ctx)
+	if err != nil {
+		return err
+	}
+	refusedOut.Examined = fmt.Sprintf("%d failed jobs", failedJobs)
 
 	wifi := soak.Check{Name: fmt.Sprintf("every Wi-Fi loss: the agent reconnected within %s of the heal", ReconnectBound()),
 		Examined: fmt.Sprintf("%d Wi-Fi losses", rep.Faults[FaultWiFiLoss])}
@@ -168,10 +173,45 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 	}
 	kinds := soak.Check{Name: "every fault kind was injected", Examined: fmt.Sprintf("%d faults", rep.Soak.Stats.Faults)}
 	for _, k := range FaultKinds() {
-		if rep.Faults[k] == 0 && (k != FaultDiskFull || r.tmpfsOK) {
+		if rep.Faults[k] == 0 && r.injectable(k) {
 			kinds.Add("no %s: run longer or with a shorter --fault-every", k)
 		}
 	}
-	rep.Checks = append(rep.Checks, commitOK, afterConflict, ownToken, retryable, wifi, drain, kinds)
+	rep.Checks = append(rep.Checks, commitOK, afterConflict, ownToken, retryable, refusedOut, wifi, drain, kinds)
 	return nil
+}
+
+// refusalsSpent is how many no_capacity refusals by one device of one
+// failed job make a violation: a device on a full disk must not be handed
+// the job it refused back until it reports room (docs/SPEC.md section 5),
+// and three disk faults on one device within one job's life do not happen
+// in a fleet run.
+const refusalsSpent = 3
+
+// checkRefusedOut finds failed jobs whose attempts one device spent by
+// refusing them no_capacity again and again; it returns the check and the
+// number of failed jobs.
+func (r *run) checkRefusedOut(ctx context.Context) (soak.Check, int, error) {
+	c := soak.Check{Name: fmt.Sprintf("no failed job had %d or more attempts refused no_capacity by one device", refusalsSpent)}
+	var failed int
+	if err := r.obs.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'failed'`).Scan(&failed); err != nil {
+		return c, 0, err
+	}
+	rows, err := r.obs.Query(ctx, `SELECT a.job_id::text, a.device_id::text, count(*)
+	    FROM job_attempts a JOIN jobs j ON j.id = a.job_id
+	    WHERE j.status = 'failed' AND a.failure_code = 'no_capacity'
+	    GROUP BY a.job_id, a.device_id HAVING count(*) >= $1 ORDER BY 1, 2`, refusalsSpent)
+	if err != nil {
+		return c, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var job, device string
+		var n int
+		if err := rows.Scan(&job, &device, &n); err != nil {
+			return c, 0, err
+		}
+		c.Add("job %s failed after device %s refused %d of its attempts no_capacity (offered back without a slots report)", job, device, n)
+	}
+	return c, failed, rows.Err()
 }

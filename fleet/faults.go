@@ -19,20 +19,26 @@ const (
 	FaultDiskFull     = "disk exhaustion (agent's work dir filled, freed)"
 	FaultGatewayKill  = "gateway SIGKILL + restart"
 	FaultPostgresKill = "postgres crash + restart"
+	FaultStoreOutage  = "object-store outage (versitygw stopped, restarted)"
 )
 
 // FaultKinds lists the kinds in report order.
 func FaultKinds() []string {
-	return []string{FaultMacSleep, FaultWiFiLoss, FaultDiskFull, FaultGatewayKill, FaultPostgresKill}
+	return []string{FaultMacSleep, FaultWiFiLoss, FaultDiskFull, FaultGatewayKill, FaultPostgresKill, FaultStoreOutage}
 }
 
-// injectFaults injects one fault at a time, at seeded pauses, until ctx
-// ends; each is healed before the next starts. The kinds are drawn in
-// seeded shuffled rounds, so every kind occurs about equally often.
-func (r *run) injectFaults(ctx context.Context) {
+// injectFaults injects one fault at a time, at seeded pauses, until
+// Duration has passed (from start) and every kind this run can inject has
+// been injected at least once, or ctx ends; each is healed before the next
+// starts. The kinds are drawn in seeded shuffled rounds, so every kind
+// occurs about equally often, and the first round is always finished: a
+// short run on a slow machine still shows every kind.
+func (r *run) injectFaults(ctx context.Context, start time.Time) {
 	rng := mrand.New(mrand.NewPCG(r.cfg.Seed, 1))
 	var round []string
-	for {
+	rounds := 0
+	over := func() bool { return ctx.Err() != nil || (rounds > 0 && time.Since(start) >= r.cfg.Duration) }
+	for !over() {
 		if len(round) == 0 {
 			round = FaultKinds()
 			rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
@@ -48,8 +54,11 @@ func (r *run) injectFaults(ctx context.Context) {
 			return
 		case <-time.After(pause):
 		}
-		if kind == FaultDiskFull && !r.tmpfsOK {
-			continue // no size-limited work dir to fill: reported as not injected
+		if len(round) == 0 {
+			rounds++
+		}
+		if !r.injectable(kind) {
+			continue // reported as not injected
 		}
 		if err := r.inject(ctx, kind, outage, victim, gw); err != nil {
 			fmt.Fprintf(r.cfg.Log, "fleet: fault %s: %v\n", kind, err)
@@ -58,6 +67,18 @@ func (r *run) injectFaults(ctx context.Context) {
 		r.faults.Add(kind)
 		r.lastHeal.Store(time.Now().UnixNano())
 	}
+}
+
+// injectable says whether this run can inject kind: a full disk needs
+// size-limited work dirs, an object-store outage the S3 store.
+func (r *run) injectable(kind string) bool {
+	switch kind {
+	case FaultDiskFull:
+		return r.tmpfsOK
+	case FaultStoreOutage:
+		return r.s3 != nil
+	}
+	return true
 }
 
 // inject runs one fault to its heal.
@@ -115,6 +136,8 @@ func (r *run) inject(ctx context.Context, kind string, outage time.Duration, vic
 		sctx, cancel := context.WithTimeout(rctx, 2*time.Minute)
 		defer cancel()
 		return r.pg.Start(sctx)
+	case FaultStoreOutage:
+		return r.storeOutage(rctx, outage)
 	}
 	return fmt.Errorf("unknown fault kind %q", kind)
 }

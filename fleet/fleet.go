@@ -23,6 +23,7 @@ import (
 	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/localserver"
 	"github.com/rendermac/rendermac/internal/pgprovider"
+	"github.com/rendermac/rendermac/internal/s3provider"
 	"github.com/rendermac/rendermac/internal/tcpproxy"
 	"github.com/rendermac/rendermac/loadgen"
 	"github.com/rendermac/rendermac/protocol"
@@ -36,7 +37,9 @@ import (
 type Config struct {
 	// Bin is the rendermac binary the servers and agents run (required).
 	Bin string
-	// Duration is how long load and faults run; the drain comes after.
+	// Duration is how long load and faults run at least (longer when the
+	// first round of fault kinds, each kind once, takes longer); the drain
+	// comes after.
 	Duration time.Duration
 	// Seed fixes the fault schedule and every load decision.
 	Seed uint64
@@ -52,6 +55,9 @@ type Config struct {
 	// FFmpegPercent is the share of jobs rendered by FFmpeg, where ffmpeg
 	// runs (0: none).
 	FFmpegPercent int
+	// Store is the gateways' artifact store: StoreAuto (""), StoreFS or
+	// StoreS3; only S3 has the object-store outage fault.
+	Store string
 	// AgentVariant runs every agent as a broken variant (a -tags mutations
 	// binary only); the run must then fail.
 	AgentVariant string
@@ -88,6 +94,9 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
+	if c.Store == "" {
+		c.Store = StoreAuto
+	}
 }
 
 // Timings of the fleet: a short lease so that sleeps and losses expire
@@ -106,24 +115,40 @@ const (
 )
 
 // ReconnectBound is how long after a Wi-Fi loss heals an agent must have a
-// new connection: its dead-connection bound, the longest backoff
-// (agent.DefaultBackoffMax, failures pile up while the network is down) and
-// the handshake timeout.
+// new connection: its dead-connection bound, a handshake that was in flight
+// when the path died (it hangs until the handshake timeout), the longest
+// backoff (agent.DefaultBackoffMax, failures pile up while the network is
+// down) and the handshake that then succeeds. Without the in-flight
+// handshake the bound was 42 s, and a 10-minute run on a loaded host
+// missed it by 15 ms with exactly that sequence (a handshake timed out
+// after the heal, then a 20 s backoff).
 func ReconnectBound() time.Duration {
 	return agent.DeadConnectionBound(agent.Config{PingInterval: pingInterval, PingTimeout: pingTimeout}, leaseTTL) +
-		agent.DefaultBackoffMax + 10*time.Second
+		handshakeTimeout + agent.DefaultBackoffMax + handshakeTimeout
 }
 
+// handshakeTimeout is the agent's bound on one WebSocket handshake.
+const handshakeTimeout = 10 * time.Second
+
 type run struct {
-	cfg      Config
-	dir      string
-	pg       *pgprovider.Provider
-	dbURL    string
-	obs      *pgxpool.Pool
-	hook     *soak.Receiver
-	key      []byte
-	keyFile  string
-	arts     string
+	cfg     Config
+	dir     string
+	pg      *pgprovider.Provider
+	dbURL   string
+	obs     *pgxpool.Pool
+	hook    *soak.Receiver
+	key     []byte
+	keyFile string
+	arts    string
+	// store is the store the run gives its gateways (StoreFS or StoreS3),
+	// storeNote why StoreAuto fell back to the filesystem; s3 and bucket
+	// are the S3 server and its bucket.
+	store     string
+	storeNote string
+	s3        *s3provider.Server
+	bucket    string
+	// children records every child's pid for a later run's cleanStale.
+	children *childLog
 	gws      []*gateway
 	agents   []*agentProc
 	buyers   []*loadgen.Buyer
@@ -154,15 +179,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(cfg.Log, "fleet: %d gateways, %d agents up in %s (seed %d, tmpfs work dirs %v, ffmpeg %v, dir %s)\n",
-		cfg.Gateways, cfg.Agents, time.Since(began).Round(time.Millisecond), cfg.Seed, r.tmpfsOK, r.ffmpeg, r.dir)
+	fmt.Fprintf(cfg.Log, "fleet: %d gateways, %d agents up in %s (seed %d, %s store, tmpfs work dirs %v, ffmpeg %v, dir %s)\n",
+		cfg.Gateways, cfg.Agents, time.Since(began).Round(time.Millisecond), cfg.Seed, r.store, r.tmpfsOK, r.ffmpeg, r.dir)
 
-	loadCtx, stopLoad := context.WithTimeout(ctx, cfg.Duration)
+	// The load runs while the faults do: Duration, and longer if the first
+	// round of fault kinds is not over by then (see injectFaults).
+	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	var wg sync.WaitGroup
 	wg.Go(func() { r.submit(loadCtx) })
-	wg.Go(func() { r.injectFaults(loadCtx) })
+	loadStart := time.Now()
+	r.injectFaults(ctx, loadStart)
+	stopLoad()
 	wg.Wait()
+	loadTime := time.Since(loadStart)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -182,12 +212,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, a := range r.agents {
 		a.stop(5 * time.Second)
 	}
-	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, Agents: cfg.Agents, Gateways: cfg.Gateways, Rate: cfg.Rate,
+	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, LoadTime: loadTime, Agents: cfg.Agents, Gateways: cfg.Gateways, Rate: cfg.Rate,
 		Variant: cfg.AgentVariant, Drained: drained, DrainTime: drainTime, DrainBound: cfg.DrainBound,
-		Faults: r.faults.Counts(FaultKinds()), TmpfsDisks: r.tmpfsOK, FFmpeg: r.ffmpeg,
+		Faults: r.faults.Counts(FaultKinds()), TmpfsDisks: r.tmpfsOK, FFmpeg: r.ffmpeg, Store: r.store, StoreNote: r.storeNote,
 		Submitted: r.submitted.Load(), Accepted: r.accepted.Count(), Refused: r.refused.Load(), Cancels: r.cancels.Load()}
 	rep.Soak.Stats.Faults = r.faults.Total()
-	if err := soak.RunChecks(ctx, soak.CheckEnv{DB: r.obs, Hook: r.hook, ArtifactDir: r.arts,
+	st, err := r.checkStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := soak.RunChecks(ctx, soak.CheckEnv{DB: r.obs, Hook: r.hook, ArtifactDir: r.arts, Store: st,
 		Accepted: r.accepted.IDs(), Buyers: buyers}, &rep.Soak); err != nil {
 		return nil, err
 	}
@@ -199,12 +233,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 func (r *run) setup(ctx context.Context) error {
+	cleanStale(os.TempDir(), r.cfg.Bin, r.cfg.Log)
 	var err error
-	if r.dir, err = os.MkdirTemp("", "rendermac-fleet-"); err != nil {
+	if r.dir, err = os.MkdirTemp("", strings.TrimSuffix(runDirPattern, "*")); err != nil {
+		return err
+	}
+	if r.children, err = markLive(r.dir); err != nil {
 		return err
 	}
 	r.arts = filepath.Join(r.dir, "artifacts")
-	if err := os.MkdirAll(r.arts, 0o700); err != nil {
+	if err := r.openStore(ctx); err != nil {
 		return err
 	}
 	if r.pg, err = pgprovider.Open(ctx, pgprovider.Options{IgnoreEnv: true, DisableDocker: true}); err != nil {
@@ -233,18 +271,19 @@ func (r *run) setup(ctx context.Context) error {
 	r.hook = soak.NewReceiver(r.key)
 	_, ferr := exec.LookPath("ffmpeg")
 	r.ffmpeg = ferr == nil && r.cfg.FFmpegPercent > 0
+	storeArgs, storeEnv := r.gatewayStore()
 	for i := range r.cfg.Gateways {
 		addr, err := localserver.FreeAddr()
 		if err != nil {
 			return err
 		}
-		g := &gateway{addr: addr, proc: proc{name: fmt.Sprintf("gateway-%d", i), bin: r.cfg.Bin,
+		g := &gateway{addr: addr, proc: proc{name: fmt.Sprintf("gateway-%d", i), bin: r.cfg.Bin, env: storeEnv, children: r.children,
 			log: filepath.Join(r.dir, fmt.Sprintf("gateway-%d.log", i)),
-			args: []string{"server", "--db", r.dbURL, "--listen", addr, "--public-url", "http://" + addr,
-				"--artifacts", r.arts, "--signing-key-file", r.keyFile, "--log-level", "warn",
+			args: append(append([]string{"server", "--db", r.dbURL, "--listen", addr, "--public-url", "http://" + addr},
+				storeArgs...), "--signing-key-file", r.keyFile, "--log-level", "warn",
 				"--lease-ttl", leaseTTL.String(), "--heartbeat", heartbeat.String(),
 				"--limit-pair-per-ip", "off", "--limit-auth-failures-per-ip", "off", "--limit-jobs-per-buyer", "off",
-				"--limit-connects-per-ip", "off", "--limit-connects-per-device", "off"}}}
+				"--limit-connects-per-ip", "off", "--limit-connects-per-device", "off")}}
 		if err := g.start(); err != nil {
 			return err
 		}
@@ -311,7 +350,7 @@ func (r *run) startAgent(ctx context.Context, i int) error {
 		return err
 	}
 	services := runnerServices(r.ffmpeg)
-	a.proc = proc{name: fmt.Sprintf("agent-%d", i), bin: r.cfg.Bin, log: filepath.Join(r.dir, fmt.Sprintf("agent-%d.log", i)),
+	a.proc = proc{name: fmt.Sprintf("agent-%d", i), bin: r.cfg.Bin, children: r.children, log: filepath.Join(r.dir, fmt.Sprintf("agent-%d.log", i)),
 		args: []string{"agent", "--server", urls[0], "--failover", strings.Join(urls[1:], ","), "--pair", code,
 			"--token-file", filepath.Join(r.dir, fmt.Sprintf("agent-%d-device.json", i)), "--name", fmt.Sprintf("fleet-mac-%d", i),
 			"--services", strings.Join(services, ","), "--slots", "2", "--work", a.work,
@@ -334,9 +373,10 @@ func runnerServices(ffmpeg bool) []string {
 	return []string{"synthetic.mp4"}
 }
 
-// awaitAgentsOnline waits until every agent's device is online.
+// awaitAgentsOnline waits until every agent's device is online; an agent
+// that exits meanwhile ends the wait with its log's last line.
 func (r *run) awaitAgentsOnline(ctx context.Context) error {
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		var n int
 		if err := r.obs.QueryRow(ctx, `SELECT count(*) FROM devices WHERE status = 'online'`).Scan(&n); err != nil {
@@ -345,8 +385,13 @@ func (r *run) awaitAgentsOnline(ctx context.Context) error {
 		if n >= r.cfg.Agents {
 			return nil
 		}
+		for _, a := range r.agents {
+			if a.exited() {
+				return fmt.Errorf("%s exited at start: %s (logs in %s)", a.name, lastLine(a.log), r.dir)
+			}
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d agents came online within a minute (logs in %s)", n, r.cfg.Agents, r.dir)
+			return fmt.Errorf("only %d of %d agents came online within 3 minutes (logs in %s)", n, r.cfg.Agents, r.dir)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -374,8 +419,13 @@ func (r *run) close() {
 	if r.pg != nil {
 		_ = r.pg.Close()
 	}
+	if r.s3 != nil {
+		_ = r.s3.Close()
+	}
 	if r.dir != "" && !r.cfg.Keep {
 		_ = os.RemoveAll(r.dir)
+	} else if r.dir != "" {
+		_ = os.Remove(filepath.Join(r.dir, harnessFile)) // kept, not stale
 	}
 }
 
@@ -465,6 +515,11 @@ func (r *run) violation(format string, args ...any) {
 func (r *run) heal(ctx context.Context) error {
 	if err := r.pg.Start(ctx); err != nil {
 		return err
+	}
+	if r.s3 != nil {
+		if err := r.s3.Start(ctx); err != nil {
+			return err
+		}
 	}
 	for _, g := range r.gws {
 		g.mu.Lock()

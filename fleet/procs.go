@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +23,8 @@ type proc struct {
 	args []string
 	env  []string
 	log  string // stderr (and stdout) file
+	// children records the pid of each start (nil: not recorded).
+	children *childLog
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -38,10 +41,12 @@ func (p *proc) start() error {
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), p.env...)
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
+	p.children.add(cmd.Process.Pid, p.name)
 	done := make(chan struct{})
 	p.cmd, p.done = cmd, done
 	go func() { _ = cmd.Wait(); _ = f.Close(); close(done) }()
@@ -56,6 +61,29 @@ func (p *proc) signal(sig syscall.Signal) bool {
 		return false
 	}
 	return p.cmd.Process.Signal(sig) == nil
+}
+
+// exited reports whether the process was started and has ended.
+func (p *proc) exited() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// lastLine is the last non-empty line of a file ("" if none).
+func lastLine(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
 }
 
 // kill SIGKILLs the process and waits until it is gone.

@@ -12,13 +12,19 @@ import (
 
 // Report is what a fleet run did and found.
 type Report struct {
-	Seed              uint64
-	Duration, Wall    time.Duration
-	Agents, Gateways  int
-	Rate              float64
-	Variant           string
-	TmpfsDisks        bool
-	FFmpeg            bool
+	Seed           uint64
+	Duration, Wall time.Duration
+	// LoadTime is how long load and faults ran: Duration, or longer when
+	// the first round of fault kinds took longer.
+	LoadTime         time.Duration
+	Agents, Gateways int
+	Rate             float64
+	Variant          string
+	TmpfsDisks       bool
+	FFmpeg           bool
+	// Store is the gateways' artifact store (StoreFS or StoreS3);
+	// StoreNote says why StoreAuto fell back to the filesystem.
+	Store, StoreNote  string
 	Faults            map[string]int
 	Submitted         int64
 	Accepted, Refused int64
@@ -37,6 +43,17 @@ type Report struct {
 	Soak soak.Report
 	// Checks are the fleet's own.
 	Checks []soak.Check
+}
+
+// NotInjected says why this run could not inject kind ("" when it could).
+func (r *Report) NotInjected(kind string) string {
+	switch {
+	case kind == FaultDiskFull && !r.TmpfsDisks:
+		return "not injected (no tmpfs: mount refused)"
+	case kind == FaultStoreOutage && r.Store != StoreS3:
+		return "not injected (filesystem store)"
+	}
+	return ""
 }
 
 // AllChecks is the soak's checks, then the fleet's.
@@ -69,15 +86,18 @@ func (r *Report) PrintTable(w io.Writer) error {
 	if r.Variant != "" {
 		v = ", agent variant " + r.Variant
 	}
-	fmt.Fprintf(w, "fleet: seed %d, %s of load (%s wall), %d gateways, %d agents, %.1f jobs/s%s\n",
-		r.Seed, r.Duration, r.Wall.Round(time.Second), r.Gateways, r.Agents, r.Rate, v)
+	fmt.Fprintf(w, "fleet: seed %d, %s of load (asked %s; %s wall), %d gateways, %d agents, %.1f jobs/s, %s store%s\n",
+		r.Seed, r.LoadTime.Round(time.Second), r.Duration, r.Wall.Round(time.Second), r.Gateways, r.Agents, r.Rate, r.Store, v)
+	if r.StoreNote != "" {
+		fmt.Fprintf(w, "fleet: %s\n", r.StoreNote)
+	}
 	f := tablewriter.NewWriter(w)
 	f.Header("fault injected", "count")
 	total := 0
 	for _, k := range FaultKinds() {
 		n := any(r.Faults[k])
-		if k == FaultDiskFull && !r.TmpfsDisks {
-			n = "not injected (no tmpfs: mount refused)"
+		if why := r.NotInjected(k); why != "" {
+			n = why
 		}
 		_ = f.Append(k, n)
 		total += r.Faults[k]

@@ -35,15 +35,19 @@ func (c *Check) add(format string, args ...any) {
 }
 
 // CheckEnv is what the end-of-run checks read: the database (observer
-// pool), the webhook receiver, the artifact directory the control plane
-// writes, the jobs accepted with 201 and the number of buyers. The soak and
-// the fleet run (package fleet) share the checks through it.
+// pool), the webhook receiver, the artifact store the control plane writes
+// (Store, or else a filesystem store on ArtifactDir), the jobs accepted with
+// 201 and the number of buyers. The soak and the fleet run (package fleet)
+// share the checks through it.
 type CheckEnv struct {
 	DB          *pgxpool.Pool
 	Hook        *Receiver
 	ArtifactDir string
-	Accepted    []string
-	Buyers      int
+	// Store, when set, is a second handle on the control plane's store (an
+	// S3 bucket); the checks read outputs through it instead of ArtifactDir.
+	Store    artifact.Store
+	Accepted []string
+	Buyers   int
 }
 
 type checker struct{ CheckEnv }
@@ -230,17 +234,21 @@ func (k *checker) checkWebhooks(rep *Report) func(context.Context, *Check) error
 
 // checkOutputs re-reads every succeeded job's stored output through the
 // artifact store the control plane writes (a second handle on its
-// directory) and hashes every byte: invariant 8 over the bytes served, not
+// directory or bucket) and hashes every byte: invariant 8 over the bytes served, not
 // only the rows (store.CheckOutputs). A store that cannot be read is an
 // error of the run, not a violation.
 func (k *checker) checkOutputs(rep *Report) func(context.Context, *Check) error {
 	return func(ctx context.Context, c *Check) error {
-		fs, err := artifact.NewFS(k.ArtifactDir)
-		if err != nil {
-			return err
+		st := k.Store
+		if st == nil {
+			fs, err := artifact.NewFS(k.ArtifactDir)
+			if err != nil {
+				return err
+			}
+			defer fs.Close()
+			st = fs
 		}
-		defer fs.Close()
-		vs, err := store.CheckOutputs(ctx, k.DB, fs)
+		vs, err := store.CheckOutputs(ctx, k.DB, st)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -28,6 +29,19 @@ func TestLookFFmpegReportsABinaryThatDoesNotRun(t *testing.T) {
 
 	_, err = LookFFmpeg(filepath.Join(t.TempDir(), "absent"))
 	require.ErrorContains(t, err, "install it")
+}
+
+// A probe that outlives its timeout (a loaded or sleeping machine) is
+// inconclusive: the binary is taken, not reported as a broken install.
+func TestLookFFmpegTakesABinaryTooSlowToAnswer(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "ffmpeg")
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\nsleep 5\nexit 1\n"), 0o755))
+	old := probeTimeout
+	probeTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { probeTimeout = old })
+	p, err := LookFFmpeg(bin)
+	require.NoError(t, err)
+	require.Equal(t, bin, p)
 }
 
 // A job runs ffmpeg once, to render: it does not probe `-version` again

@@ -49,6 +49,9 @@ func Builtin(clk clock.Clock, ffmpegPath string) map[string]Runner {
 	return rs
 }
 
+// probeTimeout bounds LookFFmpeg's run of `ffmpeg -version`.
+var probeTimeout = 10 * time.Second
+
 // LookFFmpeg resolves the ffmpeg binary: path itself when set, else "ffmpeg"
 // on PATH. The agent calls it at start-up when it offers an FFmpeg service,
 // so a missing binary is reported once, clearly, instead of failing every job.
@@ -58,10 +61,17 @@ func LookFFmpeg(path string) (string, error) {
 		return "", err
 	}
 	// Found is not enough: a broken install (a shared library missing at
-	// run time) only shows when the binary runs.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// run time) only shows when the binary runs. A probe killed by its
+	// timeout proves nothing (a Mac busy or asleep at start-up, eight agents
+	// starting at once on a loaded host: seen in `rendermac fleet`), so only
+	// a binary that fails on its own is refused.
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, p, "-version").CombinedOutput(); err != nil {
+	out, err := exec.CommandContext(ctx, p, "-version").CombinedOutput()
+	if err != nil && ctx.Err() != nil {
+		return p, nil
+	}
+	if err != nil {
 		return "", fmt.Errorf("ffmpeg at %s does not run (`%s -version`: %v: %s); the install is broken, reinstall it",
 			p, p, err, firstLine(out))
 	}

@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rendermac/rendermac/fleet"
+	"github.com/rendermac/rendermac/internal/s3provider"
 )
 
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := fleet.Defaults
-	set := newFlagSet("fleet", "[--duration D] [--seed N] [--agents N] [--gateways N] [--rate R] [--fault-every D] [--drain-bound D] [--ffmpeg-percent P] [--agent-variant V] [--keep]", stderr)
-	set.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long load and faults run (the drain comes after)")
+	set := newFlagSet("fleet", "[--duration D] [--seed N] [--agents N] [--gateways N] [--rate R] [--fault-every D] [--drain-bound D] [--ffmpeg-percent P] [--store auto|fs|s3] [--agent-variant V] [--keep]", stderr)
+	set.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long load and faults run at least (until every fault kind was injected once, if that takes longer; the drain comes after)")
 	set.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "fixes the fault schedule and the load's choices")
 	set.IntVar(&cfg.Agents, "agents", cfg.Agents, "rendermac agent processes (2 slots each)")
 	set.IntVar(&cfg.Gateways, "gateways", cfg.Gateways, "rendermac server processes sharing one Postgres and artifact dir")
@@ -22,10 +24,16 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	set.DurationVar(&cfg.FaultEvery, "fault-every", cfg.FaultEvery, "mean pause between two faults")
 	set.DurationVar(&cfg.DrainBound, "drain-bound", cfg.DrainBound, "the queue must drain within this after the last fault healed")
 	set.IntVar(&cfg.FFmpegPercent, "ffmpeg-percent", cfg.FFmpegPercent, "share of jobs rendered by FFmpeg where ffmpeg runs (0: none)")
+	set.StringVar(&cfg.Store, "store", fleet.StoreAuto, "the gateways' shared artifact store: s3 (a versitygw process the run starts, "+
+		"stops for the object-store outage fault and restarts; "+s3provider.InstallCommand+" installs it), fs (one directory, no outage fault) "+
+		"or auto (s3 when versitygw is found, else fs)")
 	set.StringVar(&cfg.AgentVariant, "agent-variant", "", "run every agent as a broken variant, which must fail the run (a -tags mutations build only)")
 	set.BoolVar(&cfg.Keep, "keep", false, "keep the run directory (every process's log)")
 	if err := parseFlags(set, args); err != nil {
 		return err
+	}
+	if !slices.Contains(fleet.Stores(), cfg.Store) {
+		return usageError{fmt.Sprintf("--store %q: want one of %s", cfg.Store, strings.Join(fleet.Stores(), ", "))}
 	}
 	bin, err := os.Executable()
 	if err != nil {
@@ -55,6 +63,9 @@ func fleetReplay(c fleet.Config) string {
 	args := []string{"--seed", fmt.Sprint(c.Seed), "--duration", c.Duration.String(), "--agents", fmt.Sprint(c.Agents),
 		"--gateways", fmt.Sprint(c.Gateways), "--rate", fmt.Sprint(c.Rate), "--fault-every", c.FaultEvery.String(),
 		"--drain-bound", c.DrainBound.String(), "--ffmpeg-percent", fmt.Sprint(c.FFmpegPercent)}
+	if c.Store != "" && c.Store != fleet.StoreAuto {
+		args = append(args, "--store", c.Store)
+	}
 	if c.AgentVariant != "" {
 		args = append(args, "--agent-variant", c.AgentVariant)
 	}

@@ -240,3 +240,23 @@ func busyWorkers(b *bundle, deviceID string) int {
 	}
 	return n
 }
+
+// A fail no_capacity is a device saying it has no room: the slot it frees
+// is not offered again until the device reports free slots, or a device
+// on a full disk would be handed the requeued job straight back and burn
+// its attempt budget in milliseconds (seen in `rendermac fleet`).
+func TestFailNoCapacityOffersNothingUntilASlotsReport(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	c, o := b.leased(t)
+	gatewaytest.MustSend(t, c, gatewaytest.Fail(o, protocol.FailNoCapacity))
+	require.True(t, gatewaytest.Expect[protocol.FailOK](t, c).Requeued)
+	quiet, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	got, err := c.Next(quiet)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "offered %#v after a fail no_capacity without a slots report", got)
+	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	again := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	require.Equal(t, o.JobID, again.JobID)
+	require.Equal(t, 2, again.AttemptNumber)
+}
