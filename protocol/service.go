@@ -150,7 +150,7 @@ var Services = []Service{
 		Params: []ParamSpec{
 			{Name: "delay_ms", Type: ParamInteger, Min: 0, Max: 600_000, Default: "0"},
 			{Name: "duration_ms", Type: ParamInteger, Min: 1, Max: 600_000, Default: "1000"},
-			{Name: "mdat_bytes", Type: ParamInteger, Min: 1, Max: 8 << 20, Default: "4096"},
+			{Name: "mdat_bytes", Type: ParamInteger, Min: 1, Max: 1 << 30, Default: "4096"},
 			{Name: "seed", Type: ParamString, MaxLen: 64},
 		}},
 	ffmpegService("ffmpeg.h264_720p", 40, 1280, 720),

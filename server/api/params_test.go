@@ -32,7 +32,7 @@ func TestCreateJobTypedParams(t *testing.T) {
 		{`{"service":"ffmpeg.h264_720p","params":{"preset":"veryslow"}}`, `params.preset must be one of ultrafast, veryfast, fast, medium, got "veryslow"`},
 		{`{"service":"ffmpeg.h264_720p","params":{"preset":1}}`, `params.preset must be a string, got 1`},
 		{`{"service":"synthetic.mp4","params":{"undeclared":1}}`, `params.undeclared must be string, got number`},
-		{`{"service":"synthetic.mp4","params":{"mdat_bytes":99999999}}`, `params.mdat_bytes must be an integer 1..8388608, got "99999999"`},
+		{`{"service":"synthetic.mp4","params":{"mdat_bytes":1073741825}}`, `params.mdat_bytes must be an integer 1..1073741824, got "1073741825"`},
 	} {
 		r := b.createJob(t, b.key, c.body)
 		requireError(t, r, http.StatusUnprocessableEntity, "validation_error", "params")
