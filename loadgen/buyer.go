@@ -38,7 +38,9 @@ type JobRequest struct {
 	// not UTF-8 reaches the API as drawn; nil is sent as JSON null.
 	Params map[string]string `json:"-"`
 	// Input is sent as input_base64 (encoding/json writes []byte so).
-	Input            []byte `json:"input_base64,omitempty"`
+	Input []byte `json:"input_base64,omitempty"`
+	// InputID names an uploaded input (UploadInput) instead.
+	InputID          string `json:"input_id,omitempty"`
 	MaxAttempts      *int   `json:"max_attempts,omitempty"`
 	AdmissionWindowS *int64 `json:"admission_window_s,omitempty"`
 	// IdempotencyKey, when not empty, is sent as the Idempotency-Key header.

@@ -28,6 +28,8 @@ type serverFlags struct {
 	metricsListen, metricsTokenFile                                string
 	limits                                                         ratelimit.Limits
 	pairMaxGuesses                                                 int
+	maxInputUploadBytes                                            int64
+	inputUploadTTL                                                 time.Duration
 	s3Endpoint                                                     string
 	s3PathStyle                                                    bool
 	catalogue, ffprobe                                             string
@@ -111,6 +113,10 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 		"directory of qualification cards (qualify --out) the console at /console lists, renders, diffs and stores uploads in (env RENDERMAC_CARDS)")
 	set.BoolVar(&f.consoleRemote, "console-remote", os.Getenv("RENDERMAC_CONSOLE_REMOTE") == "1",
 		"serve the console at /console to any peer (still behind an operator credential); without it only loopback peers reach it (env RENDERMAC_CONSOLE_REMOTE=1)")
+	set.Int64Var(&f.maxInputUploadBytes, "max-input-upload-bytes", api.DefaultMaxUploadBytes,
+		"largest input a buyer may upload (POST /v1/inputs) for a job; inline input_base64 stays at 32 MiB")
+	set.DurationVar(&f.inputUploadTTL, "input-upload-ttl", api.DefaultUploadTTL,
+		"lifetime of an input's upload_url (at most 168h)")
 	set.IntVar(&f.pairMaxGuesses, "pair-max-guesses", api.DefaultPairMaxGuesses, "wrong guesses at a pairing code's id that burn the code")
 	f.limits = ratelimit.Limits{}.WithDefaults()
 	for _, l := range []struct {
@@ -141,6 +147,10 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 		return f, usageError{"--signing-key-file (or RENDERMAC_SIGNING_KEY_FILE) is required; create one with 'rendermac admin gen-key FILE'"}
 	case f.leaseTTL <= 0 || f.heartbeat <= 0:
 		return f, usageError{"--lease-ttl and --heartbeat must be positive"}
+	case f.maxInputUploadBytes <= 0:
+		return f, usageError{"--max-input-upload-bytes must be positive"}
+	case f.inputUploadTTL <= 0 || f.inputUploadTTL > api.MaxUploadTTL:
+		return f, usageError{fmt.Sprintf("--input-upload-ttl %v: want more than 0 and at most %v", f.inputUploadTTL, api.MaxUploadTTL)}
 	case f.pairMaxGuesses <= 0:
 		return f, usageError{"--pair-max-guesses must be positive"}
 	case f.cardsDir != "" && !isDir(f.cardsDir):
@@ -219,6 +229,7 @@ func (f serverFlags) config(key []byte, log *slog.Logger) controlplane.Config {
 	return controlplane.Config{DB: f.db, Listen: f.listen, Artifacts: f.artifacts, PublicURL: f.publicURL,
 		SigningKey: key, LeaseTTL: f.leaseTTL, Heartbeat: f.heartbeat, Log: log, Clock: clock.Real{},
 		Limits: f.limits, PairMaxGuesses: f.pairMaxGuesses, MetricsListen: f.metricsListen,
+		MaxUploadBytes: f.maxInputUploadBytes, UploadTTL: f.inputUploadTTL,
 		S3:      artifact.S3Config{Endpoint: f.s3Endpoint, PathStyle: f.s3PathStyle},
 		Console: consoleConfig(f.cardsDir, f.consoleRemote)}
 }

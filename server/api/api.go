@@ -27,6 +27,12 @@ const (
 	DefaultMaxInputBytes = 32 << 20
 	// DefaultMaxArtifactBytes bounds one artifact PUT body (an output video).
 	DefaultMaxArtifactBytes = 4 << 30
+	// DefaultMaxUploadBytes bounds an uploaded input (POST /v1/inputs).
+	DefaultMaxUploadBytes = 8 << 30
+	// DefaultUploadTTL is how long an input's upload_url stays valid.
+	DefaultUploadTTL = time.Hour
+	// MaxUploadTTL bounds UploadTTL: a put grant is a bearer capability.
+	MaxUploadTTL = 7 * 24 * time.Hour
 	// DefaultDownloadTTL is how long a succeeded job's download_url stays valid.
 	DefaultDownloadTTL = 15 * time.Minute
 	// DefaultPairMaxGuesses is how many wrong guesses burn a pairing code.
@@ -38,6 +44,11 @@ type Config struct {
 	MaxInputBytes    int64
 	MaxArtifactBytes int64
 	DownloadTTL      time.Duration
+	// MaxUploadBytes bounds an uploaded input (default
+	// DefaultMaxUploadBytes); UploadTTL is its upload_url's lifetime
+	// (default DefaultUploadTTL, at most MaxUploadTTL).
+	MaxUploadBytes int64
+	UploadTTL      time.Duration
 	// Grants issues download URLs (nil: signer, served by this API's
 	// artifact handler; artifact.S3 for presigned URLs of the bucket).
 	Grants grant.Issuer
@@ -101,6 +112,13 @@ func New(svc *server.Service, pool *pgxpool.Pool, st artifact.Store, signer *gra
 	if cfg.MaxArtifactBytes <= 0 {
 		cfg.MaxArtifactBytes = DefaultMaxArtifactBytes
 	}
+	if cfg.MaxUploadBytes <= 0 {
+		cfg.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	if cfg.UploadTTL <= 0 {
+		cfg.UploadTTL = DefaultUploadTTL
+	}
+	cfg.UploadTTL = min(cfg.UploadTTL, MaxUploadTTL)
 	if cfg.Grants == nil {
 		cfg.Grants = signer
 	}
@@ -131,6 +149,7 @@ func (a *API) routes() {
 	if !a.cfg.MetricsElsewhere {
 		a.mux.Handle("GET /metrics", a.guardMetrics(a.cfg.MetricsTokenHash == ""))
 	}
+	a.mux.HandleFunc("POST /v1/inputs", a.buyer(a.createInput))
 	a.mux.HandleFunc("POST /v1/jobs", a.buyer(a.createJob))
 	a.mux.HandleFunc("GET /v1/jobs", a.buyer(a.listJobs))
 	a.mux.HandleFunc("GET /v1/jobs/{id}", a.buyer(a.getJob))

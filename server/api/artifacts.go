@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -98,17 +99,26 @@ func (a *API) getArtifact(w http.ResponseWriter, r *http.Request, key string) {
 }
 
 func (a *API) putArtifact(w http.ResponseWriter, r *http.Request, key string) {
-	if r.ContentLength > a.cfg.MaxArtifactBytes {
+	limit := a.cfg.MaxArtifactBytes
+	if artifact.IsUploadKey(key) {
+		limit = a.cfg.MaxUploadBytes
+	}
+	if r.ContentLength > limit {
 		writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "artifact exceeds the size limit")
 		return
 	}
 	// Put leaves the key untouched when the reader fails, so a body cut off
 	// by the limit never becomes a truncated object.
-	body := http.MaxBytesReader(w, r.Body, a.cfg.MaxArtifactBytes)
+	body := http.MaxBytesReader(w, r.Body, limit)
 	var obj artifact.Object
 	var err error
+	creator, creates := a.store.(uploadCreator)
 	if jobID, attemptID, ok := parseOutputKey(key); ok {
 		obj, err = a.svc.PutOutput(r.Context(), jobID, attemptID, body)
+	} else if artifact.IsUploadKey(key) && creates {
+		obj, err = creator.Create(r.Context(), key, body) // write-once, like the bucket's If-None-Match: *
+	} else if artifact.IsUploadKey(key) {
+		err = fmt.Errorf("the artifact store %T cannot create uploads write-once", a.store)
 	} else {
 		obj, err = a.store.Put(r.Context(), key, body)
 	}
@@ -117,6 +127,8 @@ func (a *API) putArtifact(w http.ResponseWriter, r *http.Request, key string) {
 	switch {
 	case errors.As(err, &sealed):
 		writeError(w, http.StatusConflict, CodeOutputSealed, sealed.Error())
+	case errors.Is(err, artifact.ErrExists):
+		writeError(w, http.StatusConflict, CodeInputSealed, "an uploaded input is write-once: this input_id already has its bytes")
 	case errors.As(err, &tooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "artifact exceeds the size limit")
 	case err != nil:

@@ -36,6 +36,7 @@ type createJobBody struct {
 	Service          bodyValue[string] `json:"service"`
 	Params           bodyParams        `json:"params"`
 	InputBase64      bodyValue[string] `json:"input_base64"`
+	InputID          bodyValue[string] `json:"input_id"`
 	MaxAttempts      bodyValue[int]    `json:"max_attempts"`
 	AdmissionWindowS bodyValue[int64]  `json:"admission_window_s"`
 }

@@ -23,6 +23,9 @@ type breach struct {
 	body       map[string]string
 	idemKey    string
 	unknownKey bool
+	// field, when set, is the name a 422 gives this breach instead of
+	// apiField's (an uploaded input's refusals name input_id).
+	field string
 }
 
 // breaches are the ways, over HTTP, to make each of protocol.CreateJobFields
@@ -66,6 +69,11 @@ var breaches = map[string][]breach{
 var inputBreaches = []breach{
 	{name: "not base64", body: map[string]string{"input_base64": `"!!!"`}},
 	{name: "not a string", body: map[string]string{"input_base64": `5`}},
+	{name: "input_id not issued", body: map[string]string{"input_id": `"in_nope"`}, field: "input_id"},
+	{name: "input_id not uploaded", field: "input_id",
+		body: map[string]string{"input_id": `"in_AAAA_5_` + strings.Repeat("ab", 32) + `"`}},
+	{name: "input_id not a string", body: map[string]string{"input_id": `[]`}, field: "input_id"},
+	{name: "both input fields", body: map[string]string{"input_base64": `"YQ=="`, "input_id": `"in_x"`}, field: "input_id"},
 }
 
 // apiField is the name a 422 gives each of protocol.CreateJobFields: the
@@ -101,6 +109,10 @@ func TestCreateJobRefusesInTheContractsOrder(t *testing.T) {
 		body := map[string]string{"service": `"synthetic.mp4"`, "params": `{"seed":"a"}`}
 		key, idem := b.key, ""
 		var names []string
+		field := apiField[want]
+		if bs[0].field != "" {
+			field = bs[0].field
+		}
 		for _, br := range bs {
 			maps.Copy(body, br.body)
 			if br.idemKey != "" {
@@ -123,11 +135,11 @@ func TestCreateJobRefusesInTheContractsOrder(t *testing.T) {
 			}
 			r := b.createJob(t, key, "{"+strings.Join(kv, ",")+"}", headers...)
 			msg := fmt.Sprintf("%s: want %s first; body: %s", strings.Join(names, " + "), want, r.Body)
-			if apiField[want] == "" {
+			if field == "" {
 				require.Equal(t, http.StatusUnauthorized, r.Status, msg)
 			} else {
 				require.Equal(t, http.StatusUnprocessableEntity, r.Status, msg)
-				require.Equal(t, apiField[want], r.json(t)["field"], msg)
+				require.Equal(t, field, r.json(t)["field"], msg)
 			}
 			slices.Reverse(keys)
 		}

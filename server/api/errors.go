@@ -32,6 +32,9 @@ const (
 	// the attempt has left its lease phases (committing or ended): the
 	// output is write-once from its claim on (invariant 8).
 	CodeOutputSealed = "output_sealed"
+	// CodeInputSealed refuses a second PUT of an uploaded input: its key is
+	// create-only, so the bytes jobs were checked against never change.
+	CodeInputSealed = "input_sealed"
 )
 
 // Error is the JSON body of every error response.

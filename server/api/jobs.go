@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/rendermac/rendermac/protocol"
@@ -43,10 +44,15 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request, buyerID string) 
 	}
 	var reply protocol.Reply
 	var err error
-	if len(input) == 0 {
+	switch {
+	case input.err != nil:
+		err = input.err
+	case input.upload != "":
+		reply, err = a.createJobWithInput(r.Context(), a.pinned(), req, a.linkInput(input.upload, req.Input))
+	case len(input.inline) > 0:
+		reply, err = a.createJobWithInput(r.Context(), a.pinned(), req, a.storeInput(input.inline, req.Input.SHA256))
+	default:
 		reply, err = a.svc.CreateJob(r.Context(), a.pinned(), req)
-	} else {
-		reply, err = a.createJobWithInput(r.Context(), a.pinned(), req, a.storeInput(input, req.Input.SHA256))
 	}
 	if err != nil {
 		a.internal(w, r, err)
@@ -65,6 +71,9 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request, buyerID string) 
 		if f, ok := bodyField[field]; ok {
 			field = f
 		}
+		if strings.HasPrefix(reply.Field, "input.") {
+			field = input.field
+		}
 		message, ok := why[reply.Field]
 		if !ok {
 			message = field + " is invalid"
@@ -82,6 +91,17 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request, buyerID string) 
 	}
 }
 
+// createInput is where a create request's input comes from: inline bytes
+// (input_base64), an upload (input_id: the checked upload's key), or none.
+// field is the body field a refusal of the input names; err is a store
+// failure met while checking an upload.
+type createInput struct {
+	inline []byte
+	upload string
+	field  string
+	err    error
+}
+
 // readCreate decodes the body into a request. Only a body it cannot read
 // as one (malformed, too large, an unknown field) is refused here: the
 // service layer validates the values, in the contract's order, and writes
@@ -89,17 +109,17 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request, buyerID string) 
 // value the service layer refuses for that field, and why, keyed by the
 // service layer's field, says what was wrong with it.
 func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string) (
-	req protocol.CreateJobRequest, input []byte, why map[string]string, rerr *requestError) {
+	req protocol.CreateJobRequest, input createInput, why map[string]string, rerr *requestError) {
 	limit := base64.StdEncoding.EncodedLen(int(a.cfg.MaxInputBytes)) + jsonSlackBytes
 	raw, rerr := readBody(w, r, int64(limit))
 	if rerr != nil {
-		return req, nil, nil, rerr
+		return req, input, nil, rerr
 	}
 	// Not decodeJSON: a param value that is not UTF-8 is the service
 	// layer's to refuse, in its place in the order.
 	var body createJobBody
 	if rerr := parseJSON(raw, &body); rerr != nil {
-		return req, nil, nil, rerr
+		return req, input, nil, rerr
 	}
 	why = map[string]string{}
 	svc, _ := protocol.FindService(a.cfg.Services, body.Service.v)
@@ -139,23 +159,51 @@ func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string)
 			req.AdmissionWindow = time.Duration(s.v) * time.Second
 		}
 	}
-	input, err := base64.StdEncoding.DecodeString(body.InputBase64.v)
+	if body.InputID.set {
+		return a.readUploadedInput(r.Context(), req, body, why)
+	}
+	input.field = "input_base64"
+	inline, err := base64.StdEncoding.DecodeString(body.InputBase64.v)
 	switch {
 	case body.InputBase64.err != nil:
 		why["input.bytes"] = typeMessage("input_base64", body.InputBase64.err)
 	case err != nil:
 		why["input.bytes"] = fmt.Sprintf("input_base64 is not standard base64: %v", err)
-	case int64(len(input)) > a.cfg.MaxInputBytes:
-		return req, nil, nil, &requestError{status: http.StatusRequestEntityTooLarge,
+	case int64(len(inline)) > a.cfg.MaxInputBytes:
+		return req, input, nil, &requestError{status: http.StatusRequestEntityTooLarge,
 			body: Error{Code: CodeBodyTooLarge, Field: "input_base64",
-				Message: fmt.Sprintf("input exceeds %d bytes", a.cfg.MaxInputBytes)}}
+				Message: fmt.Sprintf("input exceeds %d bytes; upload it (POST /v1/inputs) and send input_id", a.cfg.MaxInputBytes)}}
 	default:
-		sum := sha256.Sum256(input)
-		req.Input = protocol.InputRef{Bytes: int64(len(input)), SHA256: hex.EncodeToString(sum[:])}
+		sum := sha256.Sum256(inline)
+		req.Input = protocol.InputRef{Bytes: int64(len(inline)), SHA256: hex.EncodeToString(sum[:])}
+		input.inline = inline
 		return req, input, why, nil
 	}
 	req.Input.Bytes = invalidInputBytes
-	return req, nil, why, nil
+	return req, input, why, nil
+}
+
+// readUploadedInput takes the request's input from the upload input_id
+// names, checked against what it declares. A refusal (both input fields,
+// a wrong type, an unknown id, a missing, short or other upload) is an
+// input the service layer refuses in the input's place in the order,
+// named input_id.
+func (a *API) readUploadedInput(ctx context.Context, req protocol.CreateJobRequest, body createJobBody,
+	why map[string]string) (protocol.CreateJobRequest, createInput, map[string]string, *requestError) {
+	input := createInput{field: "input_id"}
+	var refused string
+	switch {
+	case body.InputBase64.set:
+		refused = "give input_base64 or input_id, not both"
+	case body.InputID.err != nil:
+		refused = typeMessage("input_id", body.InputID.err)
+	default:
+		req.Input, input.upload, refused, input.err = a.uploadedInput(ctx, req.BuyerID, body.InputID.v)
+	}
+	if refused != "" {
+		req.Input, why["input.bytes"] = protocol.InputRef{Bytes: invalidInputBytes}, refused
+	}
+	return req, input, why, nil
 }
 
 // storeInput returns the callback that writes a job's input at

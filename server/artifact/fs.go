@@ -61,15 +61,16 @@ func (s *FS) Put(ctx context.Context, key string, r io.Reader) (Object, error) {
 // PutIf is Put whose rename runs inside guard (nil: always publish). The
 // temporary file is removed unless guard published it.
 func (s *FS) PutIf(ctx context.Context, key string, r io.Reader, guard Guard) (Object, error) {
-	name, err := s.name(ctx, key)
+	return s.put(ctx, key, r, guard, false)
+}
+
+// put is PutIf; createOnly publishes with a hard link instead of a rename,
+// which fails (ErrExists) when key has an object, atomically with the check.
+func (s *FS) put(ctx context.Context, key string, r io.Reader, guard Guard, createOnly bool) (Object, error) {
+	name, dir, tmp, err := s.tempBeside(ctx, "put", key)
 	if err != nil {
 		return Object{}, err
 	}
-	dir := filepath.Dir(name)
-	if err := s.root.MkdirAll(dir, 0o750); err != nil {
-		return Object{}, fmt.Errorf("artifact: put %q: create directory: %w", key, err)
-	}
-	tmp := filepath.Join(dir, tempPrefix+rand.Text())
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
 		return Object{}, fmt.Errorf("artifact: put %q: create temporary file: %w", key, err)
@@ -80,10 +81,21 @@ func (s *FS) PutIf(ctx context.Context, key string, r io.Reader, guard Guard) (O
 		if published {
 			return errors.New("published twice")
 		}
-		if err := s.root.Rename(tmp, name); err != nil {
+		if !createOnly {
+			if err := s.root.Rename(tmp, name); err != nil {
+				return err
+			}
+			published = true
+			return nil
+		}
+		if err := s.root.Link(tmp, name); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("%w: %s", ErrExists, key)
+			}
 			return err
 		}
 		published = true
+		_ = s.root.Remove(tmp) // the object is published under name
 		return nil
 	}
 	if err == nil {
@@ -95,6 +107,10 @@ func (s *FS) PutIf(ctx context.Context, key string, r io.Reader, guard Guard) (O
 			}
 			return Object{}, gerr // the guard's refusal, as it said it
 		}
+	}
+	if errors.Is(err, ErrExists) {
+		_ = s.root.Remove(tmp)
+		return Object{}, err
 	}
 	if err != nil {
 		_ = s.root.Remove(tmp) // best effort; the name is unreachable as a key anyway
@@ -109,6 +125,19 @@ func (s *FS) PutIf(ctx context.Context, key string, r io.Reader, guard Guard) (O
 	}
 	obj.Key = key
 	return obj, nil
+}
+
+// tempBeside validates key and returns its path, its directory (created)
+// and a fresh temporary name in that directory, for op's error messages.
+func (s *FS) tempBeside(ctx context.Context, op, key string) (name, dir, tmp string, err error) {
+	if name, err = s.name(ctx, key); err != nil {
+		return "", "", "", err
+	}
+	dir = filepath.Dir(name)
+	if err := s.root.MkdirAll(dir, 0o750); err != nil {
+		return "", "", "", fmt.Errorf("artifact: %s %q: create directory: %w", op, key, err)
+	}
+	return name, dir, filepath.Join(dir, tempPrefix+rand.Text()), nil
 }
 
 // writeSynced copies r into f while hashing, then fsyncs and closes f; the rename

@@ -259,3 +259,47 @@ func TestFSPutIfPublishesOnlyThroughTheGuard(t *testing.T) {
 	require.ErrorContains(t, err, "neither published nor refused")
 	require.Equal(t, []string{"outputs/j/a.mp4"}, files(t, b.dir))
 }
+
+// TestFSCreateIsCreateOnlyUnderRaces: of concurrent Creates of one key
+// exactly one publishes; the others get ErrExists and the key keeps the
+// winner's bytes whole; no temporary file is left. Link then names the
+// object under another key without copying it.
+func TestFSCreateIsCreateOnlyUnderRaces(t *testing.T) {
+	t.Parallel()
+	b := setupFS(t)
+	ctx := context.Background()
+	key := UploadKey("buyer", "in_x")
+	const writers = 8
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for i := range writers {
+		wg.Go(func() {
+			_, errs[i] = b.store.Create(ctx, key, bytes.NewReader(bytes.Repeat([]byte{byte('a' + i)}, 1<<16)))
+		})
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		if err == nil {
+			require.Equal(t, -1, won, "two creates published")
+			won = i
+			continue
+		}
+		require.ErrorIs(t, err, ErrExists)
+	}
+	require.NotEqual(t, -1, won, "no create published")
+	want := bytes.Repeat([]byte{byte('a' + won)}, 1<<16)
+	obj, err := Hash(ctx, b.store, key)
+	require.NoError(t, err)
+	require.Equal(t, hexSHA256(want), obj.SHA256)
+
+	linked, err := b.store.Link(ctx, key, InputKey("job"))
+	require.NoError(t, err)
+	require.Equal(t, int64(len(want)), linked.Bytes)
+	got, err := Hash(ctx, b.store, InputKey("job"))
+	require.NoError(t, err)
+	require.Equal(t, obj.SHA256, got.SHA256)
+	_, err = b.store.Link(ctx, UploadKey("buyer", "none"), InputKey("job2"))
+	require.ErrorIs(t, err, ErrNotFound)
+	require.ElementsMatch(t, []string{"uploads/buyer/in_x", "inputs/job"}, files(t, b.dir))
+}

@@ -84,8 +84,17 @@ func SealedKey(key string) string { return "sealed/" + key }
 // snapshotKey is a fresh private key for one verification's snapshot of key.
 func snapshotKey(key string) string { return "verifying/" + key + "." + rand.Text() }
 
-// Writable reports whether a grant may allow writing key: inputs and
-// outputs only, never a sealed copy, a snapshot or a staging upload.
+// Writable reports whether a grant may allow writing key: inputs, a
+// buyer's uploaded inputs and outputs only, never a sealed copy, a
+// snapshot or a staging upload.
 func Writable(key string) bool {
-	return ValidateKey(key) == nil && (strings.HasPrefix(key, outputsPrefix) || strings.HasPrefix(key, "inputs/"))
+	return ValidateKey(key) == nil &&
+		(strings.HasPrefix(key, outputsPrefix) || strings.HasPrefix(key, "inputs/") || IsUploadKey(key))
+}
+
+// CreateOnly reports whether a put grant of key may only create it: an
+// output (write-once from its first write on S3) and an uploaded input
+// (write-once everywhere: the bytes a job was checked against stay put).
+func CreateOnly(key string) bool {
+	return strings.HasPrefix(key, outputsPrefix) || IsUploadKey(key)
 }

@@ -81,6 +81,9 @@ type S3 struct {
 	presign *s3.PresignClient
 	bucket  string
 	prefix  string
+	// copyPartBytes, when set, replaces s3CopyMaxBytes (tests copy in
+	// parts without 5 GiB objects).
+	copyPartBytes int64
 }
 
 var (
@@ -285,10 +288,16 @@ func (s *S3) PutIf(ctx context.Context, key string, r io.Reader, guard Guard) (O
 	return obj, nil
 }
 
+// s3CopyMaxBytes is the largest object one CopyObject may copy (S3's
+// limit); a larger one is copied as a multipart upload of parts this size.
+const s3CopyMaxBytes = 5 << 30
+
 // Copy copies src to dst inside the bucket (one atomic write of dst: a
 // reader of dst sees its previous object or the whole copy). The bytes never
-// leave the S3 server. Objects over 5 GiB need a multipart copy, which this
-// store does not do.
+// leave the S3 server. An object over s3CopyMaxBytes (an uploaded input may
+// be) is copied part by part (UploadPartCopy), every part pinned to the
+// ETag of the version the copy started from, and appears when the upload
+// completes.
 func (s *S3) Copy(ctx context.Context, src, dst string) (Object, error) {
 	srcName, err := s.name(ctx, src)
 	if err != nil {
@@ -299,10 +308,55 @@ func (s *S3) Copy(ctx context.Context, src, dst string) (Object, error) {
 		return Object{}, err
 	}
 	source := s.bucket + "/" + *srcName // keys are [A-Za-z0-9._-/]: nothing to escape
-	if _, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &s.bucket, Key: dstName, CopySource: &source}); err != nil {
+	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: srcName})
+	if err != nil {
+		return Object{}, s3Error("copy "+src+" to", dst, err)
+	}
+	if size := aws.ToInt64(head.ContentLength); size > s.copyMax() {
+		err = s.copyParts(ctx, source, head.ETag, dstName, size)
+	} else {
+		_, err = s.client.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &s.bucket, Key: dstName, CopySource: &source,
+			CopySourceIfMatch: head.ETag})
+	}
+	if err != nil {
 		return Object{}, s3Error("copy "+src+" to", dst, err)
 	}
 	return s.Stat(ctx, dst)
+}
+
+func (s *S3) copyMax() int64 {
+	if s.copyPartBytes > 0 {
+		return s.copyPartBytes
+	}
+	return s3CopyMaxBytes
+}
+
+// copyParts copies size bytes of source (at etag) to name as a multipart
+// upload of copyMax-byte ranges; a failure aborts it, leaving name as it was.
+func (s *S3) copyParts(ctx context.Context, source string, etag, name *string, size int64) error {
+	mp, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: name})
+	if err != nil {
+		return err
+	}
+	var parts []s3types.CompletedPart
+	for num, off := int32(1), int64(0); off < size && err == nil; num, off = num+1, off+s.copyMax() {
+		rng := fmt.Sprintf("bytes=%d-%d", off, min(off+s.copyMax(), size)-1)
+		var out *s3.UploadPartCopyOutput
+		out, err = s.client.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &s.bucket, Key: name, UploadId: mp.UploadId,
+			PartNumber: aws.Int32(num), CopySource: &source, CopySourceRange: &rng, CopySourceIfMatch: etag})
+		if err == nil {
+			parts = append(parts, s3types.CompletedPart{ETag: out.CopyPartResult.ETag, PartNumber: aws.Int32(num)})
+		}
+	}
+	if err == nil {
+		_, err = s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &s.bucket, Key: name,
+			UploadId: mp.UploadId, MultipartUpload: &s3types.CompletedMultipartUpload{Parts: parts}})
+	}
+	if err != nil {
+		_, _ = s.client.AbortMultipartUpload(context.WithoutCancel(ctx),
+			&s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: name, UploadId: mp.UploadId})
+	}
+	return err
 }
 
 // Open returns a reader of the object at key as it is now: sequential reads
@@ -396,8 +450,8 @@ var _ grant.Issuer = (*S3)(nil)
 
 // Grant is the S3 store as a grant.Issuer: presigned URLs of the bucket. A
 // put grant is issued only for a Writable key (an input or an output, never
-// a sealed copy), and one of an output key only creates it (PresignCreate:
-// the bucket refuses a second PUT); a get grant of an output key opens its sealed copy
+// a sealed copy), and one of an output key or an uploaded input only
+// creates it (PresignCreate: the bucket refuses a second PUT); a get grant of an output key opens its sealed copy
 // (ServedKey), the only bytes of an output ever served. now is not used:
 // the bucket judges expiry by its own clock from the signing time.
 func (s *S3) Grant(ctx context.Context, op grant.Op, key string, _ time.Time, ttl time.Duration) (string, error) {
@@ -406,7 +460,7 @@ func (s *S3) Grant(ctx context.Context, op grant.Op, key string, _ time.Time, tt
 		if !Writable(key) {
 			return "", fmt.Errorf("artifact: no put grant for %q: only input and output keys are written by grant holders", key)
 		}
-		if strings.HasPrefix(key, outputsPrefix) {
+		if CreateOnly(key) {
 			return s.PresignCreate(ctx, key, ttl)
 		}
 		return s.Presign(ctx, true, key, ttl)

@@ -317,16 +317,7 @@ func TestS3OutputGrantIsCreateOnly(t *testing.T) {
 	ctx := context.Background()
 	put := func(url, body string, createOnly bool) int {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, strings.NewReader(body))
-		require.NoError(t, err)
-		if createOnly {
-			req.Header.Set(protocol.OutputPutCondition, protocol.OutputPutCreateOnly)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return putGrant(t, url, []byte(body), createOnly)
 	}
 	key := OutputKey("job", "attempt")
 	u, err := st.Grant(ctx, grant.Put, key, time.Time{}, time.Minute)
@@ -342,4 +333,48 @@ func TestS3OutputGrantIsCreateOnly(t *testing.T) {
 	require.Equal(t, http.StatusOK, put(u, "first input", false))
 	require.Equal(t, http.StatusOK, put(u, "second input", false))
 	require.Equal(t, "second input", string(readAll(t, st, in)))
+}
+
+// TestS3UploadGrantIsCreateOnlyAndCopiesInParts: an uploaded input's put
+// grant is create-only like an output's, and Copy of an object over the
+// single-copy limit (lowered here to 5 MiB) copies it part by part.
+func TestS3UploadGrantIsCreateOnlyAndCopiesInParts(t *testing.T) {
+	t.Parallel()
+	st := setupS3(t)
+	st.copyPartBytes = 5 << 20
+	ctx := context.Background()
+	key := UploadKey("buyer", "in_x")
+	u, err := st.Grant(ctx, grant.Put, key, time.Time{}, time.Minute)
+	require.NoError(t, err)
+	content := bytes.Repeat([]byte("0123456789abcdef"), (12<<20)/16+5) // 12 MiB and 80 bytes: three parts
+	put := func(body []byte, createOnly bool) int {
+		t.Helper()
+		return putGrant(t, u, body, createOnly)
+	}
+	require.Equal(t, http.StatusForbidden, put([]byte("x"), false), "the condition is signed")
+	require.Equal(t, http.StatusOK, put(content, true))
+	require.Equal(t, protocol.OutputPutRefusedStatus, put([]byte("other"), true), "a second write of an upload")
+	obj, err := st.Copy(ctx, key, InputKey("job"))
+	require.NoError(t, err)
+	require.Equal(t, int64(len(content)), obj.Bytes)
+	sum := sha256.Sum256(content)
+	got, err := Hash(ctx, st, InputKey("job"))
+	require.NoError(t, err)
+	require.Equal(t, hex.EncodeToString(sum[:]), got.SHA256)
+}
+
+// putGrant PUTs body to a presigned URL, with If-None-Match: * when
+// createOnly, and returns the bucket's status.
+func putGrant(t *testing.T, url string, body []byte, createOnly bool) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPut, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	if createOnly {
+		req.Header.Set(protocol.OutputPutCondition, protocol.OutputPutCreateOnly)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }

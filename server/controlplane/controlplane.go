@@ -75,6 +75,10 @@ type Config struct {
 	// PairMaxGuesses is how many wrong guesses burn a pairing code (0:
 	// api.DefaultPairMaxGuesses).
 	PairMaxGuesses int
+	// MaxUploadBytes and UploadTTL bound an uploaded input and its
+	// upload_url (0: api.DefaultMaxUploadBytes, api.DefaultUploadTTL).
+	MaxUploadBytes int64
+	UploadTTL      time.Duration
 	// MetricsListen, when set, serves GET /metrics there instead of on
 	// Listen. MetricsTokenHash, when set, is api.HashSecret of the bearer
 	// token /metrics requires (see api.Config).
@@ -198,6 +202,7 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		Gateway: gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat, SweepInterval: f.SweepInterval,
 			PollInterval: f.PollInterval, Limits: f.Limits},
 		API: api.Config{Limits: f.Limits, PairMaxGuesses: f.PairMaxGuesses, MetricsTokenHash: f.MetricsTokenHash,
+			MaxUploadBytes: f.MaxUploadBytes, UploadTTL: f.UploadTTL,
 			MetricsElsewhere: metricsLn != nil, Services: f.Services},
 		Console: f.Console})
 	svc, gw, a := as.Service, as.Gateway, as.API
