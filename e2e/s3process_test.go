@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rendermac/rendermac/agent"
@@ -59,57 +60,11 @@ func TestBigOutputOnS3LeavesTheServerFlat(t *testing.T) {
 		size = n
 	}
 	ctx := context.Background()
-	bin := buildServerBinary(t)
-	db := pgprovider.MustDatabase(t, templateName, store.Migrate)
-	t.Cleanup(func() { requireInvariants(t, db) })
 	b := s3provider.MustBucket(t)
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "signing.key")
-	key := make([]byte, 32)
-	_, err := rand.Read(key)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(keyFile, key, 0o600))
-	addr, err := localserver.FreeAddr()
-	require.NoError(t, err)
-	base := "http://" + addr
-
-	// The server as an operator runs it, credentials from the environment.
-	// A verification deadline (the lease TTL) of 2 minutes covers hashing
-	// a GiB on a loaded 2-core machine.
-	cmd := exec.Command(bin, "server", "--db", db, "--listen", addr, "--public-url", base,
-		"--artifacts", "s3://"+b.Name+"/farm", "--s3-endpoint", b.Endpoint, "--s3-path-style",
-		"--signing-key-file", keyFile, "--lease-ttl", "2m", "--heartbeat", "10s", "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+b.AccessKey, "AWS_SECRET_ACCESS_KEY="+b.SecretKey, "AWS_REGION="+b.Region)
-	cmd.Stdout, cmd.Stderr = newLogBuffer(t, "rendermac server"), newLogBuffer(t, "rendermac server")
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{}) // closed once the process has been waited for
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(stopTimeout):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	client := &http.Client{Transport: &http.Transport{}, Timeout: time.Minute}
-	t.Cleanup(client.CloseIdleConnections)
-	waitServerReady(t, client, base, exited)
-
-	pool, err := store.OpenPool(ctx, db)
-	require.NoError(t, err)
-	defer pool.Close()
-	svc := server.NewService(pool, nil, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, server.Config{})
-	buyerID := protocol.UUIDFrom(rand.Reader)
-	require.NoError(t, svc.CreateBuyer(ctx, buyerID, "e2e buyer", buyerBalanceCents))
-	apiKey, err := api.CreateAPIKey(ctx, pool, buyerID)
-	require.NoError(t, err)
-	buyer := &loadgen.Buyer{BaseURL: base, Key: apiKey, HTTP: client}
-	code, _, err := api.CreatePairingCode(ctx, pool, time.Time{}, 10*time.Minute)
-	require.NoError(t, err)
-	creds, err := agent.Pair(ctx, base, code, "e2e-mac", []string{runner.ServiceSynthetic})
-	require.NoError(t, err)
+	p := startServerProcess(t, []string{"--artifacts", "s3://" + b.Name + "/farm", "--s3-endpoint", b.Endpoint, "--s3-path-style"},
+		"AWS_ACCESS_KEY_ID="+b.AccessKey, "AWS_SECRET_ACCESS_KEY="+b.SecretKey, "AWS_REGION="+b.Region)
+	cmd, client, buyer := p.cmd, p.client, p.buyer
+	creds := p.pair(t, runner.ServiceSynthetic)
 	runAgent(t, "agent", creds, agentOptions{})
 
 	// A small job first, so the process has run every code path once and
@@ -119,15 +74,7 @@ func TestBigOutputOnS3LeavesTheServerFlat(t *testing.T) {
 		params := map[string]string{"seed": "s3-big", "mdat_bytes": strconv.Itoa(mdat)}
 		_, d, err := buyer.CreateJob(ctx, loadgen.JobRequest{Service: runner.ServiceSynthetic, Params: params})
 		require.NoError(t, err)
-		deadline := time.Now().Add(10 * time.Minute)
-		for !d.Status.Terminal() {
-			require.True(t, time.Now().Before(deadline), "job %s not terminal within 10m: %s", d.ID, describe(d))
-			time.Sleep(100 * time.Millisecond)
-			d, err = buyer.Job(ctx, d.ID)
-			require.NoError(t, err)
-		}
-		require.Equal(t, protocol.JobSucceeded, d.Status, describe(d))
-		return d
+		return p.waitSucceeded(t, d.ID)
 	}
 	run(4096)
 	before := procMemory(t, cmd.Process.Pid)
@@ -178,6 +125,102 @@ func TestBigOutputOnS3LeavesTheServerFlat(t *testing.T) {
 		fileBytes, cmd.Process.Pid, upload.Round(time.Millisecond), verify.Round(time.Millisecond), wall.Round(time.Millisecond),
 		mib(before.hwm), mib(after.hwm), mib(grew), mib(before.rss), mib(after.rss))
 	require.Less(t, grew, bound, "the server's peak RSS grew by %s for a %s output", mib(grew), mib(int64(size)))
+}
+
+// serverProcess is a `rendermac server` process (the production binary)
+// on a fresh database, with one buyer and its client.
+type serverProcess struct {
+	cmd    *exec.Cmd
+	base   string
+	client *http.Client
+	pool   *pgxpool.Pool
+	svc    *server.Service
+	buyer  *loadgen.Buyer
+}
+
+// startServerProcess starts `rendermac server` with storeArgs (its
+// --artifacts and store flags) and env added to this process's, waits
+// until it is ready and creates a buyer. It is stopped (SIGTERM) and the
+// database's invariants checked when the test ends.
+func startServerProcess(t *testing.T, storeArgs []string, env ...string) *serverProcess {
+	t.Helper()
+	ctx := context.Background()
+	bin := buildServerBinary(t)
+	db := pgprovider.MustDatabase(t, templateName, store.Migrate)
+	t.Cleanup(func() { requireInvariants(t, db) })
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "signing.key")
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(keyFile, key, 0o600))
+	addr, err := localserver.FreeAddr()
+	require.NoError(t, err)
+	base := "http://" + addr
+
+	// The server as an operator runs it, credentials from the environment.
+	// A verification deadline (the lease TTL) of 2 minutes covers hashing
+	// a GiB on a loaded 2-core machine.
+	args := append([]string{"server", "--db", db, "--listen", addr, "--public-url", base}, storeArgs...)
+	cmd := exec.Command(bin, append(args, "--signing-key-file", keyFile, "--lease-ttl", "2m", "--heartbeat", "10s",
+		"--log-level", "warn")...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = newLogBuffer(t, "rendermac server"), newLogBuffer(t, "rendermac server")
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{}) // closed once the process has been waited for
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(stopTimeout):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Minute}
+	t.Cleanup(client.CloseIdleConnections)
+	waitServerReady(t, client, base, exited)
+
+	pool, err := store.OpenPool(ctx, db)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	svc := server.NewService(pool, nil, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, server.Config{})
+	buyerID := protocol.UUIDFrom(rand.Reader)
+	require.NoError(t, svc.CreateBuyer(ctx, buyerID, "e2e buyer", buyerBalanceCents))
+	apiKey, err := api.CreateAPIKey(ctx, pool, buyerID)
+	require.NoError(t, err)
+	return &serverProcess{cmd: cmd, base: base, client: client, pool: pool, svc: svc,
+		buyer: &loadgen.Buyer{BaseURL: base, Key: apiKey, HTTP: client}}
+}
+
+// pair pairs a device offering services and returns its credentials.
+func (p *serverProcess) pair(t *testing.T, services ...string) agent.Credentials {
+	t.Helper()
+	ctx := context.Background()
+	code, _, err := api.CreatePairingCode(ctx, p.pool, time.Time{}, 10*time.Minute)
+	require.NoError(t, err)
+	creds, err := agent.Pair(ctx, p.base, code, "e2e-mac", services)
+	require.NoError(t, err)
+	return creds
+}
+
+// waitSucceeded polls the job until it is terminal (at most 10 minutes)
+// and requires it succeeded.
+func (p *serverProcess) waitSucceeded(t *testing.T, id string) api.JobDetail {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Minute)
+	d, err := p.buyer.Job(ctx, id)
+	require.NoError(t, err)
+	for !d.Status.Terminal() {
+		require.True(t, time.Now().Before(deadline), "job %s not terminal within 10m: %s", d.ID, describe(d))
+		time.Sleep(100 * time.Millisecond)
+		d, err = p.buyer.Job(ctx, d.ID)
+		require.NoError(t, err)
+	}
+	require.Equal(t, protocol.JobSucceeded, d.Status, describe(d))
+	return d
 }
 
 // procMem is a process's peak and current resident set, in bytes.

@@ -19,6 +19,9 @@ import (
 // on gateway `via`, default gw1) and names it. With `async` the request
 // runs in the background and `created` awaits its outcome (scenario_concurrent.go).
 // Example: create j1 max_attempts=2 window=1s
+// input=NAME sends the upload `input NAME` made (input_id) instead of the
+// inline input; `-> CODE` expects the create refused with that code
+// (`create j2 input=u2 -> validation_error`).
 func cmdCreate(r *scRun, st scStep) error {
 	name := arg(st, 0)
 	if name == "" || strings.Contains(name, "#") || (arg(st, 1) != "" && arg(st, 1) != "async") {
@@ -34,6 +37,13 @@ func cmdCreate(r *scRun, st scStep) error {
 	}
 	req := loadgen.JobRequest{Service: scService, Params: map[string]string{"seed": name},
 		Input: []byte("input of " + name), MaxAttempts: new(maxAttempts), AdmissionWindowS: new(int64(window / time.Second))}
+	if in := st.opt("input", ""); in != "" {
+		id, ok := r.surfaceState().inputs[in]
+		if !ok {
+			return fmt.Errorf("create %s: no input %q (declare it with `input %s`)", name, in, in)
+		}
+		req.Input, req.InputID = nil, id
+	}
 	gw, err := r.stack(st.opt("via", "gw1"))
 	if err != nil {
 		return err
@@ -48,8 +58,15 @@ func cmdCreate(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
+	want := "created"
+	if len(st.arrow) > 0 {
+		want = st.arrow[0]
+	}
+	if got != want {
+		return fmt.Errorf("create %s: want %s, got %s", name, want, detail)
+	}
 	if got != "created" {
-		return fmt.Errorf("create %s: %s", name, detail)
+		r.count("create.refused", 1)
 	}
 	return nil
 }

@@ -41,12 +41,13 @@ func init() {
 // scSurface is the per-run state of the HTTP surface commands.
 type scSurface struct {
 	codes    map[string]string // pairing code name -> the code as the operator printed it
+	inputs   map[string]string // uploaded input name -> its input_id (scenario_input.go)
 	receiver *scReceiver       // scenario_webhook.go
 }
 
 func (r *scRun) surfaceState() *scSurface {
 	if r.surface == nil {
-		r.surface = &scSurface{codes: map[string]string{}}
+		r.surface = &scSurface{codes: map[string]string{}, inputs: map[string]string{}}
 	}
 	return r.surface
 }

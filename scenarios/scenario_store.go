@@ -81,6 +81,33 @@ func (s *scStore) PutIf(ctx context.Context, key string, r io.Reader, guard arti
 	return obj, err
 }
 
+// Create implements artifact.Creator when the store itself does (FS):
+// the artifact handler writes a buyer's upload create-only through it.
+func (s *scStore) Create(ctx context.Context, key string, r io.Reader) (artifact.Object, error) {
+	c, ok := s.Store.(artifact.Creator)
+	if !ok {
+		return artifact.Object{}, fmt.Errorf("create %s: the store %T writes nothing create-only", key, s.Store)
+	}
+	if err := s.fault("put", key); err != nil {
+		return artifact.Object{}, err
+	}
+	obj, err := c.Create(ctx, key, r)
+	return obj, s.observe("put", key, err)
+}
+
+// Link implements artifact.Linker: a job's input from a checked upload.
+func (s *scStore) Link(ctx context.Context, src, dst string) (artifact.Object, error) {
+	l, ok := s.Store.(artifact.Linker)
+	if !ok {
+		return artifact.Object{}, fmt.Errorf("link %s: the store %T cannot link", dst, s.Store)
+	}
+	if err := s.fault("put", dst); err != nil {
+		return artifact.Object{}, err
+	}
+	obj, err := l.Link(ctx, src, dst)
+	return obj, s.observe("put", dst, err)
+}
+
 // Open implements artifact.Store.
 func (s *scStore) Open(ctx context.Context, key string) (artifact.Reader, artifact.Object, error) {
 	if err := s.fault("open", key); err != nil {

@@ -112,7 +112,7 @@ func (a *API) putArtifact(w http.ResponseWriter, r *http.Request, key string) {
 	body := http.MaxBytesReader(w, r.Body, limit)
 	var obj artifact.Object
 	var err error
-	creator, creates := a.store.(uploadCreator)
+	creator, creates := a.store.(artifact.Creator)
 	if jobID, attemptID, ok := parseOutputKey(key); ok {
 		obj, err = a.svc.PutOutput(r.Context(), jobID, attemptID, body)
 	} else if artifact.IsUploadKey(key) && creates {

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -140,12 +139,6 @@ func (a *API) uploadedInput(ctx context.Context, buyerID, id string) (in protoco
 	return protocol.InputRef{Bytes: bytes, SHA256: sha}, key, "", nil
 }
 
-// inputLinker is a store that can make one key name another's object
-// without copying it through the server (artifact.FS: a hard link).
-type inputLinker interface {
-	Link(ctx context.Context, src, dst string) (artifact.Object, error)
-}
-
 // linkInput returns the callback that makes the checked upload at key the
 // job's input at inputs/{job_id}, inside the creating transaction: a hard
 // link on a directory store, a server-side copy on a bucket. The upload
@@ -154,16 +147,11 @@ type inputLinker interface {
 func (a *API) linkInput(key string, in protocol.InputRef) func(context.Context, string) error {
 	return func(ctx context.Context, jobID string) error {
 		dst := artifact.InputKey(jobID)
-		var obj artifact.Object
-		var err error
-		switch st := a.store.(type) {
-		case inputLinker:
-			obj, err = st.Link(ctx, key, dst)
-		case artifact.Sealer:
-			obj, err = st.Copy(ctx, key, dst)
-		default:
-			err = fmt.Errorf("the artifact store %T can neither link nor copy", a.store)
+		linker, ok := a.store.(artifact.Linker)
+		if !ok {
+			return fmt.Errorf("store input of job %s: the artifact store %T can neither link nor copy", jobID, a.store)
 		}
+		obj, err := linker.Link(ctx, key, dst)
 		if err != nil {
 			return fmt.Errorf("store input of job %s from %s: %w", jobID, key, err)
 		}
@@ -172,10 +160,4 @@ func (a *API) linkInput(key string, in protocol.InputRef) func(context.Context, 
 		}
 		return nil
 	}
-}
-
-// uploadCreator is a store the artifact handler writes uploads to
-// create-only (artifact.FS).
-type uploadCreator interface {
-	Create(ctx context.Context, key string, r io.Reader) (artifact.Object, error)
 }

@@ -26,6 +26,35 @@ func UploadKey(buyerID, inputID string) string { return uploadsPrefix + buyerID 
 // is create-only for every grant holder.
 func IsUploadKey(key string) bool { return strings.HasPrefix(key, uploadsPrefix) }
 
+// Creator is a Store that writes a key create-only (FS). On S3 buyers
+// write uploads with presigned create-only URLs, never through the
+// control plane.
+type Creator interface {
+	Store
+	// Create is Put that fails with ErrExists, changing nothing, when key
+	// has an object.
+	Create(ctx context.Context, key string, r io.Reader) (Object, error)
+}
+
+// Linker is a Store that makes one key hold another's object without the
+// bytes passing through the caller: a hard link (FS), a server-side copy
+// (S3).
+type Linker interface {
+	Store
+	// Link makes dst hold the object at src, replacing dst's whole;
+	// ErrNotFound when src has no object.
+	Link(ctx context.Context, src, dst string) (Object, error)
+}
+
+var (
+	_ Creator = (*FS)(nil)
+	_ Linker  = (*FS)(nil)
+	_ Linker  = (*S3)(nil)
+)
+
+// Link is Copy: S3 as a Linker.
+func (s *S3) Link(ctx context.Context, src, dst string) (Object, error) { return s.Copy(ctx, src, dst) }
+
 // Create is Put that only creates: it publishes the content at key only if
 // key has no object, atomically with the check (a hard link of the
 // finished temporary file, which fails when the name exists), and
