@@ -71,7 +71,7 @@ var inputBreaches = []breach{
 	{name: "not a string", body: map[string]string{"input_base64": `5`}},
 	{name: "input_id not issued", body: map[string]string{"input_id": `"in_nope"`}, field: "input_id"},
 	{name: "input_id not uploaded", field: "input_id",
-		body: map[string]string{"input_id": `"in_AAAA_5_` + strings.Repeat("ab", 32) + `"`}},
+		body: map[string]string{"input_id": `"in_` + strings.Repeat("A", 26) + `_5_` + strings.Repeat("ab", 32) + `"`}},
 	{name: "input_id not a string", body: map[string]string{"input_id": `[]`}, field: "input_id"},
 	{name: "both input fields", body: map[string]string{"input_base64": `"YQ=="`, "input_id": `"in_x"`}, field: "input_id"},
 }

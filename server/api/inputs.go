@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rendermac/rendermac/protocol"
@@ -50,18 +50,19 @@ func newInputID(bytes int64, sha string) string {
 	return inputIDPrefix + rand.Text() + "_" + strconv.FormatInt(bytes, 10) + "_" + sha
 }
 
+// inputIDForm is every input_id newInputID draws: rand.Text's 26 base32
+// characters, the size without leading zeros, the SHA-256 in lowercase hex.
+var inputIDForm = regexp.MustCompile(`^` + inputIDPrefix + `[A-Z2-7]{26}_([1-9][0-9]{0,18})_([0-9a-f]{64})$`)
+
 // parseInputID returns what an input_id declares; ok is false for text no
 // POST /v1/inputs could have issued.
 func parseInputID(id string) (bytes int64, sha string, ok bool) {
-	parts := strings.Split(strings.TrimPrefix(id, inputIDPrefix), "_")
-	if !strings.HasPrefix(id, inputIDPrefix) || len(parts) != 3 || artifact.ValidateKey(parts[0]) != nil {
+	m := inputIDForm.FindStringSubmatch(id)
+	if m == nil {
 		return 0, "", false
 	}
-	bytes, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil || bytes < 1 || strconv.FormatInt(bytes, 10) != parts[1] || !protocol.ValidTokenHash(parts[2]) {
-		return 0, "", false
-	}
-	return bytes, parts[2], true
+	bytes, err := strconv.ParseInt(m[1], 10, 64)
+	return bytes, m[2], err == nil
 }
 
 // createInput is POST /v1/inputs: 201 with an input_id and a create-only

@@ -104,6 +104,7 @@ func TestUploadedInputRefusals(t *testing.T) {
 		{"another buyer's input", inputJob(others.InputID), "has no upload of this buyer (declared 22 bytes)"},
 		{"not an input_id", inputJob("in_nope"), "is not an input_id of POST /v1/inputs"},
 		{"a path", inputJob("../" + others.InputID), "is not an input_id of POST /v1/inputs"},
+		{"a nested key", inputJob(missing.InputID[:10] + "/" + missing.InputID[10:]), "is not an input_id of POST /v1/inputs"},
 		{"both input fields", fmt.Sprintf(`{"service":"synthetic.mp4","input_base64":%q,"input_id":%q}`,
 			base64.StdEncoding.EncodeToString(content), wrongHash.InputID), "give input_base64 or input_id, not both"},
 		{"not a string", `{"service":"synthetic.mp4","input_id":5}`, "input_id must be string, got number"},
