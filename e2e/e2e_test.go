@@ -231,11 +231,10 @@ func TestServerRestartMidRun(t *testing.T) {
 	require.Equal(t, 1, s.restarts)
 }
 
-// TestFFmpegJob: a real ffmpeg.h264_720p job (the built-in test pattern,
-// one second, ultrafast) through the whole stack; the output the buyer
-// downloads is an MP4 of about one second. Without ffmpeg the test skips,
+// needFFmpeg returns the ffmpeg binary, or skips the test without one,
 // except under CI=true, where a skip would read as a pass.
-func TestFFmpegJob(t *testing.T) {
+func needFFmpeg(t *testing.T) string {
+	t.Helper()
 	path, err := runner.LookFFmpeg("")
 	if err != nil {
 		if ciRequired() {
@@ -243,6 +242,15 @@ func TestFFmpegJob(t *testing.T) {
 		}
 		t.Skipf("ffmpeg not found, skipping the real-FFmpeg job (CI=true makes this a failure): %v", err)
 	}
+	return path
+}
+
+// TestFFmpegJob: a real ffmpeg.h264_720p job (the built-in test pattern,
+// one second, ultrafast) through the whole stack; the output the buyer
+// downloads is an MP4 of about one second. Without ffmpeg the test skips,
+// except under CI=true, where a skip would read as a pass.
+func TestFFmpegJob(t *testing.T) {
+	path := needFFmpeg(t)
 	s := newStack(t)
 	creds, _ := s.pair(runner.ServiceH264p720)
 	runAgent(t, "agent", creds, agentOptions{services: []string{runner.ServiceH264p720},

@@ -45,15 +45,10 @@ const (
 // creation naming input_id. Without ffmpeg the test skips, except under
 // CI=true.
 func TestBigUploadedInputIsTranscoded(t *testing.T) {
-	ffmpeg, err := runner.LookFFmpeg("")
-	if err != nil {
-		if ciRequired() {
-			t.Fatalf("CI=true but ffmpeg is missing: %v", err)
-		}
-		t.Skipf("ffmpeg not found (CI=true makes this a failure): %v", err)
-	}
+	ffmpeg := needFFmpeg(t)
 	size := inputBytesDefault
 	if v := os.Getenv(envInputBytes); v != "" {
+		var err error
 		size, err = strconv.Atoi(v)
 		require.NoError(t, err, envInputBytes)
 		require.True(t, size >= rawFrameBytes, "%s=%d: want at least one frame, %d", envInputBytes, size, rawFrameBytes)
