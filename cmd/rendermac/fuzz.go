@@ -135,17 +135,12 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return reportFailure(stdout, f, res.Failures[0])
 }
 
-// PostgresWorkersPerCPU is how many sequences a campaign against Postgres
-// runs at once per CPU: a run waits on round trips more than it computes,
-// so one worker per CPU leaves the CPUs idle between statements.
-const PostgresWorkersPerCPU = 4
-
 // defaultWorkers is --workers' default for a target.
 func defaultWorkers(target string) int {
 	if target == "model" {
 		return runtime.NumCPU()
 	}
-	return PostgresWorkersPerCPU * runtime.NumCPU()
+	return targets.WorkersPerCPU * runtime.NumCPU()
 }
 
 // fullCompareFlag is --full-compare-every, shared by fuzz and qualify.

@@ -2,18 +2,21 @@ package targets
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/rendermac/rendermac/server"
 )
 
-// BenchmarkDiffCampaign runs the model-vs-Postgres campaign (100 steps a
-// seed, two workers, the qualify gate's comparisons) and reports steps/s.
+// BenchmarkDiffCampaign runs the model-vs-Postgres campaign as qualify
+// does (100 steps a seed, WorkersPerCPU workers per CPU, the default
+// comparisons) and reports steps/s.
 func BenchmarkDiffCampaign(b *testing.B) {
-	c, done := setup(b, server.VariantNone, 2)
+	workers := WorkersPerCPU * runtime.NumCPU()
+	c, done := setup(b, server.VariantNone, workers)
 	defer done()
 	benchCampaign(b, func(first int) (int, error) {
-		c.Seeds = seeds(first, 20)
+		c.Seeds = seeds(first, 4*workers)
 		res, err := c.Run(context.Background())
 		if err == nil && len(res.Failures) > 0 {
 			b.Fatalf("seed %d: %s", res.Failures[0].Seed, res.Failures[0].Result.Failure)
@@ -23,11 +26,12 @@ func BenchmarkDiffCampaign(b *testing.B) {
 }
 
 // BenchmarkStackCampaign runs the three-way campaign (model, Postgres,
-// full stack; 60 steps a seed, two workers) and reports steps/s.
+// full stack; 60 steps a seed, as qualify does) and reports steps/s.
 func BenchmarkStackCampaign(b *testing.B) {
-	sb := setupStack(b, server.VariantNone, 2)
+	workers := WorkersPerCPU * runtime.NumCPU()
+	sb := setupStack(b, server.VariantNone, workers)
 	benchCampaign(b, func(first int) (int, error) {
-		sb.campaign.Seeds = seeds(first, 10)
+		sb.campaign.Seeds = seeds(first, 2*workers)
 		res, err := sb.campaign.Run(context.Background())
 		if err == nil && len(res.Failures) > 0 {
 			b.Fatalf("seed %d: %s", res.Failures[0].Seed, res.Failures[0].Result.Failure)
@@ -36,12 +40,13 @@ func BenchmarkStackCampaign(b *testing.B) {
 	})
 }
 
+// benchCampaign runs run with fresh seeds each iteration and reports the
+// steps it played per second of the timed loop.
 func benchCampaign(b *testing.B, run func(first int) (int, error)) {
 	b.Helper()
 	steps := 0
-	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		n, err := run(5000 + 100*i)
+		n, err := run(5000 + 1000*i)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -194,7 +194,7 @@ func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (
 	if err := truncateAll(ctx, pool); err != nil {
 		return nil, err
 	}
-	st, err := artifact.NewFS(dir)
+	st, err := artifact.NewFSUnsynced(dir)
 	if err != nil {
 		return nil, err
 	}
