@@ -66,7 +66,7 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	fs := newFlagSet("qualify", "[--seeds N] [--out DIR] [--db URL] [--no-timings] [--shard K/N]", stderr)
 	fs.IntVar(&f.seeds, "seeds", 500, "seeds of the model campaign")
 	fs.IntVar(&f.steps, "steps", 200, "events per model sequence")
-	fs.IntVar(&f.pgSeeds, "pg-seeds", 100, "seeds of the model-vs-Postgres campaign")
+	fs.IntVar(&f.pgSeeds, "pg-seeds", 200, "seeds of the model-vs-Postgres campaign (the paper's 500: --pg-seeds 500)")
 	fs.IntVar(&f.pgSteps, "pg-steps", 100, "events per model-vs-Postgres sequence")
 	fs.IntVar(&f.stackSeeds, "stack-seeds", 100, "seeds of the model-vs-Postgres-vs-full-stack campaign")
 	fs.IntVar(&f.stackSteps, "stack-steps", 60, "events per three-way sequence")
