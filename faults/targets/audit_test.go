@@ -100,3 +100,42 @@ func TestCampaignSameForAnyWorkerCount(t *testing.T) {
 	require.NotEmpty(t, one.Failures, "the broken server was never caught: the comparison has nothing to show")
 	require.Equal(t, one, three)
 }
+
+// TestScopedCompareFindsWhatWholeCompareFinds runs every broken service
+// layer with the whole projection compared after every step (K=1) and with
+// the default schedule (touched rows every step, the whole every K): the
+// same seeds fail, at the same step, with the same text.
+func TestScopedCompareFindsWhatWholeCompareFinds(t *testing.T) {
+	variants := ServerVariants()
+	if len(variants) == 0 {
+		t.Skip("no broken variants in this build (-tags mutations)")
+	}
+	type found struct {
+		seed   uint64
+		step   int
+		detail string
+	}
+	run := func(mut server.Variant, every int) []found {
+		c, done := setup(t, mut, 2)
+		defer done()
+		c.Seeds, c.Steps, c.ShrinkBudget = seeds(500, 6), 60, 1
+		c.Options.FullCompareEvery = every
+		res, err := c.Run(context.Background())
+		require.NoError(t, err)
+		var out []found
+		for _, f := range res.Failures {
+			out = append(out, found{f.Seed, f.Result.Failure.Step, f.Result.Failure.Detail})
+		}
+		return out
+	}
+	caught := 0
+	for _, mut := range variants {
+		whole := run(mut, 1)
+		require.Equal(t, whole, run(mut, 0), "variant %s", mut)
+		if len(whole) > 0 {
+			caught++
+		}
+	}
+	require.Positive(t, caught, "no variant failed: the comparison was never exercised")
+	t.Logf("%d of %d variants caught in 6 seeds x 60 steps, identically", caught, len(variants))
+}
