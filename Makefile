@@ -55,9 +55,11 @@ cross:
 # embedded Postgres beside a pgbench run of the same lease transaction;
 # then the whole stack under load (rendermac bench, goals checked), in one
 # process and again with the server as a separate process (--two-process);
-# the console's pages over 100,000 jobs (ms/page).
+# the console's pages over 100,000 jobs (ms/page); the model-vs-Postgres
+# and three-way campaigns as qualify runs them (steps/s).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=2s -count=1 ./sim/ ./server/
+	$(GO) test -tags $(TAGS) -run='^$$' -bench='DiffCampaign|StackCampaign' -benchtime=3x -count=1 -timeout 20m ./faults/targets/
 	$(GO) test -run='^$$' -bench=ConsolePages -benchtime=1s -count=1 ./server/console/
 	$(GO) run ./cmd/rendermac bench --agents 100 --jobs 500 --duration 4s --two-process --json bench.json
 

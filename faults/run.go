@@ -21,9 +21,15 @@ type Factory func(ctx context.Context, worker int, seed uint64) ([]Target, error
 type Options struct {
 	// Outputs describes attempts' uploads (HashOutput when nil).
 	Outputs OutputFunc
-	// CompareState compares the targets' snapshots after every step
-	// (replies are always compared).
+	// CompareState compares the targets' projected rows after every step
+	// (replies are always compared): the whole projections every
+	// FullCompareEvery steps and after the last step, and in between, with
+	// targets that are Auditors, the rows the step could have touched
+	// (see RowScope and docs/semantics.md, "Campaign comparisons").
 	CompareState bool
+	// FullCompareEvery is K (0: DefaultFullCompareEvery; 1: the whole
+	// projections after every step).
+	FullCompareEvery int
 	// Trace records, per step, a hash of every target's replies and of the
 	// first target's projected rows (RunResult.Trace), for the
 	// determinism self-check.
@@ -129,7 +135,7 @@ func (r *runner) play(ctx context.Context, seq Sequence, res *RunResult) {
 				r.countReplies(res.Coverage)
 				res.Offers = r.offers(i, res.Offers)
 			}
-			fail = r.check(ctx)
+			fail = r.check(ctx, i, i == len(seq.Events)-1)
 		}
 		if fail == nil && opts.Trace {
 			h, err := r.traceHash(ctx, i)
@@ -183,6 +189,8 @@ type runner struct {
 	// tick it takes and its coverage key ("" when it fell back).
 	advance time.Duration
 	landed  string
+	// seen is the first target's projection at the previous check.
+	seen touched
 }
 
 // outcome is one target's answer to a step: replies (a commit has two) or a
@@ -266,32 +274,81 @@ func (r *runner) actors(ev Event) (buyer, device string) {
 	return buyer, device
 }
 
-func (r *runner) check(ctx context.Context) *Failure {
+// check checks every target's invariants after step, and with
+// CompareState compares their projections: whole after every Kth step and
+// the last one, else the rows the step could have touched on the targets
+// that are Auditors.
+func (r *runner) check(ctx context.Context, step int, last bool) *Failure {
+	compare := r.opts.CompareState && len(r.targets) > 1
+	every := r.opts.FullCompareEvery
+	if every == 0 {
+		every = DefaultFullCompareEvery
+	}
 	var first protocol.Snapshot
+	var scope *RowScope
 	for i, t := range r.targets {
-		vs, err := t.CheckInvariants(ctx)
+		vs, snap, err := r.audit(ctx, t, compare, scope)
 		if err != nil {
-			return &Failure{Kind: FailureError, Target: t.Name(), Detail: "check invariants: " + err.Error()}
+			return &Failure{Kind: FailureError, Target: t.Name(), Detail: "check: " + err.Error()}
 		}
 		if len(vs) > 0 {
 			return &Failure{Kind: FailureViolation, Target: t.Name(), Detail: fmt.Sprint(vs)}
 		}
-		if !r.opts.CompareState || len(r.targets) < 2 {
+		if !compare {
 			continue
-		}
-		snap, err := t.Snapshot(ctx)
-		if err != nil {
-			return &Failure{Kind: FailureError, Target: t.Name(), Detail: "snapshot: " + err.Error()}
 		}
 		if i == 0 {
 			first = snap
+			if s := r.seen.scope(snap, r.last); !last && (step+1)%every != 0 {
+				scope = s
+			}
 			continue
 		}
-		if d := DiffSnapshots(first, snap); d != "" {
+		want := first
+		if _, ok := t.(Auditor); ok && scope != nil {
+			want = scope.restrict(first, snap)
+		}
+		d := DiffSnapshots(want, snap)
+		if d != "" && scope != nil {
+			// The scoped rows differ, so the whole projections do; report
+			// those, whose first difference does not depend on how many
+			// rows beyond the step's the scope happened to take in.
+			whole, err := r.wholeDiff(ctx, t, first)
+			if err != nil {
+				return &Failure{Kind: FailureError, Target: t.Name(), Detail: "snapshot: " + err.Error()}
+			}
+			if whole != "" {
+				d = whole
+			}
+		}
+		if d != "" {
 			return &Failure{Kind: FailureDivergence, Target: r.targets[0].Name() + " vs " + t.Name(), Detail: "state: " + d}
 		}
 	}
 	return nil
+}
+
+// wholeDiff compares t's whole projection with first's.
+func (r *runner) wholeDiff(ctx context.Context, t Target, first protocol.Snapshot) (string, error) {
+	snap, err := t.Snapshot(ctx)
+	if err != nil {
+		return "", err
+	}
+	return DiffSnapshots(first, snap), nil
+}
+
+// audit is t's invariant lines and, when compare is set, its projection:
+// scope's part of it from an Auditor given a scope, else the whole.
+func (r *runner) audit(ctx context.Context, t Target, compare bool, scope *RowScope) ([]string, protocol.Snapshot, error) {
+	if a, ok := t.(Auditor); ok && compare {
+		return a.Audit(ctx, scope)
+	}
+	vs, err := t.CheckInvariants(ctx)
+	if err != nil || !compare {
+		return vs, protocol.Snapshot{}, err
+	}
+	snap, err := t.Snapshot(ctx)
+	return vs, snap, err
 }
 
 func (r *runner) apply(ctx context.Context, t Target, ev Event) (outcome, error) {

@@ -46,7 +46,7 @@ const Tags = "faultpoints,mutations"
 // campaigns are too small to reach every required cell, so the coverage
 // gate is off: a mutant must be killed by a check, not by a small shape.
 var DefaultQualifyArgs = []string{"--seeds", "100", "--steps", "100", "--pg-seeds", "20", "--stack-seeds", "5",
-	"--determinism-seeds", "0", "--determinism-pg-seeds", "0", "--workers", "1", "--no-timings", "--no-coverage-gate", "--no-fleet"}
+	"--determinism-seeds", "0", "--determinism-pg-seeds", "0", "--workers", "1", "--pg-workers", "1", "--no-timings", "--no-coverage-gate", "--no-fleet"}
 
 // Run runs every mutant through the gate and returns the score. An error is
 // for the campaign itself (the tree cannot be copied, the catalogue does not

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -25,8 +26,10 @@ import (
 type fuzzFlags struct {
 	target, variant, replay, outDir, db string
 	seeds, steps, workers               int
-	seed, firstSeed                     uint64
-	progress, force                     bool
+	// fullEvery is K, the whole-projection compare interval (0: default).
+	fullEvery       int
+	seed, firstSeed uint64
+	progress, force bool
 	// s3 puts the stack target's artifacts on a real S3 server (versitygw).
 	s3 bool
 	// gen is the generator's config; weights the --weight settings that
@@ -45,8 +48,10 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&f.steps, "steps", 200, "events per sequence")
 	fs.Uint64Var(&f.seed, "seed", 0, "run this one seed only (replays a reported failure)")
 	fs.Uint64Var(&f.firstSeed, "first-seed", 1, "first seed of the campaign")
-	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "sequences run in parallel")
+	fs.IntVar(&f.workers, "workers", 0, "sequences run in parallel (default: one per CPU with --target model; "+
+		"four per CPU against Postgres, each on its own database cloned from the migrated template)")
 	fs.StringVar(&f.replay, "replay", "", "replay a sequence file written by an earlier failure")
+	fullCompareFlag(fs, &f.fullEvery)
 	variantFlag(fs, &f.variant, "variant", "mutation", "run a deliberately broken variant (proves the checks can fail): "+
 		strings.Join(modelVariantNames(), ", "))
 	fs.StringVar(&f.outDir, "failures", "rendermac-failures", "directory for shrunk failing sequences")
@@ -60,8 +65,8 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if f.seeds < 1 || f.steps < 1 || f.workers < 1 {
-		return usageError{"--seeds, --steps and --workers must be at least 1"}
+	if f.seeds < 1 || f.steps < 1 || f.workers < 0 || f.fullEvery < 1 {
+		return usageError{"--seeds, --steps, --workers and --full-compare-every must be at least 1"}
 	}
 	if err := f.gen.Validate(); err != nil {
 		return usageError{"--weight: " + err.Error()}
@@ -80,6 +85,9 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		// The file says what it failed against; run it the same way.
 		rf, f.target, f.variant = &r, r.Target, r.Variant
+	}
+	if f.workers == 0 {
+		f.workers = defaultWorkers(f.target)
 	}
 	fac, cleanup, err := fuzzFactory(ctx, f, stderr)
 	if err != nil {
@@ -125,6 +133,21 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	return reportFailure(stdout, f, res.Failures[0])
+}
+
+// defaultWorkers is --workers' default for a target.
+func defaultWorkers(target string) int {
+	if target == "model" {
+		return runtime.NumCPU()
+	}
+	return targets.WorkersPerCPU * runtime.NumCPU()
+}
+
+// fullCompareFlag is --full-compare-every, shared by fuzz and qualify.
+func fullCompareFlag(fs *flag.FlagSet, k *int) {
+	fs.IntVar(k, "full-compare-every", faults.DefaultFullCompareEvery, "K: the differential campaigns compare the targets' whole "+
+		"projected rows after every Kth step and the last, and after the other steps the rows the step could have touched "+
+		"(docs/semantics.md, \"Campaign comparisons\"); 1 compares the whole projection after every step")
 }
 
 func printCampaign(w io.Writer, target string, res faults.CampaignResult) {
@@ -191,6 +214,9 @@ func fuzzCommand(f fuzzFlags, rest string) string {
 	}
 	for _, w := range f.weights {
 		cmd += " --weight " + w
+	}
+	if f.fullEvery != faults.DefaultFullCompareEvery && f.fullEvery != 0 {
+		cmd += fmt.Sprintf(" --full-compare-every %d", f.fullEvery)
 	}
 	return cmd + " " + rest
 }
@@ -329,7 +355,7 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 		}
 		factory = targets.ThreeWayFactory(workers, stack)
 	}
-	opts := faults.Options{Outputs: targets.SyntheticOutput, CompareState: true}
+	opts := faults.Options{Outputs: targets.SyntheticOutput, CompareState: true, FullCompareEvery: f.fullEvery}
 	version, _ := pg.Provider.Version(ctx)
 	return fuzzSetup{factory: factory, options: opts, pgKind: pg.Provider.Kind(), pgVersion: version}, cleanup, nil
 }

@@ -23,6 +23,7 @@ import (
 
 type qualifyFlags struct {
 	seeds, steps, pgSeeds, pgSteps, workers int
+	pgWorkers, fullEvery                    int
 	stackSeeds, stackSteps                  int
 	detSeeds, detPgSeeds                    int
 	firstSeed                               uint64
@@ -65,12 +66,15 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	fs := newFlagSet("qualify", "[--seeds N] [--out DIR] [--db URL] [--no-timings] [--shard K/N]", stderr)
 	fs.IntVar(&f.seeds, "seeds", 500, "seeds of the model campaign")
 	fs.IntVar(&f.steps, "steps", 200, "events per model sequence")
-	fs.IntVar(&f.pgSeeds, "pg-seeds", 100, "seeds of the model-vs-Postgres campaign")
+	fs.IntVar(&f.pgSeeds, "pg-seeds", 200, "seeds of the model-vs-Postgres campaign (the paper's 500: --pg-seeds 500)")
 	fs.IntVar(&f.pgSteps, "pg-steps", 100, "events per model-vs-Postgres sequence")
 	fs.IntVar(&f.stackSeeds, "stack-seeds", 100, "seeds of the model-vs-Postgres-vs-full-stack campaign")
 	fs.IntVar(&f.stackSteps, "stack-steps", 60, "events per three-way sequence")
 	fs.Uint64Var(&f.firstSeed, "first-seed", 1, "first seed of every campaign")
-	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "sequences run in parallel")
+	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "sequences of the model campaign run in parallel")
+	fs.IntVar(&f.pgWorkers, "pg-workers", defaultWorkers("both"), "sequences of the model-vs-Postgres and three-way campaigns run in "+
+		"parallel, each on its own database cloned from the migrated template")
+	fullCompareFlag(fs, &f.fullEvery)
 	fs.StringVar(&f.out, "out", "evidence-out", "directory for the card (Markdown, JSON, JUnit XML, HTML) and replay files")
 	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL (default: DATABASE_URL, else an embedded cluster)")
 	variantFlag(fs, &f.serverVariant, "server-variant", "server-mutation", "qualify a deliberately broken service layer (must fail)")
@@ -97,8 +101,10 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	if err := f.gen.Validate(); err != nil {
 		return f, usageError{"--weight: " + err.Error()}
 	}
-	if f.seeds < 1 || f.steps < 1 || f.pgSeeds < 0 || f.pgSteps < 1 || f.stackSeeds < 0 || f.stackSteps < 1 || f.workers < 1 {
-		return f, usageError{"--seeds, --steps, --pg-steps, --stack-steps and --workers must be at least 1, --pg-seeds and --stack-seeds at least 0"}
+	if f.seeds < 1 || f.steps < 1 || f.pgSeeds < 0 || f.pgSteps < 1 || f.stackSeeds < 0 || f.stackSteps < 1 || f.workers < 1 ||
+		f.pgWorkers < 1 || f.fullEvery < 1 {
+		return f, usageError{"--seeds, --steps, --pg-steps, --stack-steps, --workers, --pg-workers and --full-compare-every must be at least 1, " +
+			"--pg-seeds and --stack-seeds at least 0"}
 	}
 	if _, err := scenarios.VariantOptions(f.serverVariant); err != nil {
 		return f, usageError{"--server-variant: " + err.Error()}
@@ -144,7 +150,7 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if f.pgSeeds > 0 {
-		both := fuzzFlags{target: "both", variant: f.serverVariant, db: f.db, workers: f.workers, steps: f.pgSteps, outDir: filepath.Join(f.out, "replays"),
+		both := fuzzFlags{target: "both", variant: f.serverVariant, db: f.db, workers: f.pgWorkers, fullEvery: f.fullEvery, steps: f.pgSteps, outDir: filepath.Join(f.out, "replays"),
 			gen: f.gen, weights: f.weights}
 		if err := qualifyCampaign(ctx, &card, "model-vs-postgres", both, shardSeeds(f.firstSeed, f.pgSeeds, f.shard), gate, prog, stderr); err != nil {
 			return err
@@ -154,7 +160,7 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if f.stackSeeds > 0 {
-		stack := fuzzFlags{target: "stack", variant: f.serverVariant, db: f.db, workers: f.workers, steps: f.stackSteps, outDir: filepath.Join(f.out, "replays"),
+		stack := fuzzFlags{target: "stack", variant: f.serverVariant, db: f.db, workers: f.pgWorkers, fullEvery: f.fullEvery, steps: f.stackSteps, outDir: filepath.Join(f.out, "replays"),
 			gen: f.gen, weights: f.weights, s3: f.artifactsS3}
 		if err := qualifyCampaign(ctx, &card, "model-vs-postgres-vs-stack", stack, shardSeeds(f.firstSeed, f.stackSeeds, f.shard), gate, prog, stderr); err != nil {
 			return err

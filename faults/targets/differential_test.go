@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 
 // setup returns a campaign over the model and Postgres with the server
 // broken by mut ("" for the real one).
-func setup(t *testing.T, mut server.Variant, workers int) (faults.Campaign, func()) {
+func setup(t testing.TB, mut server.Variant, workers int) (faults.Campaign, func()) {
 	t.Helper()
 	ctx := context.Background()
 	if testPG == nil {

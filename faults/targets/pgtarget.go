@@ -78,15 +78,30 @@ func checkAll(ctx context.Context, pool store.Querier, st artifact.Store) ([]str
 	if err != nil {
 		return nil, err
 	}
-	vs = append(vs, outs...)
+	return renderViolations(append(vs, outs...)), nil
+}
+
+// auditAll is checkAll plus a projection (scope nil: the whole; else the
+// rows scope selects, its mark in rs), in one round trip.
+func auditAll(ctx context.Context, pool store.Querier, st artifact.Store, rs *store.Scope, scope *faults.RowScope) ([]string, protocol.Snapshot, error) {
+	var s *store.Scope
+	if scope != nil {
+		rs.Jobs, rs.JournalFrom = scope.Jobs, scope.JournalFrom
+		s = rs
+	}
+	vs, snap, err := store.Audit(ctx, pool, st, s)
+	return renderViolations(vs), snap, err
+}
+
+func renderViolations(vs []protocol.Violation) []string {
 	if len(vs) == 0 {
-		return nil, nil
+		return nil
 	}
 	out := make([]string, len(vs))
 	for i, v := range vs {
 		out[i] = fmt.Sprintf("invariant %d: %s", v.Invariant, v.Message)
 	}
-	return out, nil
+	return out
 }
 
 // PostgresTarget runs operations through server.Service on a real database.
@@ -94,6 +109,8 @@ type PostgresTarget struct {
 	svc   *server.Service
 	pool  *pgxpool.Pool
 	store artifact.Store
+	// scope is the scoped Audit's mark (see store.Scope).
+	scope store.Scope
 }
 
 // PostgresWorkers owns one database and one artifact directory per campaign
@@ -177,7 +194,7 @@ func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (
 	if err := truncateAll(ctx, pool); err != nil {
 		return nil, err
 	}
-	st, err := artifact.NewFS(dir)
+	st, err := artifact.NewFSUnsynced(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -287,6 +304,12 @@ func (t *PostgresTarget) Snapshot(ctx context.Context) (protocol.Snapshot, error
 // CheckInvariants implements faults.Target with the SQL checks of store.
 func (t *PostgresTarget) CheckInvariants(ctx context.Context) ([]string, error) {
 	return checkAll(ctx, t.pool, t.store)
+}
+
+// Audit implements faults.Auditor: checkAll and a projection in one round
+// trip.
+func (t *PostgresTarget) Audit(ctx context.Context, scope *faults.RowScope) ([]string, protocol.Snapshot, error) {
+	return auditAll(ctx, t.pool, t.store, &t.scope, scope)
 }
 
 // Close implements faults.Target; the worker's pool outlives the run.

@@ -14,6 +14,11 @@ import (
 // cloned from.
 const TemplateName = "rendermac_template"
 
+// WorkersPerCPU is how many sequences a campaign against Postgres runs at
+// once per CPU by default: a run waits on round trips more than it
+// computes, so one worker per CPU leaves the CPUs idle between statements.
+const WorkersPerCPU = 4
+
 // Postgres is a provider plus a migrated template: where the harness gets
 // its databases.
 type Postgres struct {

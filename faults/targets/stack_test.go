@@ -22,7 +22,7 @@ type stackBundle struct {
 	before goleak.Option
 }
 
-func setupStack(t *testing.T, mut server.Variant, workers int) *stackBundle {
+func setupStack(t testing.TB, mut server.Variant, workers int) *stackBundle {
 	t.Helper()
 	ctx := context.Background()
 	if testPG == nil {

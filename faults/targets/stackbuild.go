@@ -66,7 +66,7 @@ func (w *StackWorkers) Target(ctx context.Context, worker int, seed uint64, prob
 // StackWorkers.S3 a fresh prefix of the worker's bucket.
 func (w *StackWorkers) artifacts(ctx context.Context, r *stackResources, seed uint64) (artifact.Store, error) {
 	if w.S3 == nil {
-		return artifact.NewFS(r.dir)
+		return artifact.NewFSUnsynced(r.dir)
 	}
 	return artifact.NewS3(ctx, artifact.S3Config{Bucket: r.bucket, Prefix: fmt.Sprintf("seed%d-%s/", seed, rand.Text()),
 		Endpoint: w.S3.Endpoint(), PathStyle: true, Region: s3provider.Region, AccessKey: s3provider.AccessKey,

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rendermac/rendermac/faults"
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
@@ -91,7 +92,8 @@ type StackTarget struct {
 	stopRun        context.CancelFunc
 	runDone        chan error
 	pending        *wholeCommit
-	begins         int // CommitBegin calls so far, matched with the probe's
+	begins         int         // CommitBegin calls so far, matched with the probe's
+	scope          store.Scope // the scoped Audit's mark
 }
 
 // wholeCommit is the result of a commit frame whose transaction 1 said
@@ -340,6 +342,11 @@ func (t *StackTarget) Sweep(ctx context.Context, now time.Time) (protocol.SweepR
 // Snapshot implements faults.Target.
 func (t *StackTarget) Snapshot(ctx context.Context) (protocol.Snapshot, error) {
 	return store.Snapshot(ctx, t.r.pool)
+}
+
+// Audit implements faults.Auditor over the stack's database and store.
+func (t *StackTarget) Audit(ctx context.Context, scope *faults.RowScope) ([]string, protocol.Snapshot, error) {
+	return auditAll(ctx, t.r.pool, t.store, &t.scope, scope)
 }
 
 // CheckInvariants implements faults.Target with the SQL checks of store.

@@ -29,6 +29,8 @@ const tempPrefix = ".put~"
 // built from lowercase UUIDs.
 type FS struct {
 	root *os.Root
+	// noSync skips every fsync (NewFSUnsynced).
+	noSync bool
 }
 
 var _ Store = (*FS)(nil)
@@ -43,6 +45,19 @@ func NewFS(dir string) (*FS, error) {
 		return nil, fmt.Errorf("artifact: open store root: %w", err)
 	}
 	return &FS{root: root}, nil
+}
+
+// NewFSUnsynced is NewFS for a test harness's throwaway store: it skips
+// every fsync and does everything else alike (the temporary file, the
+// guarded rename). An fsync only decides what survives an OS crash, which
+// no run on such a store has (docs/semantics.md, "Campaign comparisons");
+// crash scenarios use NewFS.
+func NewFSUnsynced(dir string) (*FS, error) {
+	s, err := NewFS(dir)
+	if err == nil {
+		s.noSync = true
+	}
+	return s, err
 }
 
 // Close releases the directory handle; the FS must not be used afterwards.
@@ -75,7 +90,7 @@ func (s *FS) put(ctx context.Context, key string, r io.Reader, guard Guard, crea
 	if err != nil {
 		return Object{}, fmt.Errorf("artifact: put %q: create temporary file: %w", key, err)
 	}
-	obj, err := writeSynced(ctx, f, r)
+	obj, err := writeSynced(ctx, f, r, !s.noSync)
 	published := false
 	publish := func() error {
 		if published {
@@ -140,15 +155,17 @@ func (s *FS) tempBeside(ctx context.Context, op, key string) (name, dir, tmp str
 	return name, dir, filepath.Join(dir, tempPrefix+rand.Text()), nil
 }
 
-// writeSynced copies r into f while hashing, then fsyncs and closes f; the rename
-// that publishes f must not happen before its data is durable.
-func writeSynced(ctx context.Context, f *os.File, r io.Reader) (Object, error) {
+// writeSynced copies r into f while hashing, then fsyncs (if sync) and closes f;
+// the rename that publishes f must not happen before its data is durable.
+func writeSynced(ctx context.Context, f *os.File, r io.Reader, sync bool) (Object, error) {
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), ctxReader{ctx: ctx, r: r})
 	if err != nil {
 		err = fmt.Errorf("write: %w", err)
-	} else if err = f.Sync(); err != nil {
-		err = fmt.Errorf("fsync: %w", err)
+	} else if sync {
+		if err = f.Sync(); err != nil {
+			err = fmt.Errorf("fsync: %w", err)
+		}
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)
@@ -159,8 +176,8 @@ func writeSynced(ctx context.Context, f *os.File, r io.Reader) (Object, error) {
 // syncDirs fsyncs dir and each ancestor up to the root, making the rename and
 // any directories MkdirAll just created durable.
 func (s *FS) syncDirs(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil // directories cannot be fsynced there; renames are journaled
+	if runtime.GOOS == "windows" || s.noSync {
+		return nil // Windows: directories cannot be fsynced, renames are journaled
 	}
 	for {
 		d, err := s.root.Open(dir)

@@ -303,3 +303,26 @@ func TestFSCreateIsCreateOnlyUnderRaces(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	require.ElementsMatch(t, []string{"uploads/buyer/in_x", "inputs/job"}, files(t, b.dir))
 }
+
+// TestFSUnsyncedBehavesAlike: the harness's unsynced store skips fsyncs
+// only; puts, the guard and the temporary files behave as NewFS's.
+func TestFSUnsyncedBehavesAlike(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := NewFSUnsynced(dir)
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := context.Background()
+	obj, err := st.Put(ctx, "outputs/j/a.mp4", strings.NewReader("committed"))
+	require.NoError(t, err)
+	require.Equal(t, hexSHA256([]byte("committed")), obj.SHA256)
+	sealed := errors.New("sealed")
+	_, err = st.PutIf(ctx, "outputs/j/a.mp4", strings.NewReader("late"), func(func() error) error { return sealed })
+	require.ErrorIs(t, err, sealed)
+	r, _, err := st.Open(ctx, "outputs/j/a.mp4")
+	require.NoError(t, err)
+	got, _ := io.ReadAll(r)
+	require.NoError(t, r.Close())
+	require.Equal(t, "committed", string(got))
+	require.Equal(t, []string{"outputs/j/a.mp4"}, files(t, dir))
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/rendermac/rendermac/protocol"
 )
 
@@ -97,18 +99,24 @@ var invariantChecks = []invariantCheck{
 // checked by the gateway.
 func CheckInvariants(ctx context.Context, q Querier) ([]protocol.Violation, error) {
 	var out []protocol.Violation
+	var j journalRows
+	if err := readAll(ctx, q, invariantReads(&out, &j)); err != nil {
+		return nil, err
+	}
+	return append(out, j.violations()...), nil
+}
+
+// invariantReads are CheckInvariants' statements: each SQL check's
+// violations go to out, the journal and its subjects to j.
+func invariantReads(out *[]protocol.Violation, j *journalRows) []read {
+	reads := make([]read, 0, len(invariantChecks)+2)
 	for _, c := range invariantChecks {
-		msgs, err := collect(ctx, q, c.query, scanString)
-		if err != nil {
-			return nil, fmt.Errorf("check invariant %d: %w", c.invariant, err)
-		}
-		for _, m := range msgs {
-			out = append(out, protocol.Violation{Invariant: c.invariant, Message: m})
-		}
+		reads = append(reads, read{what: fmt.Sprintf("check invariant %d", c.invariant), sql: c.query,
+			row: func(r pgx.Rows) error {
+				m, err := scanString(r)
+				*out = append(*out, protocol.Violation{Invariant: c.invariant, Message: m})
+				return err
+			}})
 	}
-	journal, err := checkJournal(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("check invariant 4: %w", err)
-	}
-	return append(out, journal...), nil
+	return append(reads, j.reads()...)
 }

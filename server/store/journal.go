@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -33,25 +32,32 @@ type journalSubject struct {
 	kind, entity, job, status string
 }
 
-// checkJournal is invariant 4: every journal row's (from, to) is allowed by
+// journalRows are what invariant 4 is checked over: every journal row and
+// every job and attempt with its current status.
+type journalRows struct {
+	entries  []journalEntry
+	subjects []journalSubject
+}
+
+func (j *journalRows) reads() []read {
+	return []read{
+		{what: "check invariant 4", sql: sqlJournalEntries, row: into(&j.entries, func(r pgx.Row) (journalEntry, error) {
+			var e journalEntry
+			return e, r.Scan(&e.id, &e.kind, &e.entity, &e.job, &e.from, &e.to)
+		})},
+		{what: "check invariant 4", sql: sqlJournalSubjects, row: into(&j.subjects, func(r pgx.Row) (journalSubject, error) {
+			var s journalSubject
+			return s, r.Scan(&s.kind, &s.entity, &s.job, &s.status)
+		})},
+	}
+}
+
+// violations is invariant 4: every journal row's (from, to) is allowed by
 // the protocol tables, each entity's rows form one chain from its insert
 // (null -> queued for a job, null -> leased for an attempt), and replaying
 // the chain ends at the entity's current status.
-func checkJournal(ctx context.Context, q Querier) ([]protocol.Violation, error) {
-	entries, err := collect(ctx, q, sqlJournalEntries, func(r pgx.Row) (journalEntry, error) {
-		var e journalEntry
-		return e, r.Scan(&e.id, &e.kind, &e.entity, &e.job, &e.from, &e.to)
-	})
-	if err != nil {
-		return nil, err
-	}
-	subjects, err := collect(ctx, q, sqlJournalSubjects, func(r pgx.Row) (journalSubject, error) {
-		var s journalSubject
-		return s, r.Scan(&s.kind, &s.entity, &s.job, &s.status)
-	})
-	if err != nil {
-		return nil, err
-	}
+func (j *journalRows) violations() []protocol.Violation {
+	entries, subjects := j.entries, j.subjects
 	var out []protocol.Violation
 	bad := func(format string, args ...any) {
 		out = append(out, protocol.Violation{Invariant: 4, Message: fmt.Sprintf(format, args...)})
@@ -78,7 +84,7 @@ func checkJournal(ctx context.Context, q Querier) ([]protocol.Violation, error) 
 			bad("%s %s (job %s) is %s but its journal replays to %q", s.kind, s.entity, s.job, s.status, got)
 		}
 	}
-	return out, nil
+	return out
 }
 
 func initialStatus(kind string) string {

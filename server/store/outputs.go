@@ -34,13 +34,24 @@ type recordedOutput struct {
 // that lost or changed an object). The error is only for trouble running
 // the check (a store that cannot be read is an error, not a violation).
 func CheckOutputs(ctx context.Context, q Querier, st artifact.Store) ([]protocol.Violation, error) {
-	outs, err := collect(ctx, q, sqlSucceededOutputs, func(r pgx.Row) (recordedOutput, error) {
-		var o recordedOutput
-		return o, r.Scan(&o.jobID, &o.key, &o.bytes, &o.sha)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("check invariant 8 (stored outputs): %w", err)
+	var outs []recordedOutput
+	if err := readAll(ctx, q, []read{outputsRead(&outs)}); err != nil {
+		return nil, err
 	}
+	return verifyOutputs(ctx, st, outs)
+}
+
+// outputsRead lists every succeeded job's recorded output into outs.
+func outputsRead(outs *[]recordedOutput) read {
+	return read{what: "check invariant 8 (stored outputs)", sql: sqlSucceededOutputs,
+		row: into(outs, func(r pgx.Row) (recordedOutput, error) {
+			var o recordedOutput
+			return o, r.Scan(&o.jobID, &o.key, &o.bytes, &o.sha)
+		})}
+}
+
+// verifyOutputs re-reads and hashes each recorded output from st.
+func verifyOutputs(ctx context.Context, st artifact.Store, outs []recordedOutput) ([]protocol.Violation, error) {
 	var vs []protocol.Violation
 	for _, o := range outs {
 		// The served key: on a sealing store (S3) the verified copy, not

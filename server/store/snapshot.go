@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,23 +53,19 @@ FROM job_events ORDER BY id`
 // agree with each other.
 func Snapshot(ctx context.Context, q Querier) (protocol.Snapshot, error) {
 	var s protocol.Snapshot
-	var err error
-	if s.Jobs, err = collect(ctx, q, sqlSnapshotJobs, scanJobRow); err != nil {
-		return s, fmt.Errorf("snapshot jobs: %w", err)
+	err := readAll(ctx, q, snapshotReads(&s))
+	return s, err
+}
+
+// snapshotReads are Snapshot's statements, one per slice of s.
+func snapshotReads(s *protocol.Snapshot) []read {
+	return []read{
+		{what: "snapshot jobs", sql: sqlSnapshotJobs, row: into(&s.Jobs, scanJobRow)},
+		{what: "snapshot attempts", sql: sqlSnapshotAttempts, row: into(&s.Attempts, scanAttemptRow)},
+		{what: "snapshot buyers", sql: sqlSnapshotBuyers, row: into(&s.Buyers, scanBuyerRow)},
+		{what: "snapshot devices", sql: sqlSnapshotDevices, row: into(&s.Devices, scanDeviceRow)},
+		{what: "snapshot journal", sql: sqlSnapshotJournal, row: into(&s.Journal, scanEventRow)},
 	}
-	if s.Attempts, err = collect(ctx, q, sqlSnapshotAttempts, scanAttemptRow); err != nil {
-		return s, fmt.Errorf("snapshot attempts: %w", err)
-	}
-	if s.Buyers, err = collect(ctx, q, sqlSnapshotBuyers, scanBuyerRow); err != nil {
-		return s, fmt.Errorf("snapshot buyers: %w", err)
-	}
-	if s.Devices, err = collect(ctx, q, sqlSnapshotDevices, scanDeviceRow); err != nil {
-		return s, fmt.Errorf("snapshot devices: %w", err)
-	}
-	if s.Journal, err = collect(ctx, q, sqlSnapshotJournal, scanEventRow); err != nil {
-		return s, fmt.Errorf("snapshot journal: %w", err)
-	}
-	return s, nil
 }
 
 // collect runs query and scans every row with scan; an empty result is a

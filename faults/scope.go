@@ -1,0 +1,108 @@
+package faults
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// DefaultFullCompareEvery is K, how often (in steps) a run compares the
+// targets' whole projections when Options.FullCompareEvery is 0; between
+// those steps it compares the rows each step could have touched.
+const DefaultFullCompareEvery = 10
+
+// RowScope is the part of the projection one step could have touched, as
+// the runner asks an Auditor for it.
+type RowScope struct {
+	// Jobs are the jobs the first target (the model) changed in the step
+	// and the jobs every target's replies named.
+	Jobs []string
+	// JournalFrom is the number of journal rows the targets agreed on
+	// after the previous step.
+	JournalFrom int
+}
+
+// Auditor is a Target that checks its invariants and projects its rows in
+// one go (for a database: one round trip), and can project only a scope.
+type Auditor interface {
+	// Audit returns CheckInvariants' lines and a projection: Snapshot's
+	// when scope is nil; otherwise the jobs in scope.Jobs and every job
+	// whose rows (its own, its hold, attempts or webhooks) the target wrote
+	// since its previous scoped Audit (every job on the first), each with
+	// all its attempts, in Snapshot's order; every buyer and device; and
+	// the journal rows from scope.JournalFrom on.
+	Audit(ctx context.Context, scope *RowScope) ([]string, protocol.Snapshot, error)
+}
+
+// touched remembers the first target's projection at the previous check,
+// to tell which jobs a step changed there.
+type touched struct {
+	jobs     map[string]protocol.JobRow
+	attempts map[string]protocol.AttemptRow
+	journal  int
+}
+
+// scope is the RowScope of the step just played: the jobs whose rows (or
+// attempts) differ in now from the previous check, plus the jobs the
+// replies named; and it remembers now for the next step.
+func (t *touched) scope(now protocol.Snapshot, replies []outcome) *RowScope {
+	s := &RowScope{JournalFrom: t.journal}
+	seen := map[string]bool{}
+	add := func(id string) {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			s.Jobs = append(s.Jobs, id)
+		}
+	}
+	jobs := make(map[string]protocol.JobRow, len(now.Jobs))
+	for _, j := range now.Jobs {
+		if old, ok := t.jobs[j.ID]; !ok || !reflect.DeepEqual(old, j) {
+			add(j.ID)
+		}
+		jobs[j.ID] = j
+	}
+	attempts := make(map[string]protocol.AttemptRow, len(now.Attempts))
+	for _, a := range now.Attempts {
+		if old, ok := t.attempts[a.ID]; !ok || !reflect.DeepEqual(old, a) {
+			add(a.JobID)
+		}
+		attempts[a.ID] = a
+	}
+	for _, o := range replies {
+		for _, rep := range o.replies {
+			add(rep.JobID)
+		}
+	}
+	t.jobs, t.attempts, t.journal = jobs, attempts, len(now.Journal)
+	return s
+}
+
+// restrict is the part of the first target's projection full that a scoped
+// Audit answered with got: the jobs in the scope or in got (so a job one
+// side has and the other lacks shows), their attempts, every buyer and
+// device, and the journal from the scope's start.
+func (s *RowScope) restrict(full, got protocol.Snapshot) protocol.Snapshot {
+	in := map[string]bool{}
+	for _, id := range s.Jobs {
+		in[id] = true
+	}
+	for _, j := range got.Jobs {
+		in[j.ID] = true
+	}
+	out := protocol.Snapshot{Buyers: full.Buyers, Devices: full.Devices}
+	for _, j := range full.Jobs {
+		if in[j.ID] {
+			out.Jobs = append(out.Jobs, j)
+		}
+	}
+	for _, a := range full.Attempts {
+		if in[a.JobID] {
+			out.Attempts = append(out.Attempts, a)
+		}
+	}
+	if s.JournalFrom < len(full.Journal) {
+		out.Journal = full.Journal[s.JournalFrom:]
+	}
+	return out
+}

@@ -1,0 +1,141 @@
+package targets
+
+import (
+	"context"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
+)
+
+func jobIDs(s protocol.Snapshot) []string {
+	var out []string
+	for _, j := range s.Jobs {
+		out = append(out, j.ID)
+	}
+	return out
+}
+
+// TestScopedAuditSeesEveryWrite holds the scoped projection to its
+// promise: the jobs named, plus every job any transaction wrote since the
+// previous scoped Audit (found by xmin, not by what the harness believes
+// the step did), with all their attempts; the journal from the offset.
+func TestScopedAuditSeesEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	if testPG == nil {
+		pg, err := OpenPostgres(ctx, "", io.Discard)
+		require.NoError(t, err)
+		testPG = pg
+	}
+	w, err := NewPostgresWorkers(ctx, 1, server.VariantNone, testPG.NewDatabase)
+	require.NoError(t, err)
+	defer w.Close()
+	pg, err := w.Target(ctx, 0, 42)
+	require.NoError(t, err)
+	now := faults.Epoch
+	var jobs []string
+	for range 3 {
+		rep, err := pg.CreateJob(ctx, now, protocol.CreateJobRequest{BuyerID: faults.WorldBuyers[0].ID, Service: "synthetic.mp4",
+			Params: map[string]string{"seed": "1"}, Input: protocol.InputRef{Bytes: 4096, SHA256: strings.Repeat("ab", 32)},
+			MaxAttempts: 2, AdmissionWindow: time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, protocol.CodeCreated, rep.Code, rep.Message)
+		jobs = append(jobs, rep.JobID)
+	}
+	_, full, err := pg.Audit(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, full.Jobs, 3)
+
+	vs, first, err := pg.Audit(ctx, &faults.RowScope{})
+	require.NoError(t, err)
+	require.Empty(t, vs)
+	require.Equal(t, full, first, "the first scoped audit has no mark yet: every row counts as written")
+
+	_, quiet, err := pg.Audit(ctx, &faults.RowScope{JournalFrom: len(full.Journal)})
+	require.NoError(t, err)
+	require.Empty(t, quiet.Jobs, "nothing was written since the previous scoped audit")
+	require.Empty(t, quiet.Journal)
+	require.Equal(t, full.Buyers, quiet.Buyers, "buyers are always whole")
+	require.Equal(t, full.Devices, quiet.Devices, "devices are always whole")
+
+	// A write the harness knows nothing of (no journal row, no reply)
+	// still puts its job in the next scoped projection.
+	_, err = pg.pool.Exec(ctx, `UPDATE jobs SET max_attempts = max_attempts WHERE id = $1`, jobs[1])
+	require.NoError(t, err)
+	_, rogue, err := pg.Audit(ctx, &faults.RowScope{Jobs: []string{jobs[2], "not-a-uuid"}})
+	require.NoError(t, err)
+	want := []string{jobs[1], jobs[2]}
+	got := jobIDs(rogue)
+	require.ElementsMatch(t, want, got)
+	// So does a write to a job's hold alone.
+	_, err = pg.pool.Exec(ctx, `UPDATE holds SET amount_cents = amount_cents WHERE job_id = $1`, jobs[0])
+	require.NoError(t, err)
+	_, hold, err := pg.Audit(ctx, &faults.RowScope{JournalFrom: 1})
+	require.NoError(t, err)
+	require.Equal(t, []string{jobs[0]}, jobIDs(hold))
+	require.True(t, reflect.DeepEqual(full.Journal[1:], hold.Journal), "the journal from the offset on")
+}
+
+// TestCampaignSameForAnyWorkerCount runs one campaign (a broken server, so
+// failures and their shrink are in the result too) with one worker and
+// with three, each worker on its own template-cloned database: the merged
+// results are identical.
+func TestCampaignSameForAnyWorkerCount(t *testing.T) {
+	run := func(workers int) faults.CampaignResult {
+		c, done := setup(t, server.VariantCancelQueuedNoop, workers)
+		defer done()
+		c.Seeds, c.Steps, c.ShrinkBudget = seeds(300, 9), 50, 20
+		res, err := c.Run(context.Background())
+		require.NoError(t, err)
+		return res
+	}
+	one, three := run(1), run(3)
+	require.NotEmpty(t, one.Failures, "the broken server was never caught: the comparison has nothing to show")
+	require.Equal(t, one, three)
+}
+
+// TestScopedCompareFindsWhatWholeCompareFinds runs every broken service
+// layer with the whole projection compared after every step (K=1) and with
+// the default schedule (touched rows every step, the whole every K): the
+// same seeds fail, at the same step, with the same text.
+func TestScopedCompareFindsWhatWholeCompareFinds(t *testing.T) {
+	variants := ServerVariants()
+	if len(variants) == 0 {
+		t.Skip("no broken variants in this build (-tags mutations)")
+	}
+	type found struct {
+		seed   uint64
+		step   int
+		detail string
+	}
+	run := func(mut server.Variant, every int) []found {
+		c, done := setup(t, mut, 2)
+		defer done()
+		c.Seeds, c.Steps, c.ShrinkBudget = seeds(500, 6), 60, 1
+		c.Options.FullCompareEvery = every
+		res, err := c.Run(context.Background())
+		require.NoError(t, err)
+		var out []found
+		for _, f := range res.Failures {
+			out = append(out, found{f.Seed, f.Result.Failure.Step, f.Result.Failure.Detail})
+		}
+		return out
+	}
+	caught := 0
+	for _, mut := range variants {
+		whole := run(mut, 1)
+		require.Equal(t, whole, run(mut, 0), "variant %s", mut)
+		if len(whole) > 0 {
+			caught++
+		}
+	}
+	require.Positive(t, caught, "no variant failed: the comparison was never exercised")
+	t.Logf("%d of %d variants caught in 6 seeds x 60 steps, identically", caught, len(variants))
+}
