@@ -34,11 +34,10 @@ type FloorResult struct {
 	Error      string  `json:"error,omitempty"`
 }
 
-// floorClients is the replay's concurrency: the peak's attempts in flight
-// (agents x slots), within what the cluster's 200 connections leave.
-func floorClients(cfg Config) int { return min(cfg.Agents*cfg.Slots, maxFloorClients) }
-
-const maxFloorClients = 150
+// floorClients is the replay's concurrency: the peak's, which is its
+// attempts in flight (agents x slots) but at most the server's pool
+// (store.DefaultPoolMaxConns), the connections its statements share.
+func floorClients(cfg Config) int { return min(cfg.Agents*cfg.Slots, store.DefaultPoolMaxConns) }
 
 // runFloor replays server/testdata/job.pgbench on a fresh seeded clone of
 // the template at the peak's concurrency, reads the replay's own statement
@@ -128,9 +127,14 @@ func select1TPS(ctx context.Context, db benchdb.DB, bin, url string, clients, se
 
 // seedFloor gives the replay a queue that cannot run dry (each job it
 // creates joins the queue, each it leases leaves it), one device per
-// client, the seeded buyers' API keys (the SHA-256 of the buyer id's text,
-// as the script computes it) and money for every create the run can make,
-// added to the buyers' initial amounts so that invariant 7 holds.
+// client, and per client a buyer of its own for its creates
+// (Buyer(floorBuyerBase + c)), apart from the queue's, as the stack's
+// creates are apart from its commits: a create holds its buyer's row lock
+// over several statements, and a commit of that buyer's job waiting on it
+// would be a contention the stack does not have. Every buyer gets an API
+// key (the SHA-256 of its id's text, as the script computes it) and money
+// for every create the run can make, added to its initial amount so that
+// invariant 7 holds.
 func seedFloor(ctx context.Context, pool *pgxpool.Pool, clients int) error {
 	q := benchdb.Queued{Jobs: benchdb.PgbenchJobs, Buyers: benchdb.SeedBuyers, Service: benchService, PriceCents: 10,
 		Created: benchdb.SeedCreated, Deadline: benchdb.SeedDeadline}
@@ -139,6 +143,11 @@ func seedFloor(ctx context.Context, pool *pgxpool.Pool, clients int) error {
 	}
 	if err := benchdb.SeedDevices(ctx, pool, clients, 1, benchService, 1); err != nil {
 		return fmt.Errorf("seed devices: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO buyers (id, name, balance_cents, captured_cents, initial_cents)
+		SELECT ('00000000-0000-4000-8000-' || lpad(to_hex($1::bigint + c), 12, '0'))::uuid, 'replay', 0, 0, 0
+		FROM generate_series(0, $2::int - 1) c`, benchdb.SeedBuyerBase+floorBuyerBase, clients); err != nil {
+		return fmt.Errorf("seed the replay's buyers: %w", err)
 	}
 	for _, s := range []string{
 		`UPDATE buyers SET balance_cents = balance_cents + 1000000000, initial_cents = initial_cents + 1000000000`,
@@ -154,6 +163,10 @@ func seedFloor(ctx context.Context, pool *pgxpool.Pool, clients int) error {
 	}
 	return nil
 }
+
+// floorBuyerBase is the first replay buyer's number (job.pgbench's
+// "\\set buyer"), past the queue's benchdb.SeedBuyers.
+const floorBuyerBase = 1000
 
 // withClone runs f on a fresh clone of the migrated template, dropped
 // after.
