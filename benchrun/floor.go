@@ -31,7 +31,44 @@ type FloorResult struct {
 	// Select1TPS is the round-trip limit: SELECT 1 transactions per
 	// second at the same concurrency.
 	Select1TPS float64 `json:"select1_tps"`
-	Error      string  `json:"error,omitempty"`
+	// Writes is the replay's row writes per job by table, from
+	// pg_stat_user_tables (flushed as its connections exit): Postgres's
+	// own counts, which unlike the rates do not move with the machine's
+	// load. An update that is not HOT writes an entry into each index.
+	Writes map[string]TableWrites `json:"writes_per_job,omitempty"`
+	Error  string                 `json:"error,omitempty"`
+}
+
+// TableWrites is one table's row writes per job.
+type TableWrites struct {
+	Inserts float64 `json:"inserts"`
+	Updates float64 `json:"updates"`
+	HOT     float64 `json:"hot_updates"`
+	// Indexes is how many indexes the table has: a row insert or an
+	// update that is not HOT writes into each (a partial one only when the
+	// row is in it).
+	Indexes int `json:"indexes"`
+}
+
+// writeCounts reads the write counters of the tables a job writes.
+func writeCounts(ctx context.Context, pool *pgxpool.Pool) (map[string][3]int64, map[string]int, error) {
+	rows, err := pool.Query(ctx, `SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd,
+		(SELECT count(*) FROM pg_index i WHERE i.indrelid = s.relid)
+		FROM pg_stat_user_tables s WHERE relname IN ('jobs', 'job_attempts', 'devices', 'buyers', 'holds', 'job_events', 'webhook_outbox')`)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, idx := map[string][3]int64{}, map[string]int{}
+	for rows.Next() {
+		var name string
+		var c [3]int64
+		var n int
+		if err := rows.Scan(&name, &c[0], &c[1], &c[2], &n); err != nil {
+			return nil, nil, err
+		}
+		out[name], idx[name] = c, n
+	}
+	return out, idx, rows.Err()
 }
 
 // floorClients is the replay's concurrency: the peak's, which is its
@@ -76,6 +113,10 @@ func (r *FloorResult) replay(ctx context.Context, pg *pgprovider.Provider, cfg C
 	if err != nil {
 		return err
 	}
+	w0, _, err := writeCounts(ctx, pool)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(cfg.Log, "bench: floor: pgbench -M prepared -c %d -T %d %s\n", r.Clients, r.Seconds, script)
 	m := startCPU(ctx, pool, 0)
 	p := benchdb.Pgbench{Bin: bin, Script: script, URL: url, Clients: r.Clients, Seconds: r.Seconds, Slots: 1,
@@ -93,6 +134,16 @@ func (r *FloorResult) replay(ctx context.Context, pg *pgprovider.Provider, cfg C
 		return err
 	}
 	r.ReplayMix = mix(before, after, int(run.Transactions))
+	w1, idx, err := writeCounts(ctx, pool)
+	if err != nil {
+		return err
+	}
+	r.Writes = map[string]TableWrites{}
+	n := float64(max(run.Transactions, 1))
+	for t, c := range w1 {
+		d := [3]int64{c[0] - w0[t][0], c[1] - w0[t][1], c[2] - w0[t][2]}
+		r.Writes[t] = TableWrites{Inserts: float64(d[0]) / n, Updates: float64(d[1]) / n, HOT: float64(d[2]) / n, Indexes: idx[t]}
+	}
 	if v, err := store.CheckInvariants(ctx, pool); err != nil {
 		return err
 	} else if len(v) > 0 {

@@ -113,6 +113,9 @@ func (r *Result) PrintTable(w io.Writer) error {
 	if err := printMix(w, "replay (job.pgbench)", r.Floor.ReplayMix); err != nil {
 		return err
 	}
+	if err := printWrites(w, r.Floor); err != nil {
+		return err
+	}
 	if sp := r.Split; sp != nil {
 		if err := printDB(w, "two-process: ", sp.DB); err != nil {
 			return err
@@ -442,4 +445,21 @@ func campaignFigure(what string, c CampaignRate, goal float64) (name, value, goa
 		met += " (" + c.Error + ")"
 	}
 	return name, value, goalS, met
+}
+
+// printWrites writes the replay's row writes per job by table.
+func printWrites(w io.Writer, f FloorResult) error {
+	if len(f.Writes) == 0 {
+		return nil
+	}
+	t := tablewriter.NewWriter(w)
+	t.Header("replay's row writes per job (pg_stat_user_tables)", "inserts", "updates", "of them HOT", "not HOT", "indexes")
+	for _, name := range slices.Sorted(maps.Keys(f.Writes)) {
+		c := f.Writes[name]
+		if err := t.Append(name, fmt.Sprintf("%.2f", c.Inserts), fmt.Sprintf("%.2f", c.Updates), fmt.Sprintf("%.2f", c.HOT),
+			fmt.Sprintf("%.2f", c.Updates-c.HOT), c.Indexes); err != nil {
+			return err
+		}
+	}
+	return t.Render()
 }
