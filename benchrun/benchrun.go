@@ -52,6 +52,9 @@ type Config struct {
 	// PgbenchScript is server/testdata/lease.pgbench; "" looks for it from
 	// the working directory upwards.
 	PgbenchScript string
+	// FloorScript is server/testdata/job.pgbench, the replay of a job's
+	// statement mix; "" looks for it as PgbenchScript's.
+	FloorScript string
 	// ModelSeconds and DiffSeconds bound the two campaigns.
 	ModelSeconds, DiffSeconds float64
 	// TwoProcess also runs the stack phases with the control plane in a
@@ -73,6 +76,9 @@ type Config struct {
 	skipMemory bool
 	// serverPID is the two-process server, whose CPU the peak also reads.
 	serverPID int
+	// stmts reads the stack database's statements around the peak phase
+	// (nil: no statement mix).
+	stmts *stmtReader
 }
 
 // Defaults is what `rendermac bench` runs without flags.
@@ -122,6 +128,14 @@ const (
 	GoalIdleSessionBytes = 32 << 10
 	GoalIdleSessions     = 10000
 	GoalModelStepsPerSec = 200_000
+	// GoalRatioVsFloor is the full stack's jobs/s over the replay of its
+	// own statement mix (issue 32); GoalPostgresMSPerJob Postgres's CPU
+	// per job at peak.
+	GoalRatioVsFloor     = 0.8
+	GoalPostgresMSPerJob = 3.0
+	// GoalDiffStepsPerSec and GoalThreeWayStepsPerSec are the campaigns'.
+	GoalDiffStepsPerSec     = 2000
+	GoalThreeWayStepsPerSec = 800
 	// GoalTxPerJob and GoalOutsidePerJob bound a job's happy-path database
 	// work: transactions, and statements outside any transaction.
 	GoalTxPerJob      = 3
@@ -146,11 +160,20 @@ type Result struct {
 	Progress ProgressResult `json:"progress"`
 	Memory   MemoryResult   `json:"memory"`
 	DB       DBResult       `json:"db_peak"`
+	// Mix is the peak phase's statements per job (pg_stat_statements),
+	// from the first POST /v1/jobs to the last commit_ok.
+	Mix StatementMix `json:"statement_mix"`
+	// Floor is that mix replayed by pgbench at the peak's concurrency,
+	// and the round-trip limit beside it.
+	Floor FloorResult `json:"floor"`
 	// Pgbench is the run just before the one-process stack, the reference
 	// of its ratios (the two-process stack has its own, SplitResult.Pgbench).
 	Pgbench PgbenchResult `json:"pgbench"`
 	Model   CampaignRate  `json:"model"`
 	Diff    CampaignRate  `json:"differential"`
+	// ThreeWay is model, Postgres layer and full stack compared (fuzz
+	// --target stack).
+	ThreeWay CampaignRate `json:"three_way"`
 
 	// Ops are client-side timings of each operation over all phases.
 	Ops []OpStats `json:"ops"`
@@ -192,8 +215,16 @@ type PeakResult struct {
 	CommitsPerSec float64 `json:"commits_per_s"`
 	WindowS       float64 `json:"window_s"`
 	Rejected      int     `json:"commit_rejected"`
-	// CPU is the phase's CPU time per committed job (nil: not measured).
+	// CPU is the phase's CPU time per committed job (nil: not measured),
+	// from the agents' connecting to the last commit: lease to commit.
 	CPU *PeakCPU `json:"cpu,omitempty"`
+	// WholeCPU is the same from the first POST /v1/jobs: with each job's
+	// create (and the ANALYZE after the submissions), as the replay of the
+	// statement mix has it.
+	WholeCPU *PeakCPU `json:"cpu_with_create,omitempty"`
+	// JobsPerSec is whole jobs: Jobs over the submission's wall time plus
+	// the commit window, the rate the replay's jobs/s compares with.
+	JobsPerSec float64 `json:"jobs_per_s"`
 }
 
 // LatencyResult is the half-peak phase; latency is commit_ok receive time
@@ -280,6 +311,13 @@ type CampaignRate struct {
 	Failures   int     `json:"failures"`
 	Workers    int     `json:"workers"`
 	StepsPerSq int     `json:"steps_per_sequence"`
+	// StatementsPerStep is the campaign's statements on every database
+	// (pg_stat_statements; BEGIN/COMMIT aside, see StatementMix) per step:
+	// its round trips, or more when some are pipelined together.
+	StatementsPerStep float64 `json:"statements_per_step,omitempty"`
+	// Select1TPS is pgbench SELECT 1 at Workers clients, run just after:
+	// the round-trip limit of this concurrency.
+	Select1TPS float64 `json:"select1_tps,omitempty"`
 	Error      string  `json:"error,omitempty"`
 }
 
@@ -315,7 +353,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	t0 := time.Now()
-	pg, err := pgprovider.Open(ctx, pgprovider.Options{IgnoreEnv: true, DisableDocker: true})
+	pg, err := pgprovider.Open(ctx, pgprovider.Options{IgnoreEnv: true, DisableDocker: true, Settings: PgSettings})
 	if err != nil {
 		return nil, err
 	}
@@ -328,6 +366,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.stmts, err = newStmtReader(ctx, pg.AdminURL(), dbURL); err != nil {
+		res.Mix.Error = err.Error()
+	}
 	phase("postgres", t0)
 
 	// Each stack's reference runs just before it: this machine's speed
@@ -339,6 +380,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := runStack(ctx, cfg, dbURL, res, phase); err != nil {
 		return res, err
 	}
+	t0 = time.Now()
+	res.Floor = runFloor(ctx, pg, cfg)
+	phase("floor", t0)
 	if cfg.TwoProcess {
 		t0 = time.Now()
 		pb := runPgbench(ctx, pg, cfg)
@@ -360,8 +404,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	phase("model", t0)
 
 	t0 = time.Now()
-	res.Diff = diffRate(ctx, pg, cfg.DiffSeconds)
+	res.Diff = measured(ctx, pg, cfg, func() CampaignRate { return diffRate(ctx, pg, cfg.DiffSeconds) })
 	phase("differential", t0)
+
+	t0 = time.Now()
+	res.ThreeWay = measured(ctx, pg, cfg, func() CampaignRate { return threeWayRate(ctx, pg, cfg.DiffSeconds) })
+	phase("three-way", t0)
 
 	res.WallS = time.Since(began).Seconds()
 	return res, nil

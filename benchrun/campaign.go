@@ -5,15 +5,22 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/rendermac/rendermac/faults"
 	"github.com/rendermac/rendermac/faults/targets"
+	"github.com/rendermac/rendermac/internal/benchdb"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/sim"
 )
 
-// campaignSteps is events per sequence, the campaigns' default (fuzz --steps).
-const campaignSteps = 200
+// campaignSteps is events per sequence, the campaigns' default (fuzz
+// --steps); the three-way campaign's is qualify's, threeWaySteps.
+const (
+	campaignSteps = 200
+	threeWaySteps = 60
+)
 
 // timeBoxed runs campaigns of one batch of seeds each until seconds have
 // passed, and returns the totals. Whole sequences only: the rate is over
@@ -68,4 +75,70 @@ func diffRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) Cam
 	c := faults.Campaign{Factory: w.Factory(""), Options: faults.Options{Outputs: targets.SyntheticOutput, CompareState: true},
 		Gen: faults.DefaultGenConfig, Steps: campaignSteps, Workers: workers}
 	return timeBoxed(ctx, c, workers, seconds)
+}
+
+// threeWayRate is model, Postgres layer and full stack step by step,
+// states compared (fuzz --target stack), one database and one stack per
+// worker on the bench cluster.
+func threeWayRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) CampaignRate {
+	workers := runtime.NumCPU()
+	newDB := func(ctx context.Context) (string, error) { return pg.NewDatabase(ctx, targets.TemplateName) }
+	w, err := targets.NewPostgresWorkers(ctx, workers, server.VariantNone, newDB)
+	if err != nil {
+		return CampaignRate{Error: err.Error()}
+	}
+	defer w.Close()
+	st, err := targets.NewStackWorkers(ctx, workers, server.VariantNone, newDB)
+	if err != nil {
+		return CampaignRate{Error: err.Error()}
+	}
+	defer st.Close()
+	c := faults.Campaign{Factory: targets.ThreeWayFactory(w, st), Options: faults.Options{Outputs: targets.SyntheticOutput, CompareState: true},
+		Gen: faults.DefaultGenConfig, Steps: threeWaySteps, Workers: workers}
+	return timeBoxed(ctx, c, workers, seconds)
+}
+
+// measured runs a campaign against the bench cluster and adds its
+// statements per step (every database's, read around it) and the
+// round-trip limit at its concurrency (pgbench SELECT 1 just after).
+func measured(ctx context.Context, pg *pgprovider.Provider, cfg Config, run func() CampaignRate) CampaignRate {
+	stmts, err := newStmtReader(ctx, pg.AdminURL(), "")
+	var before stmtCounts
+	if err == nil {
+		before, err = stmts.snapshot(ctx)
+	}
+	r := run()
+	if r.Error != "" {
+		return r
+	}
+	var after stmtCounts
+	if err == nil {
+		after, err = stmts.snapshot(ctx)
+	}
+	if err == nil {
+		r.StatementsPerStep = mix(before, after, r.Steps).PerJob
+		err = campaignSelect1(ctx, pg, cfg, &r)
+	}
+	if err != nil {
+		r.Error = "rate measured; its limit not: " + err.Error()
+	}
+	return r
+}
+
+// campaignSelect1Seconds bounds the campaigns' SELECT 1 runs: a rate of
+// some ten thousand per second settles within a second or two, and make
+// bench runs two of them.
+const campaignSelect1Seconds = 3
+
+// campaignSelect1 runs pgbench SELECT 1 at the campaign's concurrency on a
+// fresh clone of the template.
+func campaignSelect1(ctx context.Context, pg *pgprovider.Provider, cfg Config, r *CampaignRate) error {
+	bin, err := benchdb.FindPgbench()
+	if err != nil {
+		return err
+	}
+	return withClone(ctx, pg, func(url string, pool *pgxpool.Pool) error {
+		r.Select1TPS, err = select1TPS(ctx, pool, bin, url, r.Workers, min(cfg.PgbenchSeconds, campaignSelect1Seconds))
+		return err
+	})
 }

@@ -17,6 +17,8 @@ import (
 func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	m := d.cfg.Jobs
 	fmt.Fprintf(d.cfg.Log, "bench: peak: submitting %d jobs through POST /v1/jobs\n", m)
+	stmts0, stmtErr := d.snapshotStatements(ctx)
+	whole := startCPU(ctx, d.pool, d.cfg.serverPID)
 	t0 := time.Now()
 	if err := loadgen.Parallel(submitters, m, func(i int) error {
 		_, _, err := d.submit(ctx, "peak-"+strconv.Itoa(i))
@@ -25,7 +27,8 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 		return err
 	}
 	res.Peak.Jobs = m
-	res.Peak.SubmitPerSec = float64(m) / time.Since(t0).Seconds()
+	submitS := time.Since(t0).Seconds()
+	res.Peak.SubmitPerSec = float64(m) / submitS
 	// The queue is measured as autovacuum keeps it, with statistics, just
 	// as pgbench's seeded database is ANALYZEd: a never-analyzed jobs table
 	// looks empty to the planner, whose lease pick then sorts the whole
@@ -45,7 +48,9 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 		return err
 	}
 	res.Peak.CPU = cpu.per(m)
+	res.Peak.WholeCPU = whole.per(m)
 	d.peak.Store(false)
+	d.peakStatements(ctx, res, stmts0, stmtErr)
 	d.peakDB(ctx, res, db0, dbErr)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -55,8 +60,35 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	res.Peak.LeasesPerSec = float64(d.offers-1) / leaseWin
 	res.Peak.CommitsPerSec = float64(m) / commitWin
 	res.Peak.WindowS = commitWin
+	res.Peak.JobsPerSec = float64(m) / (submitS + commitWin)
 	res.Peak.Rejected = int(d.rejected.Load())
 	return nil
+}
+
+// snapshotStatements reads the stack database's statement counts, when
+// there is a reader.
+func (d *driver) snapshotStatements(ctx context.Context) (stmtCounts, error) {
+	if d.cfg.stmts == nil {
+		return nil, errors.New("no pg_stat_statements")
+	}
+	return d.cfg.stmts.snapshot(ctx)
+}
+
+// peakStatements records the statement mix since before (read before the
+// first submission) into res.Mix, per peak job.
+func (d *driver) peakStatements(ctx context.Context, res *Result, before stmtCounts, err error) {
+	if res.Mix.Error != "" {
+		return // the reader's own error, from Run
+	}
+	var after stmtCounts
+	if err == nil {
+		after, err = d.snapshotStatements(ctx)
+	}
+	if err != nil {
+		res.Mix.Error = err.Error()
+		return
+	}
+	res.Mix = mix(before, after, res.Peak.Jobs)
 }
 
 // peakDB records the server's database work since before (scraped before

@@ -28,6 +28,7 @@ func (r *Result) Figures() []Figure {
 	add := func(name, value, goal, met string) { out = append(out, Figure{name, value, goal, met}) }
 	ref := pgbenchRef(add, "", r.Pgbench)
 	r.stackFigures(add, "", r.Peak, r.Latency, r.Progress, r.DB, ref)
+	r.floorFigures(add)
 	if sp := r.Split; sp != nil {
 		if sp.Pgbench != nil { // else (--client-only) the same reference as above
 			ref = pgbenchRef(add, "two-process: ", *sp.Pgbench)
@@ -74,14 +75,8 @@ func (r *Result) Figures() []Figure {
 	add(fmt.Sprintf("model steps/s (%d workers, invariants every step)", r.Model.Workers),
 		fmt.Sprintf("%.0f (%d seqs in %.1f s, %d failures)", r.Model.StepsPerS, r.Model.Seeds, r.Model.Seconds, r.Model.Failures),
 		fmt.Sprintf(">= %d", GoalModelStepsPerSec), met)
-	met = ""
-	if r.Diff.Error != "" {
-		met = "error: " + r.Diff.Error
-	} else if r.Diff.Failures > 0 {
-		met = fmt.Sprintf("%d FAILING sequences", r.Diff.Failures)
-	}
-	add(fmt.Sprintf("differential sequences/s (model vs Postgres, %d workers)", r.Diff.Workers),
-		fmt.Sprintf("%.2f (%d x %d steps in %.1f s = %.0f steps/s)", r.Diff.SeqsPerS, r.Diff.Seeds, r.Diff.StepsPerSq, r.Diff.Seconds, r.Diff.StepsPerS), "", met)
+	add(campaignFigure("model vs Postgres", r.Diff, GoalDiffStepsPerSec))
+	add(campaignFigure("three-way (model, Postgres, full stack)", r.ThreeWay, GoalThreeWayStepsPerSec))
 	add("SPEC section 4 invariant violations after the load", fmt.Sprint(r.InvariantViolations), "0", map[bool]string{true: "yes", false: "NO"}[r.InvariantViolations == 0])
 	add("slowest transaction", fmt.Sprintf("%s: p99 %.1f ms", r.Slowest.Name, r.Slowest.P99ms), "", "")
 	return out
@@ -110,6 +105,15 @@ func (r *Result) PrintTable(w io.Writer) error {
 		return err
 	}
 	if err := printDB(w, "", r.DB); err != nil {
+		return err
+	}
+	if err := printMix(w, "stack (peak phase)", r.Mix); err != nil {
+		return err
+	}
+	if err := printMix(w, "replay (job.pgbench)", r.Floor.ReplayMix); err != nil {
+		return err
+	}
+	if err := printWrites(w, r.Floor); err != nil {
 		return err
 	}
 	if sp := r.Split; sp != nil {
@@ -333,4 +337,129 @@ func printDB(w io.Writer, prefix string, db DBResult) error {
 		"no_job (leases in flight as the queue ran dry; later ones are skipped by the gateway); counted by the server's "+
 		"pool tracer (rendermac_db_* on /metrics)\n", db.Jobs, db.Offers, db.NoJobLeases())
 	return nil
+}
+
+// printMix writes a statement mix, one row per statement.
+func printMix(w io.Writer, what string, m StatementMix) error {
+	if m.Error != "" || m.Jobs == 0 {
+		fmt.Fprintf(w, "statement mix of the %s: not measured (%s)\n", what, m.Error)
+		return nil
+	}
+	t := tablewriter.NewWriter(w)
+	t.Header(fmt.Sprintf("statements per job of the %s, pg_stat_statements over %d jobs", what, m.Jobs),
+		"calls/job", "rows/job", "mean ms")
+	for _, s := range m.Statements {
+		if err := t.Append(clip(s.Query, mixQueryChars), fmt.Sprintf("%.2f", s.CallsPerJob),
+			fmt.Sprintf("%.2f", s.RowsPerJob), fmt.Sprintf("%.3f", s.MeanMS)); err != nil {
+			return err
+		}
+	}
+	if err := t.Append(fmt.Sprintf("= all statements, those under %.2f per job too, BEGIN/COMMIT/ROLLBACK aside (%.2f of them counted)",
+		minCallsPerJob, m.TxControlPerJob), fmt.Sprintf("%.2f", m.PerJob),
+		fmt.Sprintf("%.2f", m.RowsPerJob), fmt.Sprintf("%.3f ms/job", m.ExecMSPerJob)); err != nil {
+		return err
+	}
+	return t.Render()
+}
+
+// mixQueryChars is how much of a statement's text the mix table shows
+// (the JSON has all of it).
+const mixQueryChars = 110
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// floorFigures are the stack against the replay of its own statement mix
+// and against the round-trip limit, all at the peak's concurrency.
+func (r *Result) floorFigures(add func(name, value, goal, met string)) {
+	f := r.Floor
+	name := fmt.Sprintf("Postgres floor: the peak's statement mix replayed (job.pgbench, -M prepared, %d clients)", f.Clients)
+	if f.Error != "" || f.JobsPerS <= 0 {
+		add(name, "not measured", "", "n/a: "+f.Error)
+		return
+	}
+	v := fmt.Sprintf("%.0f jobs/s; %.2f statements per job (the stack's %.2f)", f.JobsPerS, f.ReplayMix.PerJob, r.Mix.PerJob)
+	if c := f.CPU; c != nil && c.Error == "" {
+		v += fmt.Sprintf("; CPU per job: Postgres %.2f + pgbench %.2f ms (%.2f cores busy)", c.PostgresMS, c.PgbenchMS, c.Busy)
+	}
+	add(name, v, "", "")
+	want := GoalRatioVsFloor * f.JobsPerS
+	met := "yes"
+	if r.Peak.JobsPerSec < want {
+		met = fmt.Sprintf("NO: %.0f jobs/s short", want-r.Peak.JobsPerSec)
+	}
+	add("full stack whole jobs/s at peak (jobs / (submission + commit windows)) against the floor",
+		fmt.Sprintf("%.0f (%.2f x floor; commits/s alone %.0f, %.2f x)", r.Peak.JobsPerSec, r.Peak.JobsPerSec/f.JobsPerS,
+			r.Peak.CommitsPerSec, r.Peak.CommitsPerSec/f.JobsPerS),
+		fmt.Sprintf(">= %.1f x floor = %.0f/s", GoalRatioVsFloor, want), met)
+	if c := r.Peak.CPU; c != nil && c.Error == "" {
+		met = "yes"
+		if c.PostgresMS > GoalPostgresMSPerJob {
+			met = fmt.Sprintf("NO: %.2f ms over", c.PostgresMS-GoalPostgresMSPerJob)
+		}
+		floor := "n/a"
+		if fc := f.CPU; fc != nil && fc.Error == "" {
+			floor = fmt.Sprintf("%.2f", fc.PostgresMS)
+		}
+		whole := "n/a"
+		if w := r.Peak.WholeCPU; w != nil && w.Error == "" {
+			whole = fmt.Sprintf("%.2f", w.PostgresMS)
+		}
+		add("Postgres CPU per job at peak, lease to commit (with the create; the replay's, with the create)",
+			fmt.Sprintf("%.2f ms (%s; %s)", c.PostgresMS, whole, floor), fmt.Sprintf("<= %.1f ms", GoalPostgresMSPerJob), met)
+	}
+	rt := float64(r.DB.HappyPath().RoundTrips) / float64(max(r.DB.Jobs, 1))
+	add(fmt.Sprintf("round-trip limit: pgbench SELECT 1 at %d clients", f.Clients),
+		fmt.Sprintf("%.0f tps; / %.2f statements per job = %.0f jobs/s if each were a round trip (the happy path's "+
+			"round trips per job, pool tracer: %.2f)", f.Select1TPS, r.Mix.PerJob, f.Select1TPS/max(r.Mix.PerJob, 1), rt), "", "")
+}
+
+// campaignFigure is a differential campaign's rate beside the round-trip
+// limit at its concurrency.
+func campaignFigure(what string, c CampaignRate, goal float64) (name, value, goalS, met string) {
+	name = fmt.Sprintf("%s steps/s (%d workers, %d steps per sequence)", what, c.Workers, c.StepsPerSq)
+	goalS = fmt.Sprintf(">= %.0f", goal)
+	value = fmt.Sprintf("%.0f (%d seqs in %.1f s, %d failures)", c.StepsPerS, c.Seeds, c.Seconds, c.Failures)
+	if c.StatementsPerStep > 0 {
+		value += fmt.Sprintf("; %.2f statements per step", c.StatementsPerStep)
+	}
+	if c.Select1TPS > 0 {
+		value += fmt.Sprintf("; SELECT 1 at %d clients %.0f tps = %.0f steps/s at that many statements", c.Workers,
+			c.Select1TPS, c.Select1TPS/max(c.StatementsPerStep, 1))
+	}
+	switch {
+	case c.Failures > 0:
+		met = fmt.Sprintf("%d FAILING sequences", c.Failures)
+	case c.Error != "" && c.Steps == 0:
+		return name, "not measured", goalS, "error: " + c.Error
+	case c.StepsPerS < goal:
+		met = fmt.Sprintf("NO: %.0f steps/s short", goal-c.StepsPerS)
+	default:
+		met = "yes"
+	}
+	if c.Error != "" {
+		met += " (" + c.Error + ")"
+	}
+	return name, value, goalS, met
+}
+
+// printWrites writes the replay's row writes per job by table.
+func printWrites(w io.Writer, f FloorResult) error {
+	if len(f.Writes) == 0 {
+		return nil
+	}
+	t := tablewriter.NewWriter(w)
+	t.Header("replay's row writes per job (pg_stat_user_tables)", "inserts", "updates", "of them HOT", "not HOT", "indexes")
+	for _, name := range slices.Sorted(maps.Keys(f.Writes)) {
+		c := f.Writes[name]
+		if err := t.Append(name, fmt.Sprintf("%.2f", c.Inserts), fmt.Sprintf("%.2f", c.Updates), fmt.Sprintf("%.2f", c.HOT),
+			fmt.Sprintf("%.2f", c.Updates-c.HOT), c.Indexes); err != nil {
+			return err
+		}
+	}
+	return t.Render()
 }

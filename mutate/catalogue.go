@@ -62,8 +62,11 @@ var Catalogue = []Mutant{
 		Old: "FROM buyers WHERE id = $1 FOR UPDATE", New: "FROM buyers WHERE id = $1",
 		What: "concurrent creates of one buyer race the balance and the idempotency lookup"},
 	// Schema.
-	{ID: "no-one-live-index", Kind: "migration", File: "server/store/migrations/00001_init.sql",
-		Old: "CREATE UNIQUE INDEX job_attempts_one_live_idx", New: "CREATE INDEX job_attempts_one_live_idx",
+	// 00007 redefines the index (on ended_at IS NULL, for HOT updates);
+	// the definition in force is the one to mutate.
+	{ID: "no-one-live-index", Kind: "migration", File: "server/store/migrations/00007_hot_attempts.sql",
+		Old:  "CREATE UNIQUE INDEX job_attempts_one_live_idx ON job_attempts (job_id) WHERE ended_at IS NULL",
+		New:  "CREATE INDEX job_attempts_one_live_idx ON job_attempts (job_id) WHERE ended_at IS NULL",
 		What: "the partial unique index that allows one live attempt per job is an ordinary index"},
 	// Tenancy.
 	{ID: "api-get-any-buyer", Kind: "tenancy", File: "server/api/views.go",

@@ -62,7 +62,7 @@ const (
 	// Locked after the job, as everywhere.
 	sqlLockLiveAttempt = `
 SELECT id::text, device_id::text FROM job_attempts
-WHERE job_id = $1 AND status IN ` + store.SQLLiveStatuses + `
+WHERE job_id = $1 AND ` + store.SQLUnended + ` AND status IN ` + store.SQLLiveStatuses + `
 FOR UPDATE`
 )
 

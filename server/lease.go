@@ -18,7 +18,7 @@ const (
 
 	sqlCountLive = `
 SELECT count(*) FROM job_attempts
-WHERE device_id = $1 AND status IN ` + store.SQLLiveStatuses
+WHERE device_id = $1 AND status IN ` + store.SQLLiveStatuses + ` AND ` + store.SQLUnended
 
 	// The matcher: the oldest eligible queued job, skipping jobs other
 	// transactions hold, so concurrent leases never wait on each other.

@@ -13,18 +13,21 @@ import (
 	"github.com/rendermac/rendermac/server/store"
 )
 
-// The sweeper's scans. They only pick candidates; each candidate is then
+// The sweeper's scans. The attempts' read the live ones through
+// job_attempts_live_device_idx (store.SQLUnended; there is no index on
+// lease_expires_at, which every renewal would have to update). They only
+// pick candidates; each candidate is then
 // decided in its own short transaction that locks job then attempt and
 // re-checks the condition, so a concurrent commit or fail wins cleanly.
 const (
 	sqlExpiredLeases = `
 SELECT a.job_id::text, a.id::text FROM job_attempts a JOIN jobs j ON j.id = a.job_id
-WHERE a.status IN ` + store.SQLLeasePhases + ` AND a.lease_expires_at <= $1
+WHERE a.` + store.SQLUnended + ` AND a.status IN ` + store.SQLLeasePhases + ` AND a.lease_expires_at <= $1
 ORDER BY j.created_at, j.id`
 
 	sqlAbandonedCommits = `
 SELECT a.job_id::text, a.id::text FROM job_attempts a JOIN jobs j ON j.id = a.job_id
-WHERE a.status = 'committing' AND a.lease_expires_at <= $1
+WHERE a.` + store.SQLUnended + ` AND a.status = 'committing' AND a.lease_expires_at <= $1
 ORDER BY j.created_at, j.id`
 
 	sqlExpiredAdmissions = `

@@ -13,7 +13,9 @@ import (
 
 // runBench is `rendermac bench`: the whole stack (embedded Postgres, control
 // plane, buyers over HTTP, agents over WebSockets) under load, beside
-// pgbench on the same cluster, with the issue's goals checked.
+// pgbench on the same cluster, with the issue's goals checked: beside the
+// lease transaction, the replay of the stack's own statement mix (the
+// Postgres floor) and pgbench SELECT 1 (the round-trip limit).
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	d := benchrun.Defaults
 	set := newFlagSet("bench", "[--agents N] [--slots S] [--jobs M] [--duration D] [--two-process] [--json FILE] [--cpuprofile FILE]\n"+
@@ -32,6 +34,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pgClients := set.Int("pgbench-clients", d.PgbenchClients, "pgbench clients (-c and -j)")
 	pgSeconds := set.Int("pgbench-seconds", d.PgbenchSeconds, "pgbench -T")
 	script := set.String("pgbench-script", "", "lease transaction script (default: server/testdata/lease.pgbench found from the working directory)")
+	floorScript := set.String("floor-script", "", "the replay of a job's statement mix, run at the peak's concurrency (agents x slots, at most 150) as the Postgres floor (default: server/testdata/job.pgbench found from the working directory)")
 	jsonOut := set.String("json", "", "also write the result as JSON to this file")
 	cpuprofile := set.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	idleClients := set.Bool("idle-clients", false, "internal: be the memory phase's client process (plan on stdin)")
@@ -81,7 +84,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("find this binary to run the idle clients' process: %w", err)
 	}
 	cfg := benchrun.Config{Agents: *agents, Slots: *slots, TwoProcess: *twoProcess, Jobs: *jobs, Duration: *duration, IdleSessions: *idle,
-		PgbenchClients: *pgClients, PgbenchSeconds: *pgSeconds, PgbenchScript: *script,
+		PgbenchClients: *pgClients, PgbenchSeconds: *pgSeconds, PgbenchScript: *script, FloorScript: *floorScript,
 		ModelSeconds: d.ModelSeconds, DiffSeconds: d.DiffSeconds, Log: stderr,
 		MetricsURL: *metricsURL, MetricsToken: metricsToken}
 	// The idle sessions' clients run in a second copy of this binary.

@@ -25,6 +25,11 @@ type Pgbench struct {
 	Bin, Script, URL string
 	Clients, Seconds int
 	Slots            int // the script's -D slots
+	// Args are more pgbench arguments, e.g. -M prepared.
+	Args []string
+	// NoQueue is a script that reads no jobs (SELECT 1): the run is not
+	// void when nothing is queued.
+	NoQueue bool
 }
 
 // PgbenchError is a pgbench run that failed with queued jobs left.
@@ -62,7 +67,8 @@ func RunPgbench(ctx context.Context, db DB, p Pgbench) (PgbenchRun, error) {
 	}
 	args := []string{"-n", "-f", p.Script, "-c", strconv.Itoa(p.Clients), "-j", strconv.Itoa(p.Clients),
 		"-T", strconv.Itoa(p.Seconds), "-D", "slots=" + strconv.Itoa(p.Slots), "-D", "n=0",
-		"-h", cc.Host, "-p", strconv.Itoa(int(cc.Port)), "-U", cc.User, cc.Database}
+		"-h", cc.Host, "-p", strconv.Itoa(int(cc.Port)), "-U", cc.User}
+	args = append(append(args, p.Args...), cc.Database)
 	cmd := exec.CommandContext(ctx, p.Bin, args...)
 	cmd.Env = os.Environ()
 	if cc.Password != "" {
@@ -78,7 +84,7 @@ func RunPgbench(ctx context.Context, db DB, p Pgbench) (PgbenchRun, error) {
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'queued'`).Scan(&run.Queued); err != nil {
 		return run, err
 	}
-	if run.Queued == 0 {
+	if run.Queued == 0 && !p.NoQueue {
 		return run, nil
 	}
 	if runErr != nil {
@@ -100,7 +106,11 @@ func RunPgbench(ctx context.Context, db DB, p Pgbench) (PgbenchRun, error) {
 // FindScript returns the given path (absolute), else
 // server/testdata/lease.pgbench looked for from the working directory
 // upwards.
-func FindScript(given string) (string, error) {
+func FindScript(given string) (string, error) { return FindTestdata(given, "lease.pgbench") }
+
+// FindTestdata returns the given path (absolute), else server/testdata/name
+// looked for from the working directory upwards.
+func FindTestdata(given, name string) (string, error) {
 	if given != "" {
 		if _, err := os.Stat(given); err != nil {
 			return "", err
@@ -112,13 +122,13 @@ func FindScript(given string) (string, error) {
 		return "", err
 	}
 	for {
-		p := filepath.Join(dir, "server", "testdata", "lease.pgbench")
+		p := filepath.Join(dir, "server", "testdata", name)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("server/testdata/lease.pgbench not found from the working directory up (run from the module, or pass its path)")
+			return "", fmt.Errorf("server/testdata/%s not found from the working directory up (run from the module, or pass its path)", name)
 		}
 		dir = parent
 	}

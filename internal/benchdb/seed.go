@@ -39,10 +39,11 @@ func ID(x int64) string { return fmt.Sprintf("00000000-0000-4000-8000-%012x", x)
 // and the pgbench script compute the same id.
 func Device(w, i int) string { return ID(int64(w)<<24 + int64(i)) }
 
-const seedBuyerBase = 0xb00000000
+// SeedBuyerBase is the number ID gives the first seeded buyer.
+const SeedBuyerBase = 0xb00000000
 
 // Buyer is the k-th seeded buyer (0 <= k < Queued.Buyers).
-func Buyer(k int) string { return ID(seedBuyerBase + int64(k)) }
+func Buyer(k int) string { return ID(SeedBuyerBase + int64(k)) }
 
 // sqlBenchID is ID in SQL.
 const sqlBenchID = `('00000000-0000-4000-8000-' || lpad(to_hex(%s), 12, '0'))::uuid`
@@ -54,11 +55,11 @@ const sqlBenchID = `('00000000-0000-4000-8000-' || lpad(to_hex(%s), 12, '0'))::u
 // holds.
 var sqlSeedQueued = []string{
 	`INSERT INTO buyers (id, name, balance_cents, captured_cents, initial_cents)
-	 SELECT ` + fmt.Sprintf(sqlBenchID, fmt.Sprint(seedBuyerBase)+` + k`) + `, 'bench', 1000, 0, 1000
+	 SELECT ` + fmt.Sprintf(sqlBenchID, fmt.Sprint(SeedBuyerBase)+` + k`) + `, 'bench', 1000, 0, 1000
 	 FROM generate_series(0, @buyers::int - 1) k`,
 	`INSERT INTO jobs (id, buyer_id, service, params, input_bytes, input_sha256, max_attempts, attempt_count,
 	                   status, request_fingerprint, created_at, admission_deadline, updated_at)
-	 SELECT gen_random_uuid(), ` + fmt.Sprintf(sqlBenchID, fmt.Sprint(seedBuyerBase)+` + i % @buyers::int`) + `, @service, '{}', 10,
+	 SELECT gen_random_uuid(), ` + fmt.Sprintf(sqlBenchID, fmt.Sprint(SeedBuyerBase)+` + i % @buyers::int`) + `, @service, '{}', 10,
 	        repeat('a1', 32), 3, 0, 'queued', md5(i::text) || md5(i::text),
 	        @created::timestamptz + i * interval '1 microsecond', @deadline, @created::timestamptz + i * interval '1 microsecond'
 	 FROM generate_series(1, @jobs::int) i`,

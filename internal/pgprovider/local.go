@@ -30,6 +30,7 @@ type cluster struct {
 	sockDir      string // "" when the socket path would be too long
 	port         int
 	fsync        bool
+	settings     []string
 	as           *runAs
 	startTimeout time.Duration
 
@@ -63,7 +64,7 @@ func newCluster(ctx context.Context, opts Options) (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{
-		binDir: bin, root: root, as: as, fsync: opts.Fsync,
+		binDir: bin, root: root, as: as, fsync: opts.Fsync, settings: opts.Settings,
 		dataDir:      filepath.Join(root, "data"),
 		logPath:      filepath.Join(root, "postgres.log"),
 		startTimeout: opts.StartTimeout,
@@ -185,13 +186,17 @@ func (c *cluster) spawnAndWait(ctx context.Context, deadline time.Time) error {
 	if c.fsync {
 		fsync = "on"
 	}
-	cmd := c.command(context.Background(), "postgres", "-D", c.dataDir, "-p", strconv.Itoa(c.port),
+	args := []string{"-D", c.dataDir, "-p", strconv.Itoa(c.port),
 		"-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories="+c.sockDir,
-		"-c", "fsync="+fsync,
+		"-c", "unix_socket_directories=" + c.sockDir,
+		"-c", "fsync=" + fsync,
 		"-c", "max_connections=200",
 		"-c", "shared_buffers=32MB",
-		"-c", "huge_pages=off")
+		"-c", "huge_pages=off"}
+	for _, s := range c.settings {
+		args = append(args, "-c", s)
+	}
+	cmd := c.command(context.Background(), "postgres", args...)
 	// An *os.File is handed to the child as-is: no copying goroutine, and
 	// the log survives our own crash.
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -53,6 +53,10 @@ type Options struct {
 	Fsync bool
 	// StartTimeout bounds each local start (default 60s).
 	StartTimeout time.Duration
+	// Settings are extra server settings of the local cluster, each
+	// "name=value" as postgres -c takes it (rendermac bench preloads
+	// pg_stat_statements). Other sources ignore them.
+	Settings []string
 
 	// DockerImage defaults to "postgres:15".
 	DockerImage string

@@ -23,9 +23,10 @@ import (
 // SchemaVersion is the newest migration the API needs (00002: webhook_url
 // and pairing_codes; 00003: pairing code ids and wrong-guess counts;
 // 00005: attempts.encoder and verify_message; 00006: the console's operators
-// and indexes);
+// and indexes; 00007: the live-attempt indexes on ended_at IS NULL, which
+// the statements' store.SQLUnended is written for);
 // /readyz is not ready below it.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // pairingAlphabet has 32 symbols, so each draws exactly 5 random bits (no
 // modulo bias), and leaves out 0, 1, I and O, which people misread.
@@ -66,7 +67,7 @@ RETURNING expires_at`
 	sqlListDevices = `
 SELECT d.id::text, d.name, d.status, d.services, d.slots_total, d.last_seen_at, d.created_at,
        (SELECT count(*) FROM job_attempts a WHERE a.device_id = d.id
-          AND a.status IN ` + store.SQLLiveStatuses + `)
+          AND a.` + store.SQLUnended + ` AND a.status IN ` + store.SQLLiveStatuses + `)
 FROM devices d ORDER BY d.created_at, d.id`
 )
 

@@ -21,7 +21,7 @@ const (
 SELECT a.id::text, a.job_id::text, a.device_id::text, a.attempt_number, a.status, a.lease_epoch, a.lease_expires_at,
        a.created_at, j.service
 FROM job_attempts a JOIN jobs j ON j.id = a.job_id
-WHERE a.status IN ` + store.SQLLiveStatuses + ` ORDER BY a.created_at, a.id`
+WHERE a.` + store.SQLUnended + ` AND a.status IN ` + store.SQLLiveStatuses + ` ORDER BY a.created_at, a.id`
 
 	// sqlThroughput counts jobs ending per minute and status since $1
 	// (job_events_terminal_idx: one entry per job).

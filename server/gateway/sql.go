@@ -15,7 +15,7 @@ const (
 
 	sqlCountLive = `
 SELECT count(*) FROM job_attempts
-WHERE device_id = $1 AND status IN ` + store.SQLLiveStatuses
+WHERE device_id = $1 AND ` + store.SQLUnended + ` AND status IN ` + store.SQLLiveStatuses
 
 	// hello describes what the device offers now. slots_total never drops
 	// below the live attempts, so invariant 9 holds while an agent that
@@ -32,12 +32,12 @@ WHERE id = $1 AND ` + store.SQLHeartbeatGuard
 	sqlPendingCancels = `
 SELECT a.job_id::text, a.id::text, a.device_id::text FROM job_attempts a JOIN jobs j ON j.id = a.job_id
 WHERE j.status = 'cancelling' AND a.device_id = ANY($1::uuid[])
-  AND a.status IN ` + store.SQLLiveStatuses + `
+  AND a.` + store.SQLUnended + ` AND a.status IN ` + store.SQLLiveStatuses + `
 ORDER BY a.job_id`
 
 	sqlLiveAttemptDevice = `
 SELECT id::text, device_id::text FROM job_attempts
-WHERE job_id = $1 AND status IN ` + store.SQLLiveStatuses
+WHERE job_id = $1 AND ` + store.SQLUnended + ` AND status IN ` + store.SQLLiveStatuses
 
 	// The poll fallback: which services have leasable work.
 	sqlQueuedServices = `

@@ -24,6 +24,14 @@ const (
 	// for `status IN ` + SQLLiveStatuses.
 	SQLLiveStatuses = `(` + SQLLeasePhaseList + `, '` + string(protocol.AttemptCommitting) + `')`
 
+	// SQLUnended is the WHERE of the live-attempt partial indexes
+	// (migration 00007): the row CHECK of job_attempts ties ended_at to the
+	// terminal statuses, so an attempt is live exactly while it holds.
+	// Statements that look live attempts up say SQLUnended + ` AND status
+	// IN ` + SQLLiveStatuses, so that the planner can use those indexes and
+	// the status list still says what they mean.
+	SQLUnended = `ended_at IS NULL`
+
 	// SQLLeasePhases is the SQL list of the lease phases, the live
 	// statuses a lease can renew or expire in (protocol.AttemptStatus.
 	// LeasePhase: leased..uploading).

@@ -22,14 +22,14 @@ type Gauges struct {
 
 // sqlGauges are the gauges' statements, one batch (one round trip). The
 // queued ones and the live attempts read partial indexes (jobs_queued_idx,
-// job_attempts_one_live_idx); jobs by status counts the whole jobs table,
+// job_attempts_live_device_idx); jobs by status counts the whole jobs table,
 // the one statement whose cost grows with history.
 var sqlGauges = []string{
 	`SELECT status, count(*) FROM jobs GROUP BY status`,
 	`SELECT service, count(*), extract(epoch FROM coalesce($1::timestamptz, now()) - min(created_at))::float8
 	 FROM jobs WHERE status = '` + string(protocol.JobQueued) + `' GROUP BY service`,
 	`SELECT count(*) FROM devices WHERE status = '` + string(protocol.DeviceOnline) + `'`,
-	`SELECT count(*) FROM job_attempts WHERE status IN ` + SQLLiveStatuses,
+	`SELECT count(*) FROM job_attempts WHERE ` + SQLUnended + ` AND status IN ` + SQLLiveStatuses,
 }
 
 // UnendedJobStatuses are the job statuses before a terminal one:

@@ -37,7 +37,7 @@ FROM buyers b ORDER BY b.id`
 	sqlSnapshotDevices = `
 SELECT d.id::text, d.status,
        (SELECT count(*) FROM job_attempts a WHERE a.device_id = d.id
-          AND a.status IN ` + SQLLiveStatuses + `),
+          AND a.` + SQLUnended + ` AND a.status IN ` + SQLLiveStatuses + `),
        d.last_seen_at
 FROM devices d ORDER BY d.id`
 

@@ -218,6 +218,62 @@ func TestDatabaseRefusesSecondLiveAttempt(t *testing.T) {
 		protocol.HashCommitToken("two")))
 }
 
+// TestUnendedIsLive checks what the live-attempt indexes of 00007 rest on:
+// an attempt row whose ended_at is null has a live status and one whose
+// ended_at is set a terminal one; every other pair is refused.
+func TestUnendedIsLive(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	seedQueuedJob(t, pool)
+	ctx := context.Background()
+	require.NoError(t, insertAttempt(ctx, pool, "00000000-0000-4000-8000-0000000000a1", 1, sha))
+	_, err := pool.Exec(ctx, `UPDATE job_attempts SET ended_at = now() WHERE job_id = $1`, jobID)
+	require.Contains(t, pgCode(err), "23514", "a live attempt with ended_at: %v", err)
+	_, err = pool.Exec(ctx, `UPDATE job_attempts SET status = 'lost' WHERE job_id = $1`, jobID)
+	require.Contains(t, pgCode(err), "23514", "an ended attempt without ended_at: %v", err)
+	_, err = pool.Exec(ctx, `INSERT INTO job_attempts (id, job_id, attempt_number, device_id, status, lease_epoch,
+		commit_token_hash, lease_expires_at, created_at, ended_at) VALUES ($1, $2, 2, $3, 'leased', 1, $4, $5, $5, $5)`,
+		"00000000-0000-4000-8000-0000000000a2", jobID, deviceID, protocol.HashCommitToken("two"), t0)
+	require.Contains(t, pgCode(err), "23514", "an attempt inserted with ended_at: %v", err)
+}
+
+// TestPhaseChangesAreHOT checks the point of 00007: a progress frame's
+// write (a phase change and a renewal) and commit transaction 1's write
+// update the attempt in place, without index entries, and only its end
+// does not. pg_stat_get_xact_tuples_hot_updated counts this transaction's.
+func TestPhaseChangesAreHOT(t *testing.T) {
+	t.Parallel()
+	pool := newPool(t)
+	seedQueuedJob(t, pool)
+	ctx := context.Background()
+	require.NoError(t, insertAttempt(ctx, pool, "00000000-0000-4000-8000-0000000000a1", 1, sha))
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	counts := func() (updated, hot int) {
+		require.NoError(t, tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_updated('job_attempts'::regclass),
+			pg_stat_get_xact_tuples_hot_updated('job_attempts'::regclass)`).Scan(&updated, &hot))
+		return updated, hot
+	}
+	for _, q := range []string{
+		`UPDATE job_attempts SET status = 'downloading', lease_expires_at = lease_expires_at + interval '1 second' WHERE job_id = $1`,
+		`UPDATE job_attempts SET status = 'uploading', lease_expires_at = lease_expires_at + interval '1 second' WHERE job_id = $1`,
+		`UPDATE job_attempts SET status = 'committing', claimed_output_key = 'k', claimed_output_bytes = 1,
+		 claimed_output_sha256 = repeat('b', 64), lease_expires_at = lease_expires_at + interval '1 second' WHERE job_id = $1`,
+	} {
+		_, err := tx.Exec(ctx, q, jobID)
+		require.NoError(t, err, q)
+	}
+	updated, hot := counts()
+	require.Equal(t, 3, updated)
+	require.Equal(t, 3, hot, "phase changes and renewals must be HOT")
+	_, err = tx.Exec(ctx, `UPDATE job_attempts SET status = 'succeeded', ended_at = now() WHERE job_id = $1`, jobID)
+	require.NoError(t, err)
+	updated, hot = counts()
+	require.Equal(t, 4, updated)
+	require.Equal(t, 3, hot, "the end leaves the live indexes, so it cannot be HOT")
+}
+
 func TestSnapshotProjectsRows(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t)
