@@ -31,8 +31,9 @@ type Mutant struct {
 	File string `json:"file"`
 	// What says in words what the mutation breaks.
 	What string `json:"what"`
-	// Outcome is "killed", "survived", "timeout" (counted killed: the gate
-	// did not finish) or "invalid" (did not build, not counted).
+	// Outcome is "killed", "survived", "timeout" (counted killed, as
+	// mutation tools do, but never as killed by qualify: see ByQualify) or
+	// "invalid" (did not build, not counted).
 	Outcome string `json:"outcome"`
 	// KilledBy names what failed: qualify campaigns and scenarios, or
 	// "test <package>: <TestName>".
@@ -49,10 +50,12 @@ func (m MutationScore) Score() float64 {
 	return 100 * float64(m.Killed) / float64(m.Total)
 }
 
-// ByQualify says whether the qualify gate alone failed on the mutant (a
-// timeout counts: the gate did not pass).
+// ByQualify says whether the qualify gate alone failed on the mutant. A
+// timeout does not count: qualify bounds its own waits (frames, scenarios,
+// campaigns) and fails rather than hangs, so a gate that outlasts --timeout
+// says the machine was slow, not that qualify would have caught the mutant.
 func (mu Mutant) ByQualify() bool {
-	return (mu.Outcome == "killed" || mu.Outcome == "timeout") &&
+	return mu.Outcome == "killed" &&
 		slices.ContainsFunc(mu.KilledBy, func(s string) bool { return !strings.HasPrefix(s, "test ") })
 }
 

@@ -57,8 +57,9 @@ func TestMutationPackageRows(t *testing.T) {
 	}}
 	header, rows := PackageRows(score)
 	require.Equal(t, []string{"Package", "Mutants", "Killed", "By qualify alone"}, header)
-	require.Equal(t, [][]string{{"protocol", "1", "0", "0"}, {"server", "2", "2", "1"}, {"server/api", "1", "1", "1"}}, rows)
+	require.Equal(t, [][]string{{"protocol", "1", "0", "0"}, {"server", "2", "2", "1"}, {"server/api", "1", "1", "0"}}, rows)
 	require.False(t, score.Mutants[1].ByQualify(), "a kill by package tests alone is not qualify's")
+	require.False(t, score.Mutants[2].ByQualify(), "a timeout is no evidence that qualify catches the mutant")
 
 	var md bytes.Buffer
 	require.NoError(t, WriteMarkdown(&md, Card{Title: "Source mutation campaign", Date: "2026-12-05", MutationScore: &score}, WriteOptions{}))

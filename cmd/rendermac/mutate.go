@@ -23,7 +23,7 @@ func runMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("mutate", "[--src DIR] [--workers N] [--timeout D] [--only ID,...] [--tests] [--out DIR]", stderr)
 	src := fs.String("src", ".", "the module's source tree (copied, never changed)")
 	workers := fs.Int("workers", max(1, runtime.NumCPU()/2), "mutants run at once, each in its own copy of the tree")
-	timeout := fs.Duration("timeout", 6*time.Minute, "bound on one mutant's build, gate and tests")
+	timeout := fs.Duration("timeout", 20*time.Minute, "bound on one mutant's build, gate and tests (the gate takes 1.5-6 min on 2 cores, longer under load; a timeout fails the campaign)")
 	only := fs.String("only", "", "comma-separated mutant ids to run (default: the whole catalogue)")
 	tests := fs.Bool("tests", false, "on a mutant the gate missed, also run the mutated package's tests")
 	gate := fs.String("gate", strings.Join(mutate.DefaultQualifyArgs, " "), "the bounded qualify flags each mutant runs")
@@ -76,6 +76,10 @@ func runMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		case m.Outcome == "survived":
 			card.Failures = append(card.Failures, evidence.Failure{Source: "mutant " + m.ID, Detail: "survived: " + m.What,
 				Replay: "go run ./cmd/rendermac mutate --only " + m.ID + " --tests"})
+		case m.Outcome == "timeout":
+			card.Failures = append(card.Failures, evidence.Failure{Source: "mutant " + m.ID,
+				Detail: "timed out (" + m.Detail + "): no evidence that qualify catches it: " + m.What,
+				Replay: "go run ./cmd/rendermac mutate --only " + m.ID + " --timeout 40m"})
 		case m.Outcome == "killed" && !m.ByQualify():
 			card.Failures = append(card.Failures, evidence.Failure{Source: "mutant " + m.ID,
 				Detail: "killed by package tests only, not by qualify: " + m.What,
