@@ -290,6 +290,20 @@ func (c *linClient) forge() (Input, bool) {
 	return in, true
 }
 
+// openingCancel cancels the first job as its buyer (RunWorkload calls it
+// before the other clients start, so the job is still queued).
+func (c *linClient) openingCancel(ctx context.Context) error {
+	j := c.run.world.Jobs[0]
+	r, err := c.do(ctx, Input{Op: Cancel, Buyer: j.Request.BuyerID, JobID: j.ID})
+	if err != nil {
+		return err
+	}
+	if r.Code == protocol.CodeCancelled {
+		c.run.board.markTerminal(j.ID)
+	}
+	return nil
+}
+
 // canceller cancels the jobs with an index divisible by three, now and
 // then, sometimes as the wrong buyer.
 func (c *linClient) canceller(ctx context.Context) error {

@@ -221,10 +221,24 @@ func RunWorkload(ctx context.Context, t Target, world World, w Workload) (Histor
 		roles = append(roles, func(c *linClient) error { return c.clock(ctx) })
 	}
 	run.deadline = time.Now().Add(w.Duration)
+	clients := make([]*linClient, len(roles))
+	for i := range roles {
+		clients[i] = &linClient{id: i, run: run, g: faults.NewRng(w.Seed*7919 + uint64(i))}
+	}
+	// The first canceller cancels the first job before anyone else starts,
+	// so every run holds a cancel that took effect whatever the scheduler
+	// does: on a fast target, or a loaded machine, the concurrent ones can
+	// all land on jobs already ended.
+	if w.Cancellers > 0 && len(world.Jobs) > 0 {
+		first := clients[len(world.Devices)*w.AgentsPerDevice+w.Adversaries]
+		if err := first.openingCancel(ctx); err != nil {
+			return History{World: world, Ops: run.rec.Operations()}, err
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(roles))
 	for i, role := range roles {
-		c := &linClient{id: i, run: run, g: faults.NewRng(w.Seed*7919 + uint64(i))}
+		c := clients[i]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
