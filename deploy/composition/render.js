@@ -95,12 +95,26 @@ function launchInGroup(executablePath, userDataDir) {
   });
 }
 
+// launch starts Chromium, and once more if it died before it listened:
+// Debian's chromium now and then crashes at start (SIGSEGV before its
+// DevTools line) on a loaded host; a render that never started is safe to
+// start again, and a second crash is the job's failure.
+async function launch(executablePath, tmp) {
+  try {
+    return await launchInGroup(executablePath, path.join(tmp, 'profile'));
+  } catch (e) {
+    if (!e.message.startsWith('chromium exited')) throw e;
+    console.error(`render.js: ${e.message.split('\n')[0]}; starting it once more`);
+    return launchInGroup(executablePath, path.join(tmp, 'profile-2'));
+  }
+}
+
 async function main() {
   const [paramsFile, output] = process.argv.slice(2);
   if (!paramsFile || !output) fail('usage: render.js PARAMS_JSON_FILE OUTPUT_MP4');
   const p = readParams(paramsFile);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'render-'));
-  const { browser, proc } = await launchInGroup(process.env.CHROMIUM_PATH || '/usr/bin/chromium', path.join(tmp, 'profile'));
+  const { browser, proc } = await launch(process.env.CHROMIUM_PATH || '/usr/bin/chromium', tmp);
   const url = 'file://' + path.join(__dirname, 'composition.html') + '#' +
     encodeURIComponent(JSON.stringify({ title: p.title, background: p.background, duration_s: p.duration_s }));
   await timecut({
