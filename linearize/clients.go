@@ -294,12 +294,18 @@ func (c *linClient) forge() (Input, bool) {
 // before the other clients start, so the job is still queued).
 func (c *linClient) openingCancel(ctx context.Context) error {
 	j := c.run.world.Jobs[0]
-	r, err := c.do(ctx, Input{Op: Cancel, Buyer: j.Request.BuyerID, JobID: j.ID})
+	return c.cancel(ctx, Input{Op: Cancel, Buyer: j.Request.BuyerID, JobID: j.ID})
+}
+
+// cancel sends in (a Cancel) and marks its job terminal when it was
+// cancelled at once.
+func (c *linClient) cancel(ctx context.Context, in Input) error {
+	r, err := c.do(ctx, in)
 	if err != nil {
 		return err
 	}
 	if r.Code == protocol.CodeCancelled {
-		c.run.board.markTerminal(j.ID)
+		c.run.board.markTerminal(in.JobID)
 	}
 	return nil
 }
@@ -315,12 +321,8 @@ func (c *linClient) canceller(ctx context.Context) error {
 		if c.g.Chance(linRatio(1, 4)) {
 			in.Buyer, in.Label = faults.WorldBuyers[1].ID, linWrongBuyer
 		}
-		r, err := c.do(ctx, in)
-		if err != nil {
+		if err := c.cancel(ctx, in); err != nil {
 			return err
-		}
-		if r.Code == protocol.CodeCancelled {
-			c.run.board.markTerminal(j.ID)
 		}
 		c.pause(50, 300)
 	}
