@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -114,7 +113,7 @@ type PostgresTarget struct {
 }
 
 // PostgresWorkers owns one database and one artifact directory per campaign
-// worker; each run truncates its worker's tables and re-seeds the world, which
+// worker; each run empties its worker's tables and re-seeds the world, which
 // is much cheaper than a database per run.
 type PostgresWorkers struct {
 	URLs    []string
@@ -191,7 +190,7 @@ func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (
 	if err != nil {
 		return nil, err
 	}
-	if err := truncateAll(ctx, pool); err != nil {
+	if err := emptyAll(ctx, pool); err != nil {
 		return nil, err
 	}
 	st, err := artifact.NewFSUnsynced(dir)
@@ -214,29 +213,40 @@ func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (
 	return &PostgresTarget{svc: svc, pool: pool, store: st}, nil
 }
 
-// truncateAll empties every table but goose's version table.
-func truncateAll(ctx context.Context, pool *pgxpool.Pool) error {
-	rows, err := pool.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'goose_db_version' ORDER BY tablename`)
+// emptyAll empties every table but goose's version table and restarts
+// their sequences, as TRUNCATE ... RESTART IDENTITY would, in one statement.
+//
+// It deletes rather than truncates: a run leaves a few hundred rows, and
+// TRUNCATE gives every table and index a new file and invalidates every
+// session's cached plans, which cost 36-58 ms of Postgres time per run
+// (25% of a model-vs-Postgres campaign's, 37% of a three-way one's, by
+// pg_stat_statements) against 2-5 ms for the deletes. All the deletes are
+// one statement's data-modifying CTEs, so the foreign keys (jobs and
+// job_attempts reference each other) are checked once, after every table is
+// empty. The dead rows left behind are invisible to every read; no vacuum
+// (it cost more than the scans it saves). Nothing of a run outlives it that
+// a comparison could see: rows are gone, sequences restart, and no campaign
+// reads xmin across runs (store.Scope's mark starts afresh with each target).
+func emptyAll(ctx context.Context, pool *pgxpool.Pool) error {
+	var sql string
+	err := pool.QueryRow(ctx, sqlEmptyStatement).Scan(&sql)
 	if err != nil {
 		return fmt.Errorf("list tables: %w", err)
 	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return err
-		}
-		names = append(names, `"`+n+`"`)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	_, err = pool.Exec(ctx, "TRUNCATE "+strings.Join(names, ", ")+" RESTART IDENTITY CASCADE")
-	if err != nil {
-		return fmt.Errorf("truncate: %w", err)
+	if _, err := pool.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("empty tables: %w", err)
 	}
 	return nil
 }
+
+// sqlEmptyStatement builds emptyAll's statement from the catalogue, so a new
+// table or sequence is emptied without a change here: WITH d1 AS (DELETE
+// FROM t1), ... SELECT setval(s, 1, false), ....
+const sqlEmptyStatement = `SELECT 'WITH ' || (SELECT string_agg(format('d%s AS (DELETE FROM %I)', n, tablename), ', ')
+        FROM (SELECT tablename, row_number() OVER (ORDER BY tablename) n FROM pg_tables
+              WHERE schemaname = 'public' AND tablename <> 'goose_db_version') t)
+    || ' SELECT ' || coalesce((SELECT string_agg(format('setval(%L, 1, false)', sequencename), ', ' ORDER BY sequencename)
+        FROM pg_sequences WHERE schemaname = 'public' AND sequencename <> 'goose_db_version_id_seq'), '1')`
 
 // Name implements faults.Target.
 func (t *PostgresTarget) Name() string { return "postgres" }

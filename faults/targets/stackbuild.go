@@ -45,7 +45,7 @@ func (w *StackWorkers) Target(ctx context.Context, worker int, seed uint64, prob
 	if err != nil {
 		return nil, err
 	}
-	if err := truncateAll(ctx, r.pool); err != nil {
+	if err := emptyAll(ctx, r.pool); err != nil {
 		return nil, err
 	}
 	st, err := w.artifacts(ctx, r, seed)
@@ -218,7 +218,7 @@ func waitSignal(ctx context.Context, ch <-chan struct{}, what string) error {
 
 // Close implements faults.Target: it ends the sessions, drains both
 // gateways and stops the listener, so nothing of the run touches the
-// database after it (the next run truncates it).
+// database after it (the next run empties it).
 func (t *StackTarget) Close() error {
 	for _, c := range t.clients {
 		c.Close()

@@ -17,7 +17,7 @@ import (
 )
 
 // StackWorkers owns the full stack's per-worker resources: one database
-// (truncated and re-seeded for every run, like PostgresWorkers), an
+// (emptied and re-seeded for every run, like PostgresWorkers), an
 // artifact directory, and three pools on that database: the buyer API's
 // and harness's, the frames gateway's and the lease gateway's. The two
 // gateway pools carry a transaction tracer (txSignal). Gateways, sessions
