@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rendermac/rendermac/contract"
@@ -140,6 +141,25 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		card.NotCovered = append(card.NotCovered, notCoveredOnS3)
 	}
 	qualifyContract(&card, stderr)
+	// The fleet campaign runs its own server, agents, Postgres and object
+	// store as processes, and most of its minute is wall time (load at a
+	// fixed rate, faults on a timer, the drain), so it runs beside the
+	// campaigns and scenarios rather than after them; its section, notes
+	// and failures join the card at the end, where they were before.
+	var fleetCard evidence.Card
+	var fleetDone chan error
+	if !f.noFleet && !f.shard.Sharded() {
+		stderr = &lockedWriter{w: stderr}
+		fleetCtx, cancelFleet := context.WithCancel(ctx)
+		fleetDone = make(chan error, 1)
+		go func() { fleetDone <- qualifyFleetCampaign(fleetCtx, &fleetCard, f, stderr) }()
+		defer func() {
+			cancelFleet()
+			if fleetDone != nil {
+				<-fleetDone // an early return: the processes are stopped first
+			}
+		}()
+	}
 	model := fuzzFlags{target: "model", variant: f.modelVariant, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays"),
 		gen: f.gen, weights: f.weights}
 	gate := !f.noCoverageGate
@@ -177,10 +197,15 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
-	if !f.noFleet && !f.shard.Sharded() {
-		if err := qualifyFleetCampaign(ctx, &card, f, stderr); err != nil {
+	if fleetDone != nil {
+		err := <-fleetDone
+		fleetDone = nil
+		if err != nil {
 			return err
 		}
+		card.NotCovered = append(card.NotCovered, fleetCard.NotCovered...)
+		card.Failures = append(card.Failures, fleetCard.Failures...)
+		card.Fleet = fleetCard.Fleet
 	}
 	card.Passed = len(card.Failures) == 0
 	if !f.noTimings {
@@ -553,4 +578,16 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 	}
 	card.Fleet = sec
 	return nil
+}
+
+// lockedWriter serialises writes from qualify's phases that run at once.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
