@@ -15,12 +15,18 @@ import (
 	"github.com/rendermac/rendermac/sim"
 )
 
-// campaignSteps is events per sequence, the campaigns' default (fuzz
-// --steps); the three-way campaign's is qualify's, threeWaySteps.
+// The campaigns run as qualify runs them: the model's 200 events per
+// sequence (qualify --steps), model-vs-Postgres's 100 (--pg-steps), the
+// three-way's 60 (--stack-steps), the database ones with
+// targets.WorkersPerCPU workers per CPU (--pg-workers' default).
 const (
 	campaignSteps = 200
+	diffSteps     = 100
 	threeWaySteps = 60
 )
+
+// dbWorkers is the database campaigns' workers, qualify's default.
+func dbWorkers() int { return targets.WorkersPerCPU * runtime.NumCPU() }
 
 // timeBoxed runs campaigns of one batch of seeds each until seconds have
 // passed, and returns the totals. Whole sequences only: the rate is over
@@ -64,7 +70,7 @@ func modelRate(ctx context.Context, seconds float64) CampaignRate {
 // diffRate is the model against Postgres step by step, states compared
 // (fuzz --target both), one database per worker on the bench cluster.
 func diffRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) CampaignRate {
-	workers := runtime.NumCPU()
+	workers := dbWorkers()
 	w, err := targets.NewPostgresWorkers(ctx, workers, server.VariantNone, func(ctx context.Context) (string, error) {
 		return pg.NewDatabase(ctx, targets.TemplateName)
 	})
@@ -73,15 +79,15 @@ func diffRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) Cam
 	}
 	defer w.Close()
 	c := faults.Campaign{Factory: w.Factory(""), Options: faults.Options{Outputs: targets.SyntheticOutput, CompareState: true},
-		Gen: faults.DefaultGenConfig, Steps: campaignSteps, Workers: workers}
-	return timeBoxed(ctx, c, workers, seconds)
+		Gen: faults.DefaultGenConfig, Steps: diffSteps, Workers: workers}
+	return timeBoxed(ctx, c, 2*workers, seconds)
 }
 
 // threeWayRate is model, Postgres layer and full stack step by step,
 // states compared (fuzz --target stack), one database and one stack per
 // worker on the bench cluster.
 func threeWayRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) CampaignRate {
-	workers := runtime.NumCPU()
+	workers := dbWorkers()
 	newDB := func(ctx context.Context) (string, error) { return pg.NewDatabase(ctx, targets.TemplateName) }
 	w, err := targets.NewPostgresWorkers(ctx, workers, server.VariantNone, newDB)
 	if err != nil {
@@ -95,7 +101,7 @@ func threeWayRate(ctx context.Context, pg *pgprovider.Provider, seconds float64)
 	defer st.Close()
 	c := faults.Campaign{Factory: targets.ThreeWayFactory(w, st), Options: faults.Options{Outputs: targets.SyntheticOutput, CompareState: true},
 		Gen: faults.DefaultGenConfig, Steps: threeWaySteps, Workers: workers}
-	return timeBoxed(ctx, c, workers, seconds)
+	return timeBoxed(ctx, c, 2*workers, seconds)
 }
 
 // measured runs a campaign against the bench cluster and adds its

@@ -18,7 +18,7 @@ import (
 // with: pg_stat_statements preloaded, counting top-level statements
 // (pipelined ones included) and BEGIN/COMMIT.
 var PgSettings = []string{"shared_preload_libraries=pg_stat_statements",
-	"pg_stat_statements.track=top", "pg_stat_statements.track_utility=on", "pg_stat_statements.max=1000"}
+	"pg_stat_statements.track=top", "pg_stat_statements.track_utility=on", "pg_stat_statements.max=5000"}
 
 // StatementMix is one database's statements over a window, per job.
 type StatementMix struct {
@@ -116,9 +116,31 @@ func (r *stmtReader) snapshot(ctx context.Context) (stmtCounts, error) {
 		if err := rows.Scan(&id, &c.query, &c.calls, &c.rows, &c.execMS); err != nil {
 			return nil, err
 		}
-		out[id] = c
+		// Databases cloned from one template share relation OIDs, so one
+		// statement has one queryid in each; a window over several
+		// databases (the campaigns') sums them.
+		sum := out[id]
+		sum.query = c.query
+		sum.calls += c.calls
+		sum.rows += c.rows
+		sum.execMS += c.execMS
+		out[id] = sum
 	}
 	return out, rows.Err()
+}
+
+// slowestStatement is the reader's database's statement with the highest
+// mean execution time (the view lives in the admin database).
+func (r *stmtReader) slowestStatement(ctx context.Context) (query string, meanMS float64, err error) {
+	conn, err := pgx.Connect(ctx, r.admin)
+	if err != nil {
+		return "", 0, err
+	}
+	defer conn.Close(ctx)
+	err = conn.QueryRow(ctx, `SELECT query, mean_exec_time FROM pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) AND query NOT LIKE '%pg_stat_statements%'
+		ORDER BY mean_exec_time DESC LIMIT 1`, r.db).Scan(&query, &meanMS)
+	return query, meanMS, err
 }
 
 // mix is after minus before over jobs, the statements sorted by calls
