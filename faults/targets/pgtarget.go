@@ -159,7 +159,7 @@ func (w *PostgresWorkers) resources(ctx context.Context, worker int) (*pgxpool.P
 	if worker >= len(w.URLs) {
 		return nil, "", fmt.Errorf("no database for worker %d", worker)
 	}
-	p, err := store.OpenPool(ctx, w.URLs[worker])
+	p, err := openCampaignPool(ctx, w.URLs[worker])
 	if err != nil {
 		return nil, "", err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/store"
@@ -18,6 +20,33 @@ const TemplateName = "rendermac_template"
 // once per CPU by default: a run waits on round trips more than it
 // computes, so one worker per CPU leaves the CPUs idle between statements.
 const WorkersPerCPU = 4
+
+// campaignPoolConfig is the configuration of a campaign worker's pool:
+// store.PoolConfig's, with synchronous_commit off in its sessions, so a
+// commit returns once its WAL is written to the server's buffers rather
+// than flushed. That decides only what a Postgres crash would lose; no
+// campaign crashes Postgres (its faults are at the protocol level), and a
+// committed transaction is visible to every later statement either way, so
+// no reply or row a campaign compares can differ (docs/semantics.md,
+// "Campaign comparisons"). Against a DATABASE_URL server with fsync on it
+// saves a disk flush per write transaction.
+func campaignPoolConfig(url string) (*pgxpool.Config, error) {
+	cfg, err := store.PoolConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	return cfg, nil
+}
+
+// openCampaignPool opens a pool with campaignPoolConfig.
+func openCampaignPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := campaignPoolConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	return store.OpenPoolConfig(ctx, cfg)
+}
 
 // Postgres is a provider plus a migrated template: where the harness gets
 // its databases.

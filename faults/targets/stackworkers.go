@@ -121,7 +121,7 @@ func (w *StackWorkers) resources(ctx context.Context, worker int) (*stackResourc
 	url := w.URLs[worker]
 	r := &stackResources{txF: &txSignal{}, txL: &txSignal{}}
 	var err error
-	if r.pool, err = store.OpenPool(ctx, url); err == nil {
+	if r.pool, err = openCampaignPool(ctx, url); err == nil {
 		if r.poolF, err = tracedPool(ctx, url, r.txF); err == nil {
 			if r.poolL, err = tracedPool(ctx, url, r.txL); err == nil {
 				r.dir, err = os.MkdirTemp("", "rendermac-stack-artifacts-")
@@ -143,9 +143,9 @@ func (w *StackWorkers) resources(ctx context.Context, worker int) (*stackResourc
 
 // tracedPool is a small pool whose connections report transaction ends to sig.
 func tracedPool(ctx context.Context, url string, sig *txSignal) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := campaignPoolConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("open pool: %w", err)
+		return nil, err
 	}
 	cfg.MaxConns = 4
 	cfg.ConnConfig.Tracer = sig
