@@ -188,14 +188,19 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if !f.noScenarios {
 		pg := &scenarioPostgres{db: f.db}
-		err := qualifyScenarios(ctx, &card, f, pg, f.scenarios, f.artifactsS3, prog)
+		// The notes of scenarios not run come after the notes every shard
+		// shares, as card merge orders them (evidence.Merge), so a sharded
+		// run's merged card and the unsharded card agree.
+		var notRun []string
+		err := qualifyScenarios(ctx, &card, &notRun, f, pg, f.scenarios, f.artifactsS3, prog)
 		if err == nil {
-			err = qualifyS3Scenarios(ctx, &card, f, pg, prog)
+			err = qualifyS3Scenarios(ctx, &card, &notRun, f, pg, prog)
 		}
 		pg.close()
 		if err != nil {
 			return err
 		}
+		card.NotCovered = append(card.NotCovered, notRun...)
 	}
 	if fleetDone != nil {
 		err := <-fleetDone
@@ -424,8 +429,8 @@ func (s *scenarioPostgres) close() {
 	}
 }
 
-func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, pgs *scenarioPostgres, names string, onS3 bool,
-	prog *progress) error {
+func qualifyScenarios(ctx context.Context, card *evidence.Card, notRun *[]string, f qualifyFlags, pgs *scenarioPostgres, names string,
+	onS3 bool, prog *progress) error {
 	opts, err := scenarios.VariantOptions(f.serverVariant)
 	if err != nil {
 		return usageError{err.Error()}
@@ -454,7 +459,7 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, 
 	defer env.Close()
 	for i, s := range list {
 		if why := s.Runnable(); why != nil {
-			card.NotCovered = append(card.NotCovered, fmt.Sprintf("Scenario %s was not run: %v.", s.Name, why))
+			*notRun = append(*notRun, fmt.Sprintf("Scenario %s was not run: %v.", s.Name, why))
 			continue
 		}
 		res := scenarios.RunScenario(ctx, env, s)
@@ -499,7 +504,7 @@ var defaultS3Scenarios = []string{"artifact_store_outage", "late_upload_after_co
 // whole catalogue already ran there (--artifacts-s3) or the list is empty.
 // Without versitygw it records what was not run, or fails under CI=true,
 // which installs it (.ci/run).
-func qualifyS3Scenarios(ctx context.Context, card *evidence.Card, f qualifyFlags, pgs *scenarioPostgres, prog *progress) error {
+func qualifyS3Scenarios(ctx context.Context, card *evidence.Card, notRun *[]string, f qualifyFlags, pgs *scenarioPostgres, prog *progress) error {
 	if f.artifactsS3 || f.s3Scenarios == "" {
 		return nil
 	}
@@ -510,7 +515,7 @@ func qualifyS3Scenarios(ctx context.Context, card *evidence.Card, f qualifyFlags
 		card.NotCovered = append(card.NotCovered, fmt.Sprintf("Scenarios on S3 (%s) were not run: %v.", f.s3Scenarios, err))
 		return nil
 	}
-	if err := qualifyScenarios(ctx, card, f, pgs, f.s3Scenarios, true, prog); err != nil {
+	if err := qualifyScenarios(ctx, card, notRun, f, pgs, f.s3Scenarios, true, prog); err != nil {
 		return err
 	}
 	card.NotCovered = append(card.NotCovered, fmt.Sprintf("On S3 only the scenarios %s ran (entries @s3); the rest of the catalogue "+
