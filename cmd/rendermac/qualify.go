@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rendermac/rendermac/contract"
@@ -19,6 +18,7 @@ import (
 	"github.com/rendermac/rendermac/fleet"
 	"github.com/rendermac/rendermac/internal/s3provider"
 	"github.com/rendermac/rendermac/internal/shard"
+	"github.com/rendermac/rendermac/internal/syncbuf"
 	"github.com/rendermac/rendermac/scenarios"
 )
 
@@ -149,7 +149,7 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var fleetCard evidence.Card
 	var fleetDone chan error
 	if !f.noFleet && !f.shard.Sharded() {
-		stderr = &lockedWriter{w: stderr}
+		stderr = &syncbuf.Writer{W: stderr}
 		fleetCtx, cancelFleet := context.WithCancel(ctx)
 		fleetDone = make(chan error, 1)
 		go func() { fleetDone <- qualifyFleetCampaign(fleetCtx, &fleetCard, f, stderr) }()
@@ -583,16 +583,4 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 	}
 	card.Fleet = sec
 	return nil
-}
-
-// lockedWriter serialises writes from qualify's phases that run at once.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
