@@ -145,14 +145,16 @@ func (t *StackTarget) seed(ctx context.Context) error {
 // the frames gateway for progress, commit and fail, made offer-less for good
 // (see latch).
 //
-// The six sessions are dialled and said hello all at once (one after the
-// other they were a third of a run's setup time). Their order cannot show:
-// a hello writes only its device's row, the same services, slots_total and
-// heartbeat (at the pinned clock's one instant; build undoes it) from
-// either of the device's sessions, no gateway offers into slots_free 0,
-// and no notification is sent (the listener starts after build's restore).
-// The latches, whose transaction signal must not be shared, run one after
-// the other once every session is welcomed.
+// The devices are connected at once (one after the other, their sessions
+// were a third of a run's setup time), each device's frames session before
+// its lease session as before: the two hellos lock the same row, so
+// together they would only wait for each other. The devices' order cannot
+// show: a hello writes only its own device's row (services, slots_total,
+// a heartbeat at the pinned clock's one instant that build undoes), no
+// gateway offers into slots_free 0, and no notification is sent (the
+// listener starts after build's restore). The latches, whose transaction
+// signal must not be shared, run one after the other once every session is
+// welcomed.
 func (t *StackTarget) connect(ctx context.Context) error {
 	type dialled struct {
 		c   *gatewaytest.Client
@@ -162,11 +164,13 @@ func (t *StackTarget) connect(ctx context.Context) error {
 	out := make([]dialled, 2*len(devices)) // frames, lease, frames, lease, ...
 	var wg sync.WaitGroup
 	for i, d := range devices {
-		for j, url := range []string{t.srvF.URL, t.srvL.URL} {
-			wg.Go(func() {
-				out[2*i+j].c, out[2*i+j].err = hello(ctx, url, d)
-			})
-		}
+		wg.Go(func() {
+			for j, url := range []string{t.srvF.URL, t.srvL.URL} {
+				if out[2*i+j].c, out[2*i+j].err = hello(ctx, url, d); out[2*i+j].err != nil {
+					return
+				}
+			}
+		})
 	}
 	wg.Wait()
 	var errs []error
