@@ -10,10 +10,9 @@ import (
 )
 
 // listenerConn is a worker's connection for the frames gateway's listener
-// (gateway.Config.ListenConn), kept from run to run: starting a database
-// backend for every run's listener cost more CPU than any other part of a
-// run's setup (about 40 ms of Postgres CPU a connection on the 2-core
-// harness machine, against a few ms for everything else).
+// (gateway.Config.ListenConn), kept from run to run: it was the one
+// database backend started for every run, and its connect took 20-40 ms of
+// a run's setup on the 2-core harness machine, mostly the backend's start.
 //
 // Nothing of a run reaches the next through it. release ends every
 // subscription (UNLISTEN *, which also takes the backend out of the
