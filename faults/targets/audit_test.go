@@ -2,7 +2,6 @@ package targets
 
 import (
 	"context"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,12 +28,7 @@ func jobIDs(s protocol.Snapshot) []string {
 // the step did), with all their attempts; the journal from the offset.
 func TestScopedAuditSeesEveryWrite(t *testing.T) {
 	ctx := context.Background()
-	if testPG == nil {
-		pg, err := OpenPostgres(ctx, "", io.Discard)
-		require.NoError(t, err)
-		testPG = pg
-	}
-	w, err := NewPostgresWorkers(ctx, 1, server.VariantNone, testPG.NewDatabase)
+	w, err := NewPostgresWorkers(ctx, 1, server.VariantNone, sharedPG(t).NewDatabase)
 	require.NoError(t, err)
 	defer w.Close()
 	pg, err := w.Target(ctx, 0, 42)

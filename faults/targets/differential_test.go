@@ -22,17 +22,24 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// sharedPG returns the package's embedded cluster, started by the first
+// test that needs it and stopped by TestMain.
+func sharedPG(t testing.TB) *Postgres {
+	t.Helper()
+	if testPG == nil {
+		pg, err := OpenPostgres(context.Background(), "", io.Discard)
+		require.NoError(t, err, "the differential tests need Postgres")
+		testPG = pg
+	}
+	return testPG
+}
+
 // setup returns a campaign over the model and Postgres with the server
 // broken by mut ("" for the real one).
 func setup(t testing.TB, mut server.Variant, workers int) (faults.Campaign, func()) {
 	t.Helper()
 	ctx := context.Background()
-	if testPG == nil {
-		pg, err := OpenPostgres(ctx, "", io.Discard)
-		require.NoError(t, err, "the differential tests need Postgres")
-		testPG = pg
-	}
-	w, err := NewPostgresWorkers(ctx, workers, mut, testPG.NewDatabase)
+	w, err := NewPostgresWorkers(ctx, workers, mut, sharedPG(t).NewDatabase)
 	require.NoError(t, err)
 	c := faults.Campaign{Factory: w.Factory(""), Gen: faults.DefaultGenConfig, Steps: 100, Workers: workers,
 		Options: faults.Options{Outputs: SyntheticOutput, CompareState: true}, ShrinkBudget: 150}

@@ -121,12 +121,14 @@ type PostgresWorkers struct {
 	mu      sync.Mutex
 	pools   map[int]*pgxpool.Pool
 	dirs    map[int]string
+	empties map[int]*tableEmptier
 }
 
 // NewPostgresWorkers creates n databases with newDB (which returns the URL of
 // a freshly migrated database).
 func NewPostgresWorkers(ctx context.Context, n int, variant server.Variant, newDB func(ctx context.Context) (string, error)) (*PostgresWorkers, error) {
-	w := &PostgresWorkers{Variant: variant, pools: map[int]*pgxpool.Pool{}, dirs: map[int]string{}}
+	w := &PostgresWorkers{Variant: variant, pools: map[int]*pgxpool.Pool{}, dirs: map[int]string{},
+		empties: map[int]*tableEmptier{}}
 	for i := 0; i < n; i++ {
 		url, err := newDB(ctx)
 		if err != nil {
@@ -172,6 +174,18 @@ func (w *PostgresWorkers) resources(ctx context.Context, worker int) (*pgxpool.P
 	return p, dir, nil
 }
 
+// emptier returns worker's tableEmptier.
+func (w *PostgresWorkers) emptier(worker int) *tableEmptier {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.empties[worker]
+	if e == nil {
+		e = &tableEmptier{}
+		w.empties[worker] = e
+	}
+	return e
+}
+
 // Factory returns a faults.Factory whose targets are the model and Postgres.
 func (w *PostgresWorkers) Factory(modelVariant string) faults.Factory {
 	return func(ctx context.Context, worker int, seed uint64) ([]faults.Target, error) {
@@ -190,7 +204,7 @@ func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (
 	if err != nil {
 		return nil, err
 	}
-	if err := emptyAll(ctx, pool); err != nil {
+	if err := w.emptier(worker).emptyAll(ctx, pool); err != nil {
 		return nil, err
 	}
 	st, err := artifact.NewFSUnsynced(dir)
@@ -213,6 +227,16 @@ func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (
 	return &PostgresTarget{svc: svc, pool: pool, store: st}, nil
 }
 
+// tableEmptier empties one worker's database before each run (emptyAll).
+// It builds the statement from the catalogue on its first run and keeps
+// it: the tables and sequences are the migrated schema's for the whole
+// campaign (no target runs DDL), so every later build would give the same
+// text, and it cost a catalogue query (2 ms) per target per run.
+type tableEmptier struct {
+	mu  sync.Mutex
+	sql string
+}
+
 // emptyAll empties every table but goose's version table and restarts
 // their sequences, as TRUNCATE ... RESTART IDENTITY would, in one statement.
 //
@@ -227,13 +251,15 @@ func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (
 // (it cost more than the scans it saves). Nothing of a run outlives it that
 // a comparison could see: rows are gone, sequences restart, and no campaign
 // reads xmin across runs (store.Scope's mark starts afresh with each target).
-func emptyAll(ctx context.Context, pool *pgxpool.Pool) error {
-	var sql string
-	err := pool.QueryRow(ctx, sqlEmptyStatement).Scan(&sql)
-	if err != nil {
-		return fmt.Errorf("list tables: %w", err)
+func (e *tableEmptier) emptyAll(ctx context.Context, pool *pgxpool.Pool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sql == "" {
+		if err := pool.QueryRow(ctx, sqlEmptyStatement).Scan(&e.sql); err != nil {
+			return fmt.Errorf("list tables: %w", err)
+		}
 	}
-	if _, err := pool.Exec(ctx, sql); err != nil {
+	if _, err := pool.Exec(ctx, e.sql); err != nil {
 		return fmt.Errorf("empty tables: %w", err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package targets
 
 import (
 	"context"
-	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,15 +24,11 @@ type stackBundle struct {
 func setupStack(t testing.TB, mut server.Variant, workers int) *stackBundle {
 	t.Helper()
 	ctx := context.Background()
-	if testPG == nil {
-		pg, err := OpenPostgres(ctx, "", io.Discard)
-		require.NoError(t, err, "the differential tests need Postgres")
-		testPG = pg
-	}
+	pg := sharedPG(t)
 	before := goleak.IgnoreCurrent()
-	pgw, err := NewPostgresWorkers(ctx, workers, server.VariantNone, testPG.NewDatabase)
+	pgw, err := NewPostgresWorkers(ctx, workers, server.VariantNone, pg.NewDatabase)
 	require.NoError(t, err)
-	sw, err := NewStackWorkers(ctx, workers, mut, testPG.NewDatabase)
+	sw, err := NewStackWorkers(ctx, workers, mut, pg.NewDatabase)
 	require.NoError(t, err)
 	done := func() {
 		sw.Close()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -45,7 +46,7 @@ func (w *StackWorkers) Target(ctx context.Context, worker int, seed uint64, prob
 	if err != nil {
 		return nil, err
 	}
-	if err := emptyAll(ctx, r.pool); err != nil {
+	if err := r.emptier.emptyAll(ctx, r.pool); err != nil {
 		return nil, err
 	}
 	st, err := w.artifacts(ctx, r, seed)
@@ -98,7 +99,9 @@ func (t *StackTarget) build(ctx context.Context, variant server.Variant) error {
 	if err := t.seed(ctx); err != nil {
 		return err
 	}
-	t.gwF, t.gwL = controlplane.Assemble(parts(t.r.poolF)).Gateway, controlplane.Assemble(parts(t.r.poolL)).Gateway
+	framesParts := parts(t.r.poolF)
+	framesParts.Gateway.ListenConn = t.r.listen.lend
+	t.gwF, t.gwL = controlplane.Assemble(framesParts).Gateway, controlplane.Assemble(parts(t.r.poolL)).Gateway
 	t.srvF, t.srvL = httptest.NewServer(t.gwF.Handler()), httptest.NewServer(t.gwL.Handler())
 	seeded, err := t.liveness(ctx, "")
 	if err != nil {
@@ -141,15 +144,51 @@ func (t *StackTarget) seed(ctx context.Context) error {
 // ever gets slots reports (so no result ever frees a slot there), and one on
 // the frames gateway for progress, commit and fail, made offer-less for good
 // (see latch).
+//
+// The devices are connected at once (one after the other, their sessions
+// were a third of a run's setup time), each device's frames session before
+// its lease session as before: the two hellos lock the same row, so
+// together they would only wait for each other. The devices' order cannot
+// show: a hello writes only its own device's row (services, slots_total,
+// a heartbeat at the pinned clock's one instant that build undoes), no
+// gateway offers into slots_free 0, and no notification is sent (the
+// listener starts after build's restore). The latches, whose transaction
+// signal must not be shared, run one after the other once every session is
+// welcomed.
 func (t *StackTarget) connect(ctx context.Context) error {
-	for _, d := range faults.WorldDevices {
-		var err error
-		if t.frames[d.ID], err = t.hello(ctx, t.srvF.URL, d); err != nil {
-			return err
+	type dialled struct {
+		c   *gatewaytest.Client
+		err error
+	}
+	devices := faults.WorldDevices
+	out := make([]dialled, 2*len(devices)) // frames, lease, frames, lease, ...
+	var wg sync.WaitGroup
+	for i, d := range devices {
+		wg.Go(func() {
+			for j, url := range []string{t.srvF.URL, t.srvL.URL} {
+				if out[2*i+j].c, out[2*i+j].err = hello(ctx, url, d); out[2*i+j].err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var errs []error
+	for i, o := range out {
+		if o.c != nil {
+			t.clients = append(t.clients, o.c) // closed by Close, even on an error
 		}
-		if t.leases[d.ID], err = t.hello(ctx, t.srvL.URL, d); err != nil {
-			return err
+		errs = append(errs, o.err)
+		if i%2 == 0 {
+			t.frames[devices[i/2].ID] = o.c
+		} else {
+			t.leases[devices[i/2].ID] = o.c
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, d := range devices {
 		if err := t.latch(ctx, d.ID); err != nil {
 			return err
 		}
@@ -157,16 +196,18 @@ func (t *StackTarget) connect(ctx context.Context) error {
 	return nil
 }
 
-func (t *StackTarget) hello(ctx context.Context, baseURL string, d faults.WorldDevice) (*gatewaytest.Client, error) {
+// hello dials the gateway at baseURL as device d and says hello with
+// slots_free 0. A session that dialled but was not welcomed is returned
+// with the error, to be closed.
+func hello(ctx context.Context, baseURL string, d faults.WorldDevice) (*gatewaytest.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, waitTimeout)
 	defer cancel()
 	c, _, err := gatewaytest.Dial(ctx, gatewaytest.WSURL(baseURL, gateway.Path), DeviceToken(d.ID))
 	if err != nil {
 		return nil, fmt.Errorf("dial gateway as %s: %w", d.ID, err)
 	}
-	t.clients = append(t.clients, c)
 	if _, err := c.Hello(ctx, d.Services, d.SlotsTotal, 0); err != nil {
-		return nil, fmt.Errorf("hello as %s: %w", d.ID, err)
+		return c, fmt.Errorf("hello as %s: %w", d.ID, err)
 	}
 	return c, nil
 }
@@ -217,8 +258,9 @@ func waitSignal(ctx context.Context, ch <-chan struct{}, what string) error {
 }
 
 // Close implements faults.Target: it ends the sessions, drains both
-// gateways and stops the listener, so nothing of the run touches the
-// database after it (the next run empties it).
+// gateways and stops the listener, which hands the worker's connection back
+// reset (listenerConn) before Run returns, so nothing of the run touches
+// the database after it (the next run empties it).
 func (t *StackTarget) Close() error {
 	for _, c := range t.clients {
 		c.Close()

@@ -20,8 +20,10 @@ import (
 // (emptied and re-seeded for every run, like PostgresWorkers), an
 // artifact directory, and three pools on that database: the buyer API's
 // and harness's, the frames gateway's and the lease gateway's. The two
-// gateway pools carry a transaction tracer (txSignal). Gateways, sessions
-// and clocks are built fresh for every run (StackTarget).
+// gateway pools carry a transaction tracer (txSignal). The frames
+// gateway's listener LISTENs on a connection of the worker's, reset after
+// every run (listenerConn). Gateways, sessions and clocks are built fresh
+// for every run (StackTarget).
 type StackWorkers struct {
 	URLs []string
 	// Variant breaks the stack's service layer (never the model's or the
@@ -66,6 +68,8 @@ type stackResources struct {
 	pool         *pgxpool.Pool // API, sweep, split commits, snapshots, harness SQL
 	poolF, poolL *pgxpool.Pool // frames gateway, lease gateway
 	txF, txL     *txSignal
+	listen       *listenerConn // the frames gateway's listener's
+	emptier      tableEmptier
 	dir          string
 	bucket       string       // with StackWorkers.S3
 	s3http       *http.Client // the S3 stores' client, closed with the worker
@@ -96,6 +100,7 @@ func (w *StackWorkers) Close() {
 }
 
 func (r *stackResources) close() {
+	r.listen.close()
 	for _, p := range []*pgxpool.Pool{r.pool, r.poolF, r.poolL} {
 		if p != nil {
 			p.Close()
@@ -119,7 +124,7 @@ func (w *StackWorkers) resources(ctx context.Context, worker int) (*stackResourc
 		return nil, fmt.Errorf("no stack database for worker %d", worker)
 	}
 	url := w.URLs[worker]
-	r := &stackResources{txF: &txSignal{}, txL: &txSignal{}}
+	r := &stackResources{txF: &txSignal{}, txL: &txSignal{}, listen: &listenerConn{url: url}}
 	var err error
 	if r.pool, err = openCampaignPool(ctx, url); err == nil {
 		if r.poolF, err = tracedPool(ctx, url, r.txF); err == nil {

@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/server"
@@ -85,6 +88,14 @@ type Config struct {
 	// authenticated sessions per device (ConnectsPerDevice); the other
 	// rules are the API's. Zero rules take the defaults.
 	Limits ratelimit.Limits
+	// ListenConn, when set, lends Run's listener the connection it LISTENs
+	// on, for one subscription: release is called once the subscription
+	// ends (the connection may then hold LISTENs and undelivered
+	// notifications, or be closed), and the next subscribe calls ListenConn
+	// again. Nil: every subscribe opens a connection on the pool's settings
+	// and closes it. The harness sets it to keep one connection per worker
+	// instead of starting a database backend for every run.
+	ListenConn func(ctx context.Context) (conn *pgx.Conn, release func(), err error)
 }
 
 func (c Config) withDefaults() Config {

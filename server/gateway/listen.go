@@ -44,15 +44,11 @@ func (g *Gateway) listenLoop(ctx context.Context) {
 // have been missed are looked up in the rows, and every session looks for
 // work.
 func (g *Gateway) listenOnce(ctx context.Context, connected func()) error {
-	conn, err := pgx.ConnectConfig(ctx, g.pool.Config().ConnConfig.Copy())
+	conn, release, err := g.listenConn(ctx)
 	if err != nil {
 		return fmt.Errorf("connect listener: %w", err)
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
+	defer release()
 	for _, ch := range []string{server.CancelChannel, JobsChannel, server.LostChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return fmt.Errorf("listen %s: %w", ch, err)
@@ -139,6 +135,24 @@ func (g *Gateway) onLostNotice(payload string) {
 			s.freeSlot()
 		})
 	}
+}
+
+// listenConn returns the listener's dedicated connection and what ends its
+// use: Config.ListenConn's, else a new connection on the pool's settings,
+// closed when the subscription ends.
+func (g *Gateway) listenConn(ctx context.Context) (*pgx.Conn, func(), error) {
+	if g.cfg.ListenConn != nil {
+		return g.cfg.ListenConn(ctx)
+	}
+	conn, err := pgx.ConnectConfig(ctx, g.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, nil, err
+	}
+	return conn, func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}, nil
 }
 
 // reconcileCancels sends cancel for every live attempt of a cancelling job
