@@ -119,16 +119,20 @@ type PostgresWorkers struct {
 	URLs    []string
 	Variant server.Variant
 	mu      sync.Mutex
-	pools   map[int]*pgxpool.Pool
-	dirs    map[int]string
-	empties map[int]*tableEmptier
+	res     map[int]*pgResources
+}
+
+// pgResources are one worker's: its pool, artifact directory and emptier.
+type pgResources struct {
+	pool    *pgxpool.Pool
+	dir     string
+	emptier tableEmptier
 }
 
 // NewPostgresWorkers creates n databases with newDB (which returns the URL of
 // a freshly migrated database).
 func NewPostgresWorkers(ctx context.Context, n int, variant server.Variant, newDB func(ctx context.Context) (string, error)) (*PostgresWorkers, error) {
-	w := &PostgresWorkers{Variant: variant, pools: map[int]*pgxpool.Pool{}, dirs: map[int]string{},
-		empties: map[int]*tableEmptier{}}
+	w := &PostgresWorkers{Variant: variant, res: map[int]*pgResources{}}
 	for i := 0; i < n; i++ {
 		url, err := newDB(ctx)
 		if err != nil {
@@ -144,46 +148,33 @@ func NewPostgresWorkers(ctx context.Context, n int, variant server.Variant, newD
 func (w *PostgresWorkers) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, p := range w.pools {
-		p.Close()
-	}
-	for _, d := range w.dirs {
-		_ = os.RemoveAll(d)
+	for _, r := range w.res {
+		r.pool.Close()
+		_ = os.RemoveAll(r.dir)
 	}
 }
 
-func (w *PostgresWorkers) resources(ctx context.Context, worker int) (*pgxpool.Pool, string, error) {
+func (w *PostgresWorkers) resources(ctx context.Context, worker int) (*pgResources, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if p, ok := w.pools[worker]; ok {
-		return p, w.dirs[worker], nil
+	if r, ok := w.res[worker]; ok {
+		return r, nil
 	}
 	if worker >= len(w.URLs) {
-		return nil, "", fmt.Errorf("no database for worker %d", worker)
+		return nil, fmt.Errorf("no database for worker %d", worker)
 	}
 	p, err := openCampaignPool(ctx, w.URLs[worker])
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "rendermac-artifacts-")
 	if err != nil {
 		p.Close()
-		return nil, "", err
+		return nil, err
 	}
-	w.pools[worker], w.dirs[worker] = p, dir
-	return p, dir, nil
-}
-
-// emptier returns worker's tableEmptier.
-func (w *PostgresWorkers) emptier(worker int) *tableEmptier {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	e := w.empties[worker]
-	if e == nil {
-		e = &tableEmptier{}
-		w.empties[worker] = e
-	}
-	return e
+	r := &pgResources{pool: p, dir: dir}
+	w.res[worker] = r
+	return r, nil
 }
 
 // Factory returns a faults.Factory whose targets are the model and Postgres.
@@ -200,14 +191,15 @@ func (w *PostgresWorkers) Factory(modelVariant string) faults.Factory {
 // Target returns a Postgres target over worker's database, emptied and
 // seeded with the world's cast, drawing ids from seed like the model does.
 func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (*PostgresTarget, error) {
-	pool, dir, err := w.resources(ctx, worker)
+	r, err := w.resources(ctx, worker)
 	if err != nil {
 		return nil, err
 	}
-	if err := w.emptier(worker).emptyAll(ctx, pool); err != nil {
+	pool := r.pool
+	if err := r.emptier.emptyAll(ctx, pool); err != nil {
 		return nil, err
 	}
-	st, err := artifact.NewFSUnsynced(dir)
+	st, err := artifact.NewFSUnsynced(r.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -259,9 +251,10 @@ const truncateEvery = 8
 // job_attempts reference each other) are checked once, after every table is
 // empty. The dead rows left behind are invisible to every read; every
 // truncateEvery-th run truncates instead, which drops them (a vacuum after
-// every run cost more than the scans it saves). Nothing of a run outlives it that
-// a comparison could see: rows are gone, sequences restart, and no campaign
-// reads xmin across runs (store.Scope's mark starts afresh with each target).
+// every run cost more than the scans it saves). Nothing of a run outlives
+// it that a comparison could see: rows are gone, sequences restart, and no
+// campaign reads xmin across runs (store.Scope's mark starts afresh with
+// each target).
 func (e *tableEmptier) emptyAll(ctx context.Context, pool *pgxpool.Pool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -21,31 +21,26 @@ const TemplateName = "rendermac_template"
 // computes, so one worker per CPU leaves the CPUs idle between statements.
 const WorkersPerCPU = 4
 
-// campaignPoolConfig is the configuration of a campaign worker's pool:
-// store.PoolConfig's, with synchronous_commit off in its sessions, so a
-// commit returns once its WAL is written to the server's buffers rather
-// than flushed. That decides only what a Postgres crash would lose; no
-// campaign crashes Postgres (its faults are at the protocol level), and a
-// committed transaction is visible to every later statement either way, so
-// no reply or row a campaign compares can differ (docs/semantics.md,
-// "Campaign comparisons"). Against a DATABASE_URL server with fsync on it
-// saves a disk flush per write transaction.
-func campaignPoolConfig(url string) (*pgxpool.Config, error) {
+// asyncCommit turns synchronous_commit off in the sessions of a campaign
+// worker's pools, so a commit returns once its WAL is written to the
+// server's buffers rather than flushed. That decides only what a Postgres
+// crash would lose; no campaign crashes Postgres (its faults are at the
+// protocol level), and a committed transaction is visible to every later
+// statement either way, so no reply or row a campaign compares can differ
+// (docs/semantics.md, "Campaign comparisons"). Against a DATABASE_URL
+// server with fsync on it saves a disk flush per write transaction.
+func asyncCommit(cfg *pgxpool.Config) *pgxpool.Config {
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	return cfg
+}
+
+// openCampaignPool opens store.OpenPool's pool with asyncCommit.
+func openCampaignPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := store.PoolConfig(url)
 	if err != nil {
 		return nil, err
 	}
-	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	return cfg, nil
-}
-
-// openCampaignPool opens a pool with campaignPoolConfig.
-func openCampaignPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := campaignPoolConfig(url)
-	if err != nil {
-		return nil, err
-	}
-	return store.OpenPoolConfig(ctx, cfg)
+	return store.OpenPoolConfig(ctx, asyncCommit(cfg))
 }
 
 // Postgres is a provider plus a migrated template: where the harness gets

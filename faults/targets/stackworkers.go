@@ -148,13 +148,13 @@ func (w *StackWorkers) resources(ctx context.Context, worker int) (*stackResourc
 
 // tracedPool is a small pool whose connections report transaction ends to sig.
 func tracedPool(ctx context.Context, url string, sig *txSignal) (*pgxpool.Pool, error) {
-	cfg, err := campaignPoolConfig(url)
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open pool: %w", err)
 	}
 	cfg.MaxConns = 4
 	cfg.ConnConfig.Tracer = sig
-	return store.OpenPoolConfig(ctx, cfg)
+	return store.OpenPoolConfig(ctx, asyncCommit(cfg))
 }
 
 // ThreeWayFactory returns a faults.Factory whose targets are the model
