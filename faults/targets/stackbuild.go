@@ -161,12 +161,12 @@ func (t *StackTarget) connect(ctx context.Context) error {
 		err error
 	}
 	devices := faults.WorldDevices
-	out := make([]dialled, 2*len(devices)) // frames, lease, frames, lease, ...
+	out := make([][2]dialled, len(devices)) // each device's frames and lease sessions
 	var wg sync.WaitGroup
 	for i, d := range devices {
 		wg.Go(func() {
-			for j, url := range []string{t.srvF.URL, t.srvL.URL} {
-				if out[2*i+j].c, out[2*i+j].err = hello(ctx, url, d); out[2*i+j].err != nil {
+			for j, url := range [2]string{t.srvF.URL, t.srvL.URL} {
+				if out[i][j].c, out[i][j].err = hello(ctx, url, d); out[i][j].err != nil {
 					return
 				}
 			}
@@ -174,16 +174,14 @@ func (t *StackTarget) connect(ctx context.Context) error {
 	}
 	wg.Wait()
 	var errs []error
-	for i, o := range out {
-		if o.c != nil {
-			t.clients = append(t.clients, o.c) // closed by Close, even on an error
+	for i, d := range devices {
+		for _, o := range out[i] {
+			if o.c != nil {
+				t.clients = append(t.clients, o.c) // closed by Close, even on an error
+			}
+			errs = append(errs, o.err)
 		}
-		errs = append(errs, o.err)
-		if i%2 == 0 {
-			t.frames[devices[i/2].ID] = o.c
-		} else {
-			t.leases[devices[i/2].ID] = o.c
-		}
+		t.frames[d.ID], t.leases[d.ID] = out[i][0].c, out[i][1].c
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
