@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rendermac/rendermac/contract"
@@ -147,17 +148,16 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// campaigns and scenarios rather than after them; its section, notes
 	// and failures join the card at the end, where they were before.
 	var fleetCard evidence.Card
-	var fleetDone chan error
+	var waitFleet func() error // nil: no fleet campaign
 	if !f.noFleet && !f.shard.Sharded() {
 		stderr = &syncbuf.Writer{W: stderr}
 		fleetCtx, cancelFleet := context.WithCancel(ctx)
-		fleetDone = make(chan error, 1)
-		go func() { fleetDone <- qualifyFleetCampaign(fleetCtx, &fleetCard, f, stderr) }()
+		done := make(chan error, 1)
+		go func() { done <- qualifyFleetCampaign(fleetCtx, &fleetCard, f, stderr) }()
+		waitFleet = sync.OnceValue(func() error { return <-done })
 		defer func() {
 			cancelFleet()
-			if fleetDone != nil {
-				<-fleetDone // an early return: the processes are stopped first
-			}
+			_ = waitFleet() // on an early return, its processes are stopped first
 		}()
 	}
 	model := fuzzFlags{target: "model", variant: f.modelVariant, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays"),
@@ -202,10 +202,8 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		card.NotCovered = append(card.NotCovered, notRun...)
 	}
-	if fleetDone != nil {
-		err := <-fleetDone
-		fleetDone = nil
-		if err != nil {
+	if waitFleet != nil {
+		if err := waitFleet(); err != nil {
 			return err
 		}
 		card.NotCovered = append(card.NotCovered, fleetCard.NotCovered...)
