@@ -137,11 +137,16 @@ func (r *stmtReader) slowestStatement(ctx context.Context) (query string, meanMS
 		return "", 0, err
 	}
 	defer conn.Close(ctx)
-	err = conn.QueryRow(ctx, `SELECT query, mean_exec_time FROM pg_stat_statements
-		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) AND query NOT LIKE '%pg_stat_statements%'
-		ORDER BY mean_exec_time DESC LIMIT 1`, r.db).Scan(&query, &meanMS)
+	err = conn.QueryRow(ctx, sqlSlowest, r.db).Scan(&query, &meanMS)
 	return query, meanMS, err
 }
+
+// sqlSlowest is the statement of database $1 ("": the connection's own)
+// with the highest mean execution time, the lookup itself aside.
+const sqlSlowest = `SELECT query, mean_exec_time FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = coalesce(nullif($1, ''), current_database()))
+  AND query NOT LIKE '%pg_stat_statements%'
+ORDER BY mean_exec_time DESC LIMIT 1`
 
 // mix is after minus before over jobs, the statements sorted by calls
 // per job (then text). Statements below minCallsPerJob are left out of

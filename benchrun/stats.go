@@ -73,9 +73,7 @@ func (d *driver) slowest(ctx context.Context, ops []OpStats) Slowest {
 	if d.cfg.stmts != nil { // the bench's own cluster: the view is in its admin database
 		query, mean, err = d.cfg.stmts.slowestStatement(ctx)
 	} else {
-		err = d.pool.QueryRow(ctx, `SELECT query, mean_exec_time FROM pg_stat_statements
-		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-		ORDER BY mean_exec_time DESC LIMIT 1`).Scan(&query, &mean)
+		err = d.pool.QueryRow(ctx, sqlSlowest, "").Scan(&query, &mean)
 	}
 	if err != nil {
 		s.Method = "client-side request -> reply round trip of each service operation over all phases, highest p99; " +
