@@ -51,6 +51,19 @@ func seedQueuedJob(t *testing.T, pool *pgxpool.Pool) {
 	}
 }
 
+// poolWithLeasedAttempt is a fresh database holding the queued job and
+// one leased attempt of it (attemptA1).
+func poolWithLeasedAttempt(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool := newPool(t)
+	seedQueuedJob(t, pool)
+	require.NoError(t, insertAttempt(context.Background(), pool, attemptA1, 1, sha))
+	return pool
+}
+
+// attemptA1 is poolWithLeasedAttempt's attempt.
+const attemptA1 = "00000000-0000-4000-8000-0000000000a1"
+
 func insertAttempt(ctx context.Context, pool *pgxpool.Pool, id string, number int, hash string) error {
 	_, err := pool.Exec(ctx, `INSERT INTO job_attempts (id, job_id, attempt_number, device_id, status, lease_epoch,
 		commit_token_hash, lease_expires_at, created_at) VALUES ($1, $2, $3, $4, 'leased', 1, $5, $6, $6)`,
@@ -192,7 +205,7 @@ func TestTriggerRefusesIllegalTransitions(t *testing.T) {
 	require.Equal(t, "23514 ", pgCode(err), "queued -> verifying must be refused: %v", err)
 	_, err = pool.Exec(ctx, `UPDATE jobs SET status = 'cancelling' WHERE id = $1`, jobID)
 	require.Error(t, err, "queued -> cancelling is not in the table")
-	require.NoError(t, insertAttempt(ctx, pool, "00000000-0000-4000-8000-0000000000a1", 1, sha))
+	require.NoError(t, insertAttempt(ctx, pool, attemptA1, 1, sha))
 	_, err = pool.Exec(ctx, `UPDATE job_attempts SET status = 'committing' WHERE job_id = $1`, jobID)
 	require.Equal(t, "23514 ", pgCode(err), "leased -> committing must be refused: %v", err)
 	_, err = pool.Exec(ctx, `INSERT INTO job_events (kind, job_id, to_status, actor, at)
@@ -223,10 +236,8 @@ func TestDatabaseRefusesSecondLiveAttempt(t *testing.T) {
 // ended_at is set a terminal one; every other pair is refused.
 func TestUnendedIsLive(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
-	seedQueuedJob(t, pool)
+	pool := poolWithLeasedAttempt(t)
 	ctx := context.Background()
-	require.NoError(t, insertAttempt(ctx, pool, "00000000-0000-4000-8000-0000000000a1", 1, sha))
 	_, err := pool.Exec(ctx, `UPDATE job_attempts SET ended_at = now() WHERE job_id = $1`, jobID)
 	require.Contains(t, pgCode(err), "23514", "a live attempt with ended_at: %v", err)
 	_, err = pool.Exec(ctx, `UPDATE job_attempts SET status = 'lost' WHERE job_id = $1`, jobID)
@@ -243,10 +254,8 @@ func TestUnendedIsLive(t *testing.T) {
 // does not. pg_stat_get_xact_tuples_hot_updated counts this transaction's.
 func TestPhaseChangesAreHOT(t *testing.T) {
 	t.Parallel()
-	pool := newPool(t)
-	seedQueuedJob(t, pool)
+	pool := poolWithLeasedAttempt(t)
 	ctx := context.Background()
-	require.NoError(t, insertAttempt(ctx, pool, "00000000-0000-4000-8000-0000000000a1", 1, sha))
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
