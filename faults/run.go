@@ -299,17 +299,16 @@ func (r *runner) check(ctx context.Context, step int, last bool) *Failure {
 		}
 		if i == 0 {
 			first = snap
-			if s := r.seen.scope(snap, r.last); !last && (step+1)%every != 0 {
-				scope = s
-			}
+			scope = r.seen.scope(snap, r.last)
+			scope.Whole = last || (step+1)%every == 0
 			continue
 		}
 		want := first
-		if _, ok := t.(Auditor); ok && scope != nil {
+		if _, ok := t.(Auditor); ok && !scope.Whole {
 			want = scope.restrict(first, snap)
 		}
 		d := DiffSnapshots(want, snap)
-		if d != "" && scope != nil {
+		if d != "" && !scope.Whole {
 			// The scoped rows differ, so the whole projections do; report
 			// those, whose first difference does not depend on how many
 			// rows beyond the step's the scope happened to take in.

@@ -21,15 +21,21 @@ type RowScope struct {
 	// JournalFrom is the number of journal rows the targets agreed on
 	// after the previous step.
 	JournalFrom int
+	// Whole asks for the whole projection: Snapshot's.
+	Whole bool
+	// Changed says the first target's projection changed in the step, so
+	// an Auditor may expect that it wrote rows too. It is a hint for
+	// speed: no result may depend on it.
+	Changed bool
 }
 
 // Auditor is a Target that checks its invariants and projects its rows in
 // one go (for a database: one round trip), and can project only a scope.
 type Auditor interface {
 	// Audit returns CheckInvariants' lines and a projection: Snapshot's
-	// when scope is nil; otherwise the jobs in scope.Jobs and every job
+	// when scope is nil or scope.Whole; otherwise the jobs in scope.Jobs and every job
 	// whose rows (its own, its hold, attempts or webhooks) the target wrote
-	// since its previous scoped Audit (every job on the first), each with
+	// since its previous Audit (every job on the first), each with
 	// all its attempts, in Snapshot's order; every buyer and device; and
 	// the journal rows from scope.JournalFrom on.
 	Audit(ctx context.Context, scope *RowScope) ([]string, protocol.Snapshot, error)
@@ -40,6 +46,8 @@ type Auditor interface {
 type touched struct {
 	jobs     map[string]protocol.JobRow
 	attempts map[string]protocol.AttemptRow
+	buyers   []protocol.BuyerRow
+	devices  []protocol.DeviceRow
 	journal  int
 }
 
@@ -69,12 +77,15 @@ func (t *touched) scope(now protocol.Snapshot, replies []outcome) *RowScope {
 		}
 		attempts[a.ID] = a
 	}
+	s.Changed = len(s.Jobs) > 0 || len(now.Journal) != t.journal ||
+		!reflect.DeepEqual(now.Buyers, t.buyers) || !reflect.DeepEqual(now.Devices, t.devices)
 	for _, o := range replies {
 		for _, rep := range o.replies {
 			add(rep.JobID)
 		}
 	}
 	t.jobs, t.attempts, t.journal = jobs, attempts, len(now.Journal)
+	t.buyers, t.devices = now.Buyers, now.Devices
 	return s
 }
 

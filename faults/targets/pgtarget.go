@@ -80,15 +80,15 @@ func checkAll(ctx context.Context, pool store.Querier, st artifact.Store) ([]str
 	return renderViolations(append(vs, outs...)), nil
 }
 
-// auditAll is checkAll plus a projection (scope nil: the whole; else the
-// rows scope selects, its mark in rs), in one round trip.
+// auditAll is checkAll plus a projection (scope nil or Whole: the whole;
+// else the rows scope selects), with rs the state store.Audit keeps between
+// calls.
 func auditAll(ctx context.Context, pool store.Querier, st artifact.Store, rs *store.Scope, scope *faults.RowScope) ([]string, protocol.Snapshot, error) {
-	var s *store.Scope
+	rs.Whole, rs.ExpectWrites = true, false
 	if scope != nil {
-		rs.Jobs, rs.JournalFrom = scope.Jobs, scope.JournalFrom
-		s = rs
+		rs.Jobs, rs.JournalFrom, rs.Whole, rs.ExpectWrites = scope.Jobs, scope.JournalFrom, scope.Whole, scope.Changed
 	}
-	vs, snap, err := store.Audit(ctx, pool, st, s)
+	vs, snap, err := store.Audit(ctx, pool, st, rs)
 	return renderViolations(vs), snap, err
 }
 
@@ -108,7 +108,7 @@ type PostgresTarget struct {
 	svc   *server.Service
 	pool  *pgxpool.Pool
 	store artifact.Store
-	// scope is the scoped Audit's mark (see store.Scope).
+	// scope is what store.Audit keeps between calls.
 	scope store.Scope
 }
 

@@ -29,8 +29,14 @@ const WorkersPerCPU = 4
 // statement either way, so no reply or row a campaign compares can differ
 // (docs/semantics.md, "Campaign comparisons"). Against a DATABASE_URL
 // server with fsync on it saves a disk flush per write transaction.
+//
+// It also has those sessions keep one generic plan per prepared statement.
+// The scoped audit's statements take the previous snapshot as arguments
+// (store.Scope), and for those Postgres chose a custom plan at every call:
+// 0.6 ms of planning each, two per step. A plan never changes a result.
 func asyncCommit(cfg *pgxpool.Config) *pgxpool.Config {
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	return cfg
 }
 

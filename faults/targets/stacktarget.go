@@ -93,7 +93,7 @@ type StackTarget struct {
 	runDone        chan error
 	pending        *wholeCommit
 	begins         int         // CommitBegin calls so far, matched with the probe's
-	scope          store.Scope // the scoped Audit's mark
+	scope          store.Scope // what store.Audit keeps between calls
 }
 
 // wholeCommit is the result of a commit frame whose transaction 1 said

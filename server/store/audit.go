@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -11,73 +13,187 @@ import (
 )
 
 // Audit is CheckInvariants, then CheckOutputs, and a projection of the rows
-// (Snapshot's whole one when scope is nil, else ScopedSnapshot's) read in
-// one round trip when q can pipeline: what a differential harness reads
-// after every step. The violations are in the order the two checks give.
-func Audit(ctx context.Context, q Querier, st artifact.Store, scope *Scope) ([]protocol.Violation, protocol.Snapshot, error) {
-	var vs []protocol.Violation
-	var j journalRows
+// (Snapshot's whole one when s.Whole is set, else the rows s selects): what
+// a differential harness reads after every step. The violations are in the
+// order the two checks give.
+//
+// CheckInvariants' SQL checks are a function of the rows of the tables
+// they read (invariantTables) alone. So when none of those rows was
+// inserted, updated or deleted since the previous Audit with s, their
+// result is the one the last evaluation with s gave, and Audit returns that
+// without evaluating them again. Every Audit reads whether rows were
+// written; it evaluates the checks in the same round trip when
+// s.ExpectWrites is set (or there is no last result), else in a second
+// round trip only when rows were written. CheckOutputs, which re-reads
+// stored bytes that can change without a row, runs every time.
+//
+// "Written since" is a row's xmin against the previous Audit's mark (see
+// Scope), and "deleted" a table's row count: when no row of a table was
+// written since, none was inserted or updated, so an unchanged count means
+// none was deleted either.
+func Audit(ctx context.Context, q Querier, st artifact.Store, s *Scope) ([]protocol.Violation, protocol.Snapshot, error) {
 	var outs []recordedOutput
 	var snap protocol.Snapshot
-	reads := append(invariantReads(&vs, &j), outputsRead(&outs))
-	if scope == nil {
+	var w written
+	since := s.mark
+	reads := []read{
+		// Taken first, so a write racing this read counts as written next time.
+		{what: "audit mark", sql: sqlMark, row: func(r pgx.Rows) error { return r.Scan(&s.mark.xmin, &s.mark.xmax, &s.mark.xip) }},
+		w.read(since),
+		outputsRead(&outs),
+	}
+	if s.Whole {
 		reads = append(reads, snapshotReads(&snap)...)
 	} else {
-		reads = append(reads, scope.reads(&snap)...)
+		reads = append(reads, s.reads(&snap, since)...)
+	}
+	last := s.held
+	s.held = nil
+	eager := last == nil || s.ExpectWrites
+	var vs []protocol.Violation
+	var j journalRows
+	if eager {
+		reads = append(reads, invariantReads(&vs, &j)...)
 	}
 	if err := readAll(ctx, q, reads); err != nil {
 		return nil, snap, err
 	}
-	vs = append(vs, j.violations()...)
+	switch {
+	case eager:
+		vs = append(vs, j.violations()...)
+	case w.since(last.counts):
+		var err error
+		if vs, err = CheckInvariants(ctx, q); err != nil {
+			return nil, snap, err
+		}
+	default:
+		vs = last.violations
+	}
+	s.held = &heldChecks{counts: w.counts, violations: vs}
 	stored, err := verifyOutputs(ctx, st, outs)
 	if err != nil {
 		return nil, snap, err
 	}
-	return append(vs, stored...), snap, nil
+	return append(slices.Clip(vs), stored...), snap, nil
 }
 
-// Scope selects the rows one step could have touched, for ScopedSnapshot:
-// the jobs named in Jobs, and every job whose own row, hold, attempts or
-// webhooks were inserted or updated since the previous scoped read with the
-// same Scope (every job on the first), each with all its attempts; every
-// buyer and device (a handful, each a sum over other tables); and the
-// journal rows from index JournalFrom on.
+// Scope is the state an Audit keeps for the next, and selects the rows one
+// step could have touched: the jobs named in Jobs, and every job whose own
+// row, hold, attempts or webhooks were inserted or updated since the
+// previous Audit with the same Scope (every job on the first), each with
+// all its attempts; every buyer and device (a handful, each a sum over
+// other tables); and the journal rows from index JournalFrom on.
 //
-// "Written since" is the rows' xmin: a row inserted or updated by a
-// transaction that had not ended when the previous read took its mark (the
-// oldest transaction then running) has an xmin at or past the mark. So the
-// set is a superset of what any transaction wrote in between, whoever ran
-// it. Rows are never deleted from these tables by the service layer; a
-// delete (which leaves no xmin) shows in the whole projection a harness
-// compares every K steps and at the end, since a deleted row stays deleted
-// until a write, which is seen.
+// "Written since" is the rows' xmin against the mark, the transactions the
+// previous Audit's snapshot saw as ended: a row inserted or updated by any
+// other transaction, whoever ran it, has an xmin at or past the snapshot's
+// xmax or among the transactions it saw running. Other databases' running
+// transactions do not widen the set, as an xid horizon would. Rows are
+// never deleted from these tables by the service layer; a delete (which
+// leaves no xmin) shows in the whole projection a harness compares every K
+// steps and at the end, since a deleted row stays deleted until a write,
+// which is seen.
 type Scope struct {
 	Jobs        []string
 	JournalFrom int
-	// mark is the previous read's xid horizon (0: none yet).
-	mark int64
+	// Whole asks for Snapshot's whole projection instead of the scope's.
+	Whole bool
+	// ExpectWrites says the caller expects rows were written since the
+	// previous Audit, so that evaluating the checks in the first round trip
+	// saves one. It changes no result.
+	ExpectWrites bool
+	// mark is the previous Audit's snapshot (zero: none yet, every row is
+	// written since).
+	mark mark
+	// held is CheckInvariants' last result and the row counts it saw (nil:
+	// none yet, or the last Audit failed).
+	held *heldChecks
 }
 
-// ScopedSnapshot projects the rows s selects, in Snapshot's order, and
-// moves s's mark to now. Snapshot.Journal holds only the rows from
-// s.JournalFrom on.
-func ScopedSnapshot(ctx context.Context, q Querier, s *Scope) (protocol.Snapshot, error) {
-	var snap protocol.Snapshot
-	err := readAll(ctx, q, s.reads(&snap))
-	return snap, err
+// mark is a snapshot's 64-bit xmin and xmax and the xids it saw running.
+type mark struct {
+	xmin, xmax int64
+	xip        []int64
 }
 
-// writtenSince is true of a row whose xmin is at or past the mark ($2, the
-// low 32 bits of the 64-bit horizon); when the xid epoch ($3) has moved on
-// since, 32-bit xids no longer compare, and every row counts as written.
-const writtenSince = `(%s.xmin::text::bigint >= $2 OR (pg_snapshot_xmin(pg_current_snapshot())::text::bigint >> 32) <> $3)`
+// sqlMark reads the current snapshot as a mark.
+const sqlMark = `SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint,
+       ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(s) x) FROM pg_current_snapshot() s`
+
+// args are writtenSince's $2, $3 and $4 for m. A row's xmin is 32 bits, so
+// they compare within m.xmin's epoch.
+func (m mark) args() []any {
+	xip := make([]int64, len(m.xip))
+	for i, x := range m.xip {
+		xip[i] = x & 0xffffffff
+	}
+	return []any{m.xmax & 0xffffffff, m.xmin >> 32, xip}
+}
+
+// writtenSince is true of a row written since the mark: its xmin at or past
+// the mark's xmax ($2, low 32 bits) or among the xids it saw running ($4,
+// low 32 bits). When the next xid is no longer in the epoch of the mark's
+// xmin ($3), 32-bit xids do not compare, and every row counts as written.
+const writtenSince = `(%s.xmin::text::bigint >= $2 OR %s.xmin::text::bigint = ANY($4::bigint[])
+      OR (pg_snapshot_xmax(pg_current_snapshot())::text::bigint >> 32) <> $3)`
+
+func writtenSinceFor(alias string) string { return strings.ReplaceAll(writtenSince, "%s", alias) }
+
+type heldChecks struct {
+	counts     [len(invariantTables)]int64
+	violations []protocol.Violation
+}
+
+// invariantTables are the tables CheckInvariants reads
+// (TestInvariantTablesCoverTheChecks holds the list to its statements).
+var invariantTables = [...]string{"jobs", "job_attempts", "job_events", "holds", "webhook_outbox", "buyers", "devices"}
+
+// sqlWritten is, per invariantTables table in order, its index, its row
+// count and how many of its rows were written since a mark (writtenSince's
+// $2 to $4 as $1 to $3).
+var sqlWritten = func() string {
+	since := strings.NewReplacer("%s.", "", "$2", "$1", "$3", "$2", "$4", "$3").Replace(writtenSince)
+	parts := make([]string, len(invariantTables))
+	for i, t := range invariantTables {
+		parts[i] = fmt.Sprintf("SELECT %d, count(*), count(*) FILTER (WHERE %s) FROM %s", i, since, t)
+	}
+	return strings.Join(parts, "\nUNION ALL\n")
+}()
+
+// written is what sqlWritten read.
+type written struct {
+	counts [len(invariantTables)]int64
+	fresh  int64 // rows written since the mark, over every table
+}
+
+func (w *written) read(m mark) read {
+	return read{what: "rows written since the last audit", sql: sqlWritten, args: m.args(),
+		row: func(r pgx.Rows) error {
+			var i int
+			var n, fresh int64
+			if err := r.Scan(&i, &n, &fresh); err != nil {
+				return err
+			}
+			if i < 0 || i >= len(w.counts) {
+				return fmt.Errorf("table %d: no such table", i)
+			}
+			w.counts[i], w.fresh = n, w.fresh+fresh
+			return nil
+		}}
+}
+
+// since is true when a row may have been written or deleted since the
+// mark, the tables then holding counts rows.
+func (w *written) since(counts [len(invariantTables)]int64) bool {
+	return w.fresh > 0 || w.counts != counts
+}
 
 // sqlTouchedJobs is the WHERE clause over jobs j selecting Scope's jobs ($1
 // their ids).
-var sqlTouchedJobs = "j.id = ANY($1::uuid[]) OR " + strings.ReplaceAll(writtenSince, "%s", "j") + `
-   OR EXISTS (SELECT 1 FROM holds h WHERE h.job_id = j.id AND ` + strings.ReplaceAll(writtenSince, "%s", "h") + `)
-   OR EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = j.id AND ` + strings.ReplaceAll(writtenSince, "%s", "a") + `)
-   OR EXISTS (SELECT 1 FROM webhook_outbox w WHERE w.job_id = j.id AND ` + strings.ReplaceAll(writtenSince, "%s", "w") + `)`
+var sqlTouchedJobs = "j.id = ANY($1::uuid[]) OR " + writtenSinceFor("j") + `
+   OR EXISTS (SELECT 1 FROM holds h WHERE h.job_id = j.id AND ` + writtenSinceFor("h") + `)
+   OR EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = j.id AND ` + writtenSinceFor("a") + `)
+   OR EXISTS (SELECT 1 FROM webhook_outbox w WHERE w.job_id = j.id AND ` + writtenSinceFor("w") + `)`
 
 // The scoped projections: Snapshot's statements with sqlTouchedJobs added
 // (the attempts statement joins jobs j too), and the journal from an offset.
@@ -87,24 +203,19 @@ var (
 	sqlScopedJournal  = sqlSnapshotJournal + " OFFSET $1"
 )
 
-// sqlHorizon is the mark: the oldest transaction id still running, or the
-// next one to be assigned when none is.
-const sqlHorizon = `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
-
-func (s *Scope) reads(snap *protocol.Snapshot) []read {
+// reads are the scoped projection's statements for the previous mark.
+func (s *Scope) reads(snap *protocol.Snapshot, m mark) []read {
 	ids := make([]string, 0, len(s.Jobs))
 	for _, id := range s.Jobs {
 		if protocol.ValidID(id) {
 			ids = append(ids, id)
 		}
 	}
-	mark := s.mark
+	args := append([]any{ids}, m.args()...)
 	all := snapshotReads(snap)
 	return []read{
-		// Taken first, so a write racing this read counts as written next time.
-		{what: "scoped snapshot mark", sql: sqlHorizon, row: func(r pgx.Rows) error { return r.Scan(&s.mark) }},
-		{what: "snapshot jobs", sql: sqlScopedJobs, args: []any{ids, mark & 0xffffffff, mark >> 32}, row: all[0].row},
-		{what: "snapshot attempts", sql: sqlScopedAttempts, args: []any{ids, mark & 0xffffffff, mark >> 32}, row: all[1].row},
+		{what: "snapshot jobs", sql: sqlScopedJobs, args: args, row: all[0].row},
+		{what: "snapshot attempts", sql: sqlScopedAttempts, args: args, row: all[1].row},
 		all[2], all[3],
 		{what: "snapshot journal", sql: sqlScopedJournal, args: []any{s.JournalFrom}, row: all[4].row},
 	}
