@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -36,12 +35,9 @@ func Audit(ctx context.Context, q Querier, st artifact.Store, s *Scope) ([]proto
 	var snap protocol.Snapshot
 	var w written
 	since := s.mark
-	reads := []read{
-		// Taken first, so a write racing this read counts as written next time.
-		{what: "audit mark", sql: sqlMark, row: func(r pgx.Rows) error { return r.Scan(&s.mark.xmin, &s.mark.xmax, &s.mark.xip) }},
-		w.read(since),
-		outputsRead(&outs),
-	}
+	// The mark is first: a write racing the later reads counts as written
+	// next time.
+	reads := []read{w.read(since, &s.mark), outputsRead(&outs)}
 	if s.Whole {
 		reads = append(reads, snapshotReads(&snap)...)
 	} else {
@@ -61,7 +57,7 @@ func Audit(ctx context.Context, q Querier, st artifact.Store, s *Scope) ([]proto
 	switch {
 	case eager:
 		vs = append(vs, j.violations()...)
-	case w.since(last.counts):
+	case w.since(since, last.rows):
 		var err error
 		if vs, err = CheckInvariants(ctx, q); err != nil {
 			return nil, snap, err
@@ -69,7 +65,7 @@ func Audit(ctx context.Context, q Querier, st artifact.Store, s *Scope) ([]proto
 	default:
 		vs = last.violations
 	}
-	s.held = &heldChecks{counts: w.counts, violations: vs}
+	s.held = &heldChecks{rows: w.rows, violations: vs}
 	stored, err := verifyOutputs(ctx, st, outs)
 	if err != nil {
 		return nil, snap, err
@@ -116,10 +112,6 @@ type mark struct {
 	xip        []int64
 }
 
-// sqlMark reads the current snapshot as a mark.
-const sqlMark = `SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint,
-       ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(s) x) FROM pg_current_snapshot() s`
-
 // args are writtenSince's $2, $3 and $4 for m. A row's xmin is 32 bits, so
 // they compare within m.xmin's epoch.
 func (m mark) args() []any {
@@ -140,7 +132,7 @@ const writtenSince = `(%s.xmin::text::bigint >= $2 OR %s.xmin::text::bigint = AN
 func writtenSinceFor(alias string) string { return strings.ReplaceAll(writtenSince, "%s", alias) }
 
 type heldChecks struct {
-	counts     [len(invariantTables)]int64
+	rows       int64 // in invariantTables
 	violations []protocol.Violation
 }
 
@@ -148,44 +140,49 @@ type heldChecks struct {
 // (TestInvariantTablesCoverTheChecks holds the list to its statements).
 var invariantTables = [...]string{"jobs", "job_attempts", "job_events", "holds", "webhook_outbox", "buyers", "devices"}
 
-// sqlWritten is, per invariantTables table in order, its index, its row
-// count and how many of its rows were written since a mark (writtenSince's
-// $2 to $4 as $1 to $3).
+// sqlWritten reads the statement's own snapshot as the next mark, and
+// counts the rows of every invariantTables table and those of them written
+// since the previous mark ($1 its xmax's, $2 its running xids' low 32
+// bits). Counting all tables at once is enough: when no row was written
+// since, none was inserted in any table, so an unchanged total means none
+// was deleted from any either. One aggregate over one scan per table, as
+// few plan nodes as the question allows (each costs executor start-up).
 var sqlWritten = func() string {
-	since := strings.NewReplacer("%s.", "", "$2", "$1", "$3", "$2", "$4", "$3").Replace(writtenSince)
-	parts := make([]string, len(invariantTables))
+	scans := make([]string, len(invariantTables))
 	for i, t := range invariantTables {
-		parts[i] = fmt.Sprintf("SELECT %d, count(*), count(*) FILTER (WHERE %s) FROM %s", i, since, t)
+		scans[i] = "SELECT xmin::text::bigint FROM " + t
 	}
-	return strings.Join(parts, "\nUNION ALL\n")
+	return `SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint,
+       ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(s) x), w.n, w.fresh
+FROM pg_current_snapshot() s,
+     (SELECT count(*) n, count(*) FILTER (WHERE x >= $1 OR x = ANY($2::bigint[])) fresh
+      FROM (` + strings.Join(scans, "\n            UNION ALL ") + `) t(x)) w`
 }()
 
-// written is what sqlWritten read.
+// written is what sqlWritten read besides the mark.
 type written struct {
-	counts [len(invariantTables)]int64
-	fresh  int64 // rows written since the mark, over every table
+	rows, fresh int64
+	next        int64 // the snapshot's xmax
 }
 
-func (w *written) read(m mark) read {
-	return read{what: "rows written since the last audit", sql: sqlWritten, args: m.args(),
+func (w *written) read(since mark, next *mark) read {
+	args := since.args()
+	return read{what: "rows written since the last audit", sql: sqlWritten, args: []any{args[0], args[2]},
 		row: func(r pgx.Rows) error {
-			var i int
-			var n, fresh int64
-			if err := r.Scan(&i, &n, &fresh); err != nil {
+			if err := r.Scan(&next.xmin, &next.xmax, &next.xip, &w.rows, &w.fresh); err != nil {
 				return err
 			}
-			if i < 0 || i >= len(w.counts) {
-				return fmt.Errorf("table %d: no such table", i)
-			}
-			w.counts[i], w.fresh = n, w.fresh+fresh
+			w.next = next.xmax
 			return nil
 		}}
 }
 
 // since is true when a row may have been written or deleted since the
-// mark, the tables then holding counts rows.
-func (w *written) since(counts [len(invariantTables)]int64) bool {
-	return w.fresh > 0 || w.counts != counts
+// mark, the tables then holding rows rows. Every xid assigned since is
+// below w.next; when they are not all in the epoch of the mark's xmin,
+// 32-bit xmins do not compare, and every row counts as written.
+func (w *written) since(m mark, rows int64) bool {
+	return w.fresh > 0 || w.rows != rows || w.next>>32 != m.xmin>>32
 }
 
 // sqlTouchedJobs is the WHERE clause over jobs j selecting Scope's jobs ($1
