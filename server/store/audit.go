@@ -27,8 +27,8 @@ import (
 // stored bytes that can change without a row, runs every time.
 //
 // "Written since" is a row's xmin against the previous Audit's mark (see
-// Scope), and "deleted" a table's row count: when no row of a table was
-// written since, none was inserted or updated, so an unchanged count means
+// Scope), and "deleted" the tables' total row count: when no row was
+// written since, none was inserted or updated, so an unchanged total means
 // none was deleted either.
 func Audit(ctx context.Context, q Querier, st artifact.Store, s *Scope) ([]protocol.Violation, protocol.Snapshot, error) {
 	var outs []recordedOutput
@@ -101,8 +101,9 @@ type Scope struct {
 	// mark is the previous Audit's snapshot (zero: none yet, every row is
 	// written since).
 	mark mark
-	// held is CheckInvariants' last result and the row counts it saw (nil:
-	// none yet, or the last Audit failed).
+	// held is CheckInvariants' last result and the tables' total row
+	// count at the mark it was evaluated after (nil: none yet, or the last
+	// Audit failed).
 	held *heldChecks
 }
 
@@ -177,8 +178,8 @@ func (w *written) read(since mark, next *mark) read {
 		}}
 }
 
-// since is true when a row may have been written or deleted since the
-// mark, the tables then holding rows rows. Every xid assigned since is
+// since is true when a row may have been written or deleted since mark m,
+// at which the tables held rows rows in all. Every xid assigned since is
 // below w.next; when they are not all in the epoch of the mark's xmin,
 // 32-bit xmins do not compare, and every row counts as written.
 func (w *written) since(m mark, rows int64) bool {
