@@ -173,7 +173,8 @@ func (rl *scRelay) serve(w http.ResponseWriter, req *http.Request) {
 
 // pump copies one direction. An agent frame is recorded when the relay
 // reads it; a gateway frame once it has been written to the agent, so that
-// "after the agent was told" means after delivery. When either end goes,
+// "after the agent was told" means after delivery, and a frame telling the
+// agent an attempt is gone only after drainAgent. When either end goes,
 // its close status (or an abrupt cut) is passed to the other.
 func (rl *scRelay) pump(s *scRelaySession, session int, fromAgent bool) {
 	src, dst := s.gatewayConn, s.agentConn
@@ -204,9 +205,26 @@ func (rl *scRelay) pump(s *scRelaySession, session int, fromAgent bool) {
 			return
 		}
 		if !fromAgent {
+			if id, _ := goneBy(f.msg); id != "" {
+				rl.drainAgent(s)
+			}
 			rl.add(f)
 		}
 	}
+}
+
+// drainAgent returns once the relay has read every frame the agent wrote
+// before its WebSocket read what the relay delivered so far: it pings the
+// agent and waits for the pong, which the agent's reader sends only after
+// reading the frames before the ping, and which the relay's agent pump
+// reads only after the agent's frames before it (recording them). A frame
+// the agent had sent before it could read a "gone" frame (a re-sent
+// commit right behind its lease renewal, on reconnect) is so recorded
+// before the "gone" frame. A failed ping (the agent gone) waits no longer.
+func (rl *scRelay) drainAgent(s *scRelaySession) {
+	ctx, cancel := context.WithTimeout(context.Background(), rl.r.timeout)
+	defer cancel()
+	_ = s.agentConn.Ping(ctx)
 }
 
 func (rl *scRelay) describe(session int, sent bool, data []byte) scWireFrame {
@@ -671,10 +689,9 @@ func (rl *scRelay) snapshot() []scWireFrame {
 // gateway told the agent an attempt is gone (its commit or fail answered,
 // or a lease_conflict other than job_cancelling or phase_regression,
 // including the sweeper's attempt_lost), the agent sends nothing more for
-// it. "Told" is when the relay delivered the frame, so a frame the agent
-// had already sent but the relay had not yet read would count against it;
-// the catalogue's scripts leave no frame of the agent in flight then (its
-// runner is held, its heartbeat is 10s of real time away).
+// it. "Told" is when the relay delivered the frame and the agent's
+// WebSocket has read it (drainAgent), so a frame the agent had already
+// sent, but the relay had not yet read, does not count against it.
 func checkWire(agentName string, frames []scWireFrame) error {
 	// Offers count wherever they stand: the relay records a gateway frame
 	// once delivered, and the agent may answer an offer before that.
