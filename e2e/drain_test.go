@@ -10,6 +10,7 @@ import (
 
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/api"
 )
 
 // TestAgentSIGTERMDrains: a real agent process (RunSignalled, as `rendermac
@@ -79,12 +80,22 @@ func TestAgentStopsAtOnceOnSecondSignal(t *testing.T) {
 			} else {
 				require.Contains(t, child.logs.String(), "drain timeout")
 			}
+			// The failed attempt frees the slot before the session closes,
+			// so the gateway may offer the requeued job once more: that
+			// offer is refused (no_capacity) or, once the session is gone,
+			// given back (provider_offline), never run, and the job is
+			// queued again when it has been.
+			d := s.waitJob(job.ID, "queued again (provider_offline is retryable)", func(d api.JobDetail) bool {
+				return d.Status == protocol.JobQueued
+			})
 			rows := s.attemptRows(job.ID)
 			require.NotEmpty(t, rows)
 			require.Equal(t, attemptRow{Number: 1, Status: "failed", DeviceID: creds.DeviceID, Epoch: 1,
 				TokenHash: rows[0].TokenHash, Failure: string(protocol.FailProviderOffline)}, rows[0])
-			d := s.job(job.ID)
-			require.Equal(t, protocol.JobQueued, d.Status, "provider_offline is retryable: %s", describe(d))
+			for _, a := range d.Attempts[1:] { // as read with the queued job
+				require.Equal(t, protocol.AttemptFailed, a.Status, "an offer made to the stopping agent is refused or given back, never run")
+				require.Contains(t, []string{string(protocol.FailNoCapacity), string(protocol.FailProviderOffline)}, a.FailureCode)
+			}
 		})
 	}
 }
