@@ -57,7 +57,7 @@ func Audit(ctx context.Context, q Querier, st artifact.Store, s *Scope) ([]proto
 	switch {
 	case eager:
 		vs = append(vs, j.violations()...)
-	case w.since(since, last.rows):
+	case w.since(since, s.mark, last.rows):
 		var err error
 		if vs, err = CheckInvariants(ctx, q); err != nil {
 			return nil, snap, err
@@ -161,29 +161,23 @@ FROM pg_current_snapshot() s,
 }()
 
 // written is what sqlWritten read besides the mark.
-type written struct {
-	rows, fresh int64
-	next        int64 // the snapshot's xmax
-}
+type written struct{ rows, fresh int64 }
 
 func (w *written) read(since mark, next *mark) read {
 	args := since.args()
 	return read{what: "rows written since the last audit", sql: sqlWritten, args: []any{args[0], args[2]},
 		row: func(r pgx.Rows) error {
-			if err := r.Scan(&next.xmin, &next.xmax, &next.xip, &w.rows, &w.fresh); err != nil {
-				return err
-			}
-			w.next = next.xmax
-			return nil
+			return r.Scan(&next.xmin, &next.xmax, &next.xip, &w.rows, &w.fresh)
 		}}
 }
 
-// since is true when a row may have been written or deleted since mark m,
-// at which the tables held rows rows in all. Every xid assigned since is
-// below w.next; when they are not all in the epoch of the mark's xmin,
-// 32-bit xmins do not compare, and every row counts as written.
-func (w *written) since(m mark, rows int64) bool {
-	return w.fresh > 0 || w.rows != rows || w.next>>32 != m.xmin>>32
+// since is true when a row may have been written or deleted between mark
+// m, at which the tables held rows rows in all, and mark now (the one
+// sqlWritten read). Every xid assigned in between is below now.xmax; when
+// they are not all in the epoch of m's xmin, 32-bit xmins do not compare,
+// and every row counts as written.
+func (w *written) since(m, now mark, rows int64) bool {
+	return w.fresh > 0 || w.rows != rows || now.xmax>>32 != m.xmin>>32
 }
 
 // sqlTouchedJobs is the WHERE clause over jobs j selecting Scope's jobs ($1
