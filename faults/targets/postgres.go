@@ -21,7 +21,7 @@ const TemplateName = "rendermac_template"
 // computes, so one worker per CPU leaves the CPUs idle between statements.
 const WorkersPerCPU = 4
 
-// asyncCommit turns synchronous_commit off in the sessions of a campaign
+// campaignSessions turns synchronous_commit off in the sessions of a campaign
 // worker's pools, so a commit returns once its WAL is written to the
 // server's buffers rather than flushed. That decides only what a Postgres
 // crash would lose; no campaign crashes Postgres (its faults are at the
@@ -34,19 +34,19 @@ const WorkersPerCPU = 4
 // The scoped audit's statements take the previous snapshot as arguments
 // (store.Scope), and for those Postgres chose a custom plan at every call:
 // 0.6 ms of planning each, two per step. A plan never changes a result.
-func asyncCommit(cfg *pgxpool.Config) *pgxpool.Config {
+func campaignSessions(cfg *pgxpool.Config) *pgxpool.Config {
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	return cfg
 }
 
-// openCampaignPool opens store.OpenPool's pool with asyncCommit.
+// openCampaignPool opens store.OpenPool's pool with campaignSessions.
 func openCampaignPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := store.PoolConfig(url)
 	if err != nil {
 		return nil, err
 	}
-	return store.OpenPoolConfig(ctx, asyncCommit(cfg))
+	return store.OpenPoolConfig(ctx, campaignSessions(cfg))
 }
 
 // Postgres is a provider plus a migrated template: where the harness gets

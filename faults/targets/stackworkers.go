@@ -154,7 +154,7 @@ func tracedPool(ctx context.Context, url string, sig *txSignal) (*pgxpool.Pool, 
 	}
 	cfg.MaxConns = 4
 	cfg.ConnConfig.Tracer = sig
-	return store.OpenPoolConfig(ctx, asyncCommit(cfg))
+	return store.OpenPoolConfig(ctx, campaignSessions(cfg))
 }
 
 // ThreeWayFactory returns a faults.Factory whose targets are the model
