@@ -26,7 +26,11 @@ const clonePrefix = "pgp_"
 var (
 	processTag = fmt.Sprintf("%d_%04x", os.Getpid(), rand.Uint32()&0xffff)
 	dbCounter  atomic.Uint64
-	validName  = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
+	// providerCounter numbers the Providers of this process: in env mode
+	// several share one server at once (qualify's campaigns beside its
+	// scenarios), each with its own templates.
+	providerCounter atomic.Uint64
+	validName       = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
 )
 
 // Template creates database name once per Provider and runs migrate
@@ -34,8 +38,9 @@ var (
 // test can call it. If migrate fails the database is dropped and the next
 // call tries again. Names are lower-case identifiers of at most 40 bytes.
 //
-// In env mode the physical database is name_<process tag>, because test
-// binaries of several packages share that server concurrently and must not
+// In env mode the physical database is name_<process tag>_<provider
+// number>, because test binaries of several packages, and several
+// Providers of one process, share that server concurrently and must not
 // clobber each other's templates; NewDatabase maps the name for you.
 //
 // migrate must close its connections before returning: PostgreSQL refuses
@@ -56,7 +61,7 @@ func (p *Provider) Template(ctx context.Context, name string, migrate func(ctx c
 	}
 	phys := name
 	if p.kind == KindEnv {
-		phys = name + "_" + processTag
+		phys = name + "_" + p.tag
 	}
 	if err := p.admin(ctx, func(conn *pgx.Conn) error {
 		create := "CREATE DATABASE " + ident(phys)

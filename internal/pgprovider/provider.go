@@ -72,6 +72,7 @@ type Provider struct {
 	closeMu  sync.Mutex // serialises Close
 	closed   bool
 
+	tag       string            // processTag and this Provider's number in the process
 	tmplMu    sync.Mutex        // held while a template is created+migrated
 	mu        sync.Mutex        // guards the maps below
 	templates map[string]string // logical name -> physical database name
@@ -137,6 +138,7 @@ func newProvider(kind, adminURL string) *Provider {
 	return &Provider{
 		kind:      kind,
 		adminURL:  adminURL,
+		tag:       fmt.Sprintf("%s_%d", processTag, providerCounter.Add(1)),
 		templates: map[string]string{},
 		created:   map[string]bool{},
 	}
