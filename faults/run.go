@@ -287,7 +287,7 @@ func (r *runner) check(ctx context.Context, step int, last bool) *Failure {
 	var first protocol.Snapshot
 	var scope *RowScope
 	for i, t := range r.targets {
-		vs, snap, err := r.audit(ctx, t, compare, scope)
+		vs, snap, unchanged, err := r.audit(ctx, t, compare, scope)
 		if err != nil {
 			return &Failure{Kind: FailureError, Target: t.Name(), Detail: "check: " + err.Error()}
 		}
@@ -295,6 +295,14 @@ func (r *runner) check(ctx context.Context, step int, last bool) *Failure {
 			return &Failure{Kind: FailureViolation, Target: t.Name(), Detail: fmt.Sprint(vs)}
 		}
 		if !compare {
+			continue
+		}
+		if unchanged {
+			// Neither side changed since the previous check, whose
+			// comparison passed (RowScope.Changed).
+			if scope == nil || scope.Whole || scope.Changed {
+				return &Failure{Kind: FailureError, Target: t.Name(), Detail: "check: an audit answered unchanged to a scope that needs a projection"}
+			}
 			continue
 		}
 		if i == 0 {
@@ -338,16 +346,16 @@ func (r *runner) wholeDiff(ctx context.Context, t Target, first protocol.Snapsho
 
 // audit is t's invariant lines and, when compare is set, its projection:
 // scope's part of it from an Auditor given a scope, else the whole.
-func (r *runner) audit(ctx context.Context, t Target, compare bool, scope *RowScope) ([]string, protocol.Snapshot, error) {
+func (r *runner) audit(ctx context.Context, t Target, compare bool, scope *RowScope) ([]string, protocol.Snapshot, bool, error) {
 	if a, ok := t.(Auditor); ok && compare {
 		return a.Audit(ctx, scope)
 	}
 	vs, err := t.CheckInvariants(ctx)
 	if err != nil || !compare {
-		return vs, protocol.Snapshot{}, err
+		return vs, protocol.Snapshot{}, false, err
 	}
 	snap, err := t.Snapshot(ctx)
-	return vs, snap, err
+	return vs, snap, false, err
 }
 
 func (r *runner) apply(ctx context.Context, t Target, ev Event) (outcome, error) {

@@ -23,9 +23,13 @@ type RowScope struct {
 	JournalFrom int
 	// Whole asks for the whole projection: Snapshot's.
 	Whole bool
-	// Changed says the first target's projection changed in the step, so
-	// an Auditor may expect that it wrote rows too. It is a hint for
-	// speed: no result may depend on it.
+	// Changed says the first target's projection changed in the step (it
+	// differs from the one at the previous check), so an Auditor may
+	// expect that it wrote rows too. When it is false, an Auditor that
+	// finds it wrote no row since its previous Audit may answer
+	// "unchanged" without projecting: both sides are then as they were at
+	// the previous check, whose comparison passed. So it must be true
+	// whenever the first target's projection changed.
 	Changed bool
 }
 
@@ -37,8 +41,11 @@ type Auditor interface {
 	// whose rows (its own, its hold, attempts or webhooks) the target wrote
 	// since its previous Audit (every job on the first), each with
 	// all its attempts, in Snapshot's order; every buyer and device; and
-	// the journal rows from scope.JournalFrom on.
-	Audit(ctx context.Context, scope *RowScope) ([]string, protocol.Snapshot, error)
+	// the journal rows from scope.JournalFrom on. Or, only when scope is
+	// neither nil nor Whole nor Changed: unchanged and no projection, when
+	// the target wrote (and deleted) no row its projection reads since its
+	// previous Audit, so its projection is what it was then.
+	Audit(ctx context.Context, scope *RowScope) (lines []string, snap protocol.Snapshot, unchanged bool, err error)
 }
 
 // touched remembers the first target's projection at the previous check,
@@ -77,7 +84,8 @@ func (t *touched) scope(now protocol.Snapshot, replies []outcome) *RowScope {
 		}
 		attempts[a.ID] = a
 	}
-	s.Changed = len(s.Jobs) > 0 || len(now.Journal) != t.journal ||
+	s.Changed = len(s.Jobs) > 0 || len(now.Jobs) != len(t.jobs) || len(now.Attempts) != len(t.attempts) ||
+		len(now.Journal) != t.journal ||
 		!reflect.DeepEqual(now.Buyers, t.buyers) || !reflect.DeepEqual(now.Devices, t.devices)
 	for _, o := range replies {
 		for _, rep := range o.replies {

@@ -83,13 +83,13 @@ func checkAll(ctx context.Context, pool store.Querier, st artifact.Store) ([]str
 // auditAll is checkAll plus a projection (scope nil or Whole: the whole;
 // else the rows scope selects), with rs the state store.Audit keeps between
 // calls.
-func auditAll(ctx context.Context, pool store.Querier, st artifact.Store, rs *store.Scope, scope *faults.RowScope) ([]string, protocol.Snapshot, error) {
+func auditAll(ctx context.Context, pool store.Querier, st artifact.Store, rs *store.Scope, scope *faults.RowScope) ([]string, protocol.Snapshot, bool, error) {
 	rs.Whole, rs.ExpectWrites = true, false
 	if scope != nil {
 		rs.Jobs, rs.JournalFrom, rs.Whole, rs.ExpectWrites = scope.Jobs, scope.JournalFrom, scope.Whole, scope.Changed
 	}
-	vs, snap, err := store.Audit(ctx, pool, st, rs)
-	return renderViolations(vs), snap, err
+	vs, snap, unchanged, err := store.Audit(ctx, pool, st, rs)
+	return renderViolations(vs), snap, unchanged, err
 }
 
 func renderViolations(vs []protocol.Violation) []string {
@@ -355,7 +355,7 @@ func (t *PostgresTarget) CheckInvariants(ctx context.Context) ([]string, error) 
 
 // Audit implements faults.Auditor: checkAll and a projection in one round
 // trip.
-func (t *PostgresTarget) Audit(ctx context.Context, scope *faults.RowScope) ([]string, protocol.Snapshot, error) {
+func (t *PostgresTarget) Audit(ctx context.Context, scope *faults.RowScope) ([]string, protocol.Snapshot, bool, error) {
 	return auditAll(ctx, t.pool, t.store, &t.scope, scope)
 }
 

@@ -345,7 +345,7 @@ func (t *StackTarget) Snapshot(ctx context.Context) (protocol.Snapshot, error) {
 }
 
 // Audit implements faults.Auditor over the stack's database and store.
-func (t *StackTarget) Audit(ctx context.Context, scope *faults.RowScope) ([]string, protocol.Snapshot, error) {
+func (t *StackTarget) Audit(ctx context.Context, scope *faults.RowScope) ([]string, protocol.Snapshot, bool, error) {
 	return auditAll(ctx, t.r.pool, t.store, &t.scope, scope)
 }
 

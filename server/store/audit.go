@@ -16,61 +16,78 @@ import (
 // a differential harness reads after every step. The violations are in the
 // order the two checks give.
 //
-// CheckInvariants' SQL checks are a function of the rows of the tables
-// they read (invariantTables) alone. So when none of those rows was
-// inserted, updated or deleted since the previous Audit with s, their
-// result is the one the last evaluation with s gave, and Audit returns that
-// without evaluating them again. Every Audit reads whether rows were
-// written; it evaluates the checks in the same round trip when
-// s.ExpectWrites is set (or there is no last result), else in a second
-// round trip only when rows were written. CheckOutputs, which re-reads
-// stored bytes that can change without a row, runs every time.
+// CheckInvariants' SQL checks and the projection are functions of the rows
+// of the tables they read (invariantTables) alone. So when none of those
+// rows was inserted, updated or deleted since the previous Audit with s,
+// the checks' result is the one the last evaluation with s gave, and Audit
+// returns that without evaluating them again; and the projection is the
+// one the previous Audit read, so unless s.Whole or s.ExpectWrites asks for
+// it, Audit reads none and says so (unchanged, with an empty projection).
+// Every Audit reads whether rows were written. With s.ExpectWrites set (or
+// no last result), it evaluates the checks and reads the projection in the
+// same round trip; with s.Whole, it reads the projection in that round trip
+// and evaluates the checks in a second one only when rows were written;
+// otherwise that one read is the first round trip, and only when rows were
+// written does a second read the projection and evaluate the checks.
+// CheckOutputs, which re-reads stored bytes that can change without a row,
+// runs every time (over the rows the last read found, when none changed).
 //
 // "Written since" is a row's xmin against the previous Audit's mark (see
 // Scope), and "deleted" the tables' total row count: when no row was
 // written since, none was inserted or updated, so an unchanged total means
 // none was deleted either.
-func Audit(ctx context.Context, q Querier, st artifact.Store, s *Scope) ([]protocol.Violation, protocol.Snapshot, error) {
-	var outs []recordedOutput
-	var snap protocol.Snapshot
+func Audit(ctx context.Context, q Querier, st artifact.Store, s *Scope) (vs []protocol.Violation, snap protocol.Snapshot, unchanged bool, err error) {
+	since, last := s.mark, s.held
+	s.held = nil
 	var w written
-	since := s.mark
 	// The mark is first: a write racing the later reads counts as written
 	// next time.
-	reads := []read{w.read(since, &s.mark), outputsRead(&outs)}
+	reads := []read{w.read(since, &s.mark)}
+	eval := last == nil || s.ExpectWrites
+	if !eval && !s.Whole {
+		if err := readAll(ctx, q, reads); err != nil {
+			return nil, snap, false, err
+		}
+		if !w.since(since, s.mark, last.rows) {
+			s.held = last
+			stored, err := verifyOutputs(ctx, st, last.outputs)
+			if err != nil {
+				return nil, snap, false, err
+			}
+			return append(slices.Clip(last.violations), stored...), snap, true, nil
+		}
+		reads, eval = nil, true
+	}
+	var outs []recordedOutput
+	reads = append(reads, outputsRead(&outs))
 	if s.Whole {
 		reads = append(reads, snapshotReads(&snap)...)
 	} else {
 		reads = append(reads, s.reads(&snap, since)...)
 	}
-	last := s.held
-	s.held = nil
-	eager := last == nil || s.ExpectWrites
-	var vs []protocol.Violation
 	var j journalRows
-	if eager {
+	if eval {
 		reads = append(reads, invariantReads(&vs, &j)...)
 	}
 	if err := readAll(ctx, q, reads); err != nil {
-		return nil, snap, err
+		return nil, snap, false, err
 	}
 	switch {
-	case eager:
+	case eval:
 		vs = append(vs, j.violations()...)
 	case w.since(since, s.mark, last.rows):
-		var err error
 		if vs, err = CheckInvariants(ctx, q); err != nil {
-			return nil, snap, err
+			return nil, snap, false, err
 		}
 	default:
 		vs = last.violations
 	}
-	s.held = &heldChecks{rows: w.rows, violations: vs}
+	s.held = &heldChecks{rows: w.rows, violations: vs, outputs: outs}
 	stored, err := verifyOutputs(ctx, st, outs)
 	if err != nil {
-		return nil, snap, err
+		return nil, snap, false, err
 	}
-	return append(slices.Clip(vs), stored...), snap, nil
+	return append(slices.Clip(vs), stored...), snap, false, nil
 }
 
 // Scope is the state an Audit keeps for the next, and selects the rows one
@@ -95,15 +112,18 @@ type Scope struct {
 	// Whole asks for Snapshot's whole projection instead of the scope's.
 	Whole bool
 	// ExpectWrites says the caller expects rows were written since the
-	// previous Audit, so that evaluating the checks in the first round trip
-	// saves one. It changes no result.
+	// previous Audit, so that reading the projection and evaluating the
+	// checks in the first round trip saves one. Without it (and without
+	// Whole), an Audit that finds no row written reads no projection and
+	// reports it unchanged: the caller must then know its own expectation
+	// of the rows unchanged too.
 	ExpectWrites bool
 	// mark is the previous Audit's snapshot (zero: none yet, every row is
 	// written since).
 	mark mark
-	// held is CheckInvariants' last result and the tables' total row
-	// count at the mark it was evaluated after (nil: none yet, or the last
-	// Audit failed).
+	// held is CheckInvariants' last result, the tables' total row count at
+	// the mark it was evaluated after and the outputs the rows recorded
+	// (nil: none yet, or the last Audit failed).
 	held *heldChecks
 }
 
@@ -135,6 +155,7 @@ func writtenSinceFor(alias string) string { return strings.ReplaceAll(writtenSin
 type heldChecks struct {
 	rows       int64 // in invariantTables
 	violations []protocol.Violation
+	outputs    []recordedOutput // the stored outputs the rows record
 }
 
 // invariantTables are the tables CheckInvariants reads
