@@ -40,6 +40,7 @@ type fuzzFlags struct {
 }
 
 func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	campaignGC()
 	var f fuzzFlags
 	fs := newFlagSet("fuzz", "--target model|both|stack [--seeds N --steps M [--shard K/N] | --seed S | --replay FILE]", stderr)
 	fs.StringVar(&f.target, "target", "model", "what to run against: model; both (model and Postgres, compared step by step); "+

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -95,6 +96,17 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'rendermac <command> --help' for a command's flags.")
+}
+
+// campaignGC lets a campaign's heap grow to five times its live data
+// between collections (GOGC=400) unless GOGC is set. A campaign's live heap
+// is a few megabytes, so at the default the collector ran every few
+// milliseconds, for 7% of a model-vs-Postgres campaign's own CPU, to keep
+// memory at a level nobody needs (50 MB at most either way).
+func campaignGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting, with

@@ -167,7 +167,7 @@ func (w *PostgresWorkers) resources(ctx context.Context, worker int) (*pgResourc
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "rendermac-artifacts-")
+	dir, err := artifactScratch("rendermac-artifacts-")
 	if err != nil {
 		p.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -83,4 +84,19 @@ func (p *Postgres) Close() error { return p.Provider.Close() }
 // ServerVariants lists the service layer's deliberately broken variants.
 func ServerVariants() []server.Variant {
 	return server.Variants()
+}
+
+// artifactScratch makes a campaign worker's artifact directory: in memory
+// (/dev/shm) where there is one, else in the temporary directory. A
+// campaign's store is unsynced and its files die with the run, so only the
+// file system calls differ: creating, linking and removing an output's
+// files on a disk file system cost a fifth of a model-vs-Postgres
+// campaign's own CPU (the journal's work, not the bytes).
+func artifactScratch(pattern string) (string, error) {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if dir, err := os.MkdirTemp("/dev/shm", pattern); err == nil {
+			return dir, nil
+		}
+	}
+	return os.MkdirTemp("", pattern)
 }

@@ -129,7 +129,7 @@ func (w *StackWorkers) resources(ctx context.Context, worker int) (*stackResourc
 	if r.pool, err = openCampaignPool(ctx, url); err == nil {
 		if r.poolF, err = tracedPool(ctx, url, r.txF); err == nil {
 			if r.poolL, err = tracedPool(ctx, url, r.txL); err == nil {
-				r.dir, err = os.MkdirTemp("", "rendermac-stack-artifacts-")
+				r.dir, err = artifactScratch("rendermac-stack-artifacts-")
 			}
 		}
 	}
