@@ -123,6 +123,7 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 }
 
 func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	campaignGC()
 	f, err := parseQualifyFlags(args, stderr)
 	if err != nil {
 		return err
@@ -160,6 +161,34 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			_ = waitFleet() // on an early return, its processes are stopped first
 		}()
 	}
+	// The scenarios, too, mostly wait (on frames, timers, restarts: about
+	// a third of one CPU alone), so they run beside the campaigns, on their
+	// own Postgres, into their own card, which joins this one where the
+	// scenarios' results were before: after the campaigns'.
+	var scenarioCard evidence.Card
+	var notRun []string            // notes of scenarios not run
+	var waitScenarios func() error // nil: no scenarios
+	if !f.noScenarios {
+		scenarioCtx, cancelScenarios := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			pg := &scenarioPostgres{db: f.db}
+			defer pg.close()
+			// The notes of scenarios not run come after the notes every
+			// shard shares, as card merge orders them (evidence.Merge), so
+			// a sharded run's merged card and the unsharded card agree.
+			err := qualifyScenarios(scenarioCtx, &scenarioCard, &notRun, f, pg, f.scenarios, f.artifactsS3, prog)
+			if err == nil {
+				err = qualifyS3Scenarios(scenarioCtx, &scenarioCard, &notRun, f, pg, prog)
+			}
+			done <- err
+		}()
+		waitScenarios = sync.OnceValue(func() error { return <-done })
+		defer func() {
+			cancelScenarios()
+			_ = waitScenarios()
+		}()
+	}
 	model := fuzzFlags{target: "model", variant: f.modelVariant, workers: f.workers, steps: f.steps, outDir: filepath.Join(f.out, "replays"),
 		gen: f.gen, weights: f.weights}
 	gate := !f.noCoverageGate
@@ -186,20 +215,13 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
-	if !f.noScenarios {
-		pg := &scenarioPostgres{db: f.db}
-		// The notes of scenarios not run come after the notes every shard
-		// shares, as card merge orders them (evidence.Merge), so a sharded
-		// run's merged card and the unsharded card agree.
-		var notRun []string
-		err := qualifyScenarios(ctx, &card, &notRun, f, pg, f.scenarios, f.artifactsS3, prog)
-		if err == nil {
-			err = qualifyS3Scenarios(ctx, &card, &notRun, f, pg, prog)
-		}
-		pg.close()
-		if err != nil {
+	if waitScenarios != nil {
+		if err := waitScenarios(); err != nil {
 			return err
 		}
+		card.Scenarios = scenarioCard.Scenarios
+		card.Failures = append(card.Failures, scenarioCard.Failures...)
+		card.NotCovered = append(card.NotCovered, scenarioCard.NotCovered...)
 		card.NotCovered = append(card.NotCovered, notRun...)
 	}
 	if waitFleet != nil {
