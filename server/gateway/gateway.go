@@ -56,6 +56,9 @@ type Gateway struct {
 	// ignoreJobs drops JobsChannel notifications, so tests can show that
 	// the polling fallback alone finds queued work.
 	ignoreJobs atomic.Bool
+	// beforeLostFrame, when set (by tests), runs in a session's goroutine
+	// before it writes an attempt_lost frame.
+	beforeLostFrame atomic.Pointer[func()]
 	// wakeNext rotates where wakeForJob starts looking for a free slot.
 	wakeNext atomic.Uint64
 	// connectsPerIP and connectsPerDevice are Config.Limits' buckets.

@@ -115,9 +115,14 @@ func (g *Gateway) onCancelNotice(ctx context.Context, payload string) {
 }
 
 // onLostNotice tells the device's sessions here that the sweeper ended one
-// of its attempts, and frees the slot that attempt held in their count: the
-// frame goes out first, so a device reading in order has stopped the
-// attempt before the offer for the freed slot arrives.
+// of its attempts, and frees the slot that attempt held in their count. The
+// frame is written by a goroutine of the session, but counted pending here,
+// in the listener, before any later notice (the requeue's jobs notice
+// among them) can wake an offer: every offer written after this waits for
+// the frame (waitLostFrames), so a device reading in order has stopped the
+// attempt before the offer for the freed slot arrives, even when the
+// session's slot count was free already (a restarted agent reports its
+// slots free while the database still holds its old attempts live).
 func (g *Gateway) onLostNotice(payload string) {
 	var n server.CancelNotice
 	if err := json.Unmarshal([]byte(payload), &n); err != nil || !protocol.ValidID(n.JobID) ||
@@ -126,14 +131,39 @@ func (g *Gateway) onLostNotice(payload string) {
 		return
 	}
 	for _, s := range g.sessionsOf(n.DeviceID) {
-		s.spawn(func() {
-			s.g.wakes.notices.Add(1)
-			if s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: n.JobID, AttemptID: n.AttemptID,
-				Reason: protocol.ReasonAttemptLost}) {
-				s.log.Info("lost attempt announced", "job_id", n.JobID, "attempt_id", n.AttemptID)
-			}
-			s.freeSlot()
-		})
+		s.mu.Lock()
+		if s.spawnLocked(func() { s.writeLost(n) }) {
+			s.lostPending++
+		}
+		s.mu.Unlock()
+	}
+}
+
+// writeLost writes one attempt_lost frame onLostNotice counted pending,
+// then frees the slot the attempt held.
+func (s *session) writeLost(n server.CancelNotice) {
+	if hook := s.g.beforeLostFrame.Load(); hook != nil {
+		(*hook)()
+	}
+	s.g.wakes.notices.Add(1)
+	if s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: n.JobID, AttemptID: n.AttemptID,
+		Reason: protocol.ReasonAttemptLost}) {
+		s.log.Info("lost attempt announced", "job_id", n.JobID, "attempt_id", n.AttemptID)
+	}
+	s.mu.Lock()
+	s.lostPending--
+	s.lostDone.Broadcast()
+	s.mu.Unlock()
+	s.freeSlot()
+}
+
+// waitLostFrames returns once every attempt_lost frame counted pending so
+// far has been written (or its write has failed).
+func (s *session) waitLostFrames() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.lostPending > 0 {
+		s.lostDone.Wait()
 	}
 }
 

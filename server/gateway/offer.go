@@ -192,6 +192,7 @@ func (s *session) deliver(r protocol.Reply, job server.OfferJob) bool {
 		s.giveBack(r, protocol.FailProviderOffline)
 		return false
 	}
+	s.waitLostFrames()
 	sent := s.write(offer)
 	if s.g.v.sessionFenced() {
 		s.g.offeredOn.Store(r.AttemptID, s)

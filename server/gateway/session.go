@@ -60,6 +60,11 @@ type session struct {
 	draining bool
 	ended    bool
 	revoked  bool // Lease said not_found: no more offers on this session
+	// lostPending counts attempt_lost frames onLostNotice announced to
+	// the session and not yet written; deliver waits for them on lostDone
+	// (a condition on mu).
+	lostPending int
+	lostDone    *sync.Cond
 	// offerRunning is set while an offer pass goroutine runs; offerAgain
 	// asks it for one more pass (a wake that came meanwhile).
 	offerRunning, offerAgain bool
@@ -77,9 +82,11 @@ type session struct {
 
 func newSession(g *Gateway, conn *websocket.Conn, deviceID string) *session {
 	ctx, cancel := context.WithCancel(g.ctx)
-	return &session{g: g, conn: conn, deviceID: deviceID, log: g.log.With("device_id", deviceID),
+	s := &session{g: g, conn: conn, deviceID: deviceID, log: g.log.With("device_id", deviceID),
 		ctx: ctx, cancel: cancel, workers: make(chan struct{}, maxWorkersPerSession),
 		tails: map[string]chan struct{}{}}
+	s.lostDone = sync.NewCond(&s.mu)
+	return s
 }
 
 // serve runs the session until the connection ends, then waits for every

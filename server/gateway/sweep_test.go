@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,14 +50,60 @@ func TestSweptLeaseIsRequeuedAndOfferedAgain(t *testing.T) {
 	require.True(t, ran)
 	require.Equal(t, 1.0, metricValue(b.m.SweepChanges.WithLabelValues("lost")))
 	require.Equal(t, 1.0, metricValue(b.m.SweepChanges.WithLabelValues("requeued")))
+	expectLostThenOfferedAgain(t, c, o)
+	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptRunning))
+	require.Equal(t, protocol.ReasonAttemptTerminal, gatewaytest.Expect[protocol.LeaseConflict](t, c).Reason)
+}
+
+// A restarted agent reports its slot free while the database still holds
+// its old attempt live. When the sweeper ends that attempt and requeues the
+// job, the slot count lets the requeue's jobs notice lease the job to the
+// same device at once; the attempt_lost frame must still reach it first,
+// however late the session's writer is.
+func TestLostFrameGoesOutBeforeTheOfferForItsSlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	b.createJob(t, true)
+	c := b.connect(t, token2, 1, 1)
+	o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	// The agent says its one slot is free: the gateway asks, and the
+	// database refuses while attempt 1 is live.
+	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	release := make(chan struct{})
+	let := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(let) // before the gateway's shutdown, which waits for the writer
+	hold := func() { <-release }
+	b.gw.beforeLostFrame.Store(&hold)
+
+	b.clock.Advance(ttl)
+	ran, err := b.gw.sweepOnce(ctx)
+	require.NoError(t, err)
+	require.True(t, ran)
+	require.Eventually(t, func() bool {
+		var status protocol.JobStatus
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM jobs WHERE id = $1`, o.JobID).Scan(&status))
+		return status == protocol.JobActive
+	}, gatewaytest.Timeout, tick, "the requeued job is leased again")
+	quiet, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	got, err := c.Next(quiet)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a frame overtook the pending attempt_lost frame: %#v", got)
+
+	let()
+	expectLostThenOfferedAgain(t, c, o)
+}
+
+// expectLostThenOfferedAgain reads attempt_lost for offer o's attempt,
+// then the offer of its job's attempt 2.
+func expectLostThenOfferedAgain(t *testing.T, c *gatewaytest.Client, o *protocol.LeaseOffer) {
+	t.Helper()
 	lost := gatewaytest.Expect[protocol.LeaseConflict](t, c)
 	require.Equal(t, protocol.ReasonAttemptLost, lost.Reason)
 	require.Equal(t, o.AttemptID, lost.AttemptID)
 	again := gatewaytest.Expect[protocol.LeaseOffer](t, c)
 	require.Equal(t, o.JobID, again.JobID)
 	require.Equal(t, 2, again.AttemptNumber)
-	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptRunning))
-	require.Equal(t, protocol.ReasonAttemptTerminal, gatewaytest.Expect[protocol.LeaseConflict](t, c).Reason)
 }
 
 // The Run loop sweeps on its own (database clock, real timers).
