@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,16 +12,20 @@ import (
 	"golang.org/x/term"
 )
 
-// progress shows long work on a terminal: a redrawn line per phase with
-// done/total, rate and ETA. It writes nothing when its writer is not a
-// terminal, so logs, CI and redirected runs stay free of it and stdout is
-// never touched.
+// progress shows long work on a terminal: a redrawn line with each running
+// phase's done/total, rate and ETA (one phase in full; several, as qualify
+// runs its scenarios beside its campaigns, side by side in short), and a
+// phase's last line kept when it ends. It writes nothing when its writer is
+// not a terminal, so logs, CI and redirected runs stay free of it and
+// stdout is never touched.
 type progress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	tty   bool
-	now   func() time.Time
-	start map[string]time.Time
+	mu     sync.Mutex
+	w      io.Writer
+	tty    bool
+	now    func() time.Time
+	start  map[string]time.Time
+	counts map[string][2]int // done, total
+	active []string          // phases updated and not done, in order of first update
 }
 
 func newProgress(w io.Writer) *progress {
@@ -28,7 +33,7 @@ func newProgress(w io.Writer) *progress {
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
-	return &progress{w: w, tty: tty, now: time.Now, start: map[string]time.Time{}}
+	return &progress{w: w, tty: tty, now: time.Now, start: map[string]time.Time{}, counts: map[string][2]int{}}
 }
 
 func (p *progress) update(name string, done, total int) {
@@ -41,7 +46,24 @@ func (p *progress) update(name string, done, total int) {
 	if _, ok := p.start[name]; !ok {
 		p.start[name] = t
 	}
-	fmt.Fprintf(p.w, "\r%s", progressLine(name, done, total, t.Sub(p.start[name])))
+	if !slices.Contains(p.active, name) {
+		p.active = append(p.active, name)
+	}
+	p.counts[name] = [2]int{done, total}
+	fmt.Fprintf(p.w, "\r%s", p.lineLocked(t))
+}
+
+// lineLocked renders the running phases: the one in full, several short.
+func (p *progress) lineLocked(t time.Time) string {
+	if len(p.active) == 1 {
+		n := p.active[0]
+		return progressLine(n, p.counts[n][0], p.counts[n][1], t.Sub(p.start[n]))
+	}
+	parts := make([]string, len(p.active))
+	for i, n := range p.active {
+		parts[i] = shortProgress(n, p.counts[n][0], p.counts[n][1], t.Sub(p.start[n]))
+	}
+	return strings.Join(parts, " | ") + "\x1b[K"
 }
 
 // progressLine renders one phase's state: bar, count, rate and ETA.
@@ -60,11 +82,33 @@ func progressLine(name string, done, total int, elapsed time.Duration) string {
 	return line + "\x1b[K"
 }
 
-func (p *progress) done(string) {
+// shortProgress is one of several running phases: name, count, ETA.
+func shortProgress(name string, done, total int, elapsed time.Duration) string {
+	line := fmt.Sprintf("%s %d/%d", name, done, total)
+	if done > 0 && elapsed > 0 {
+		eta := time.Duration(float64(total-done) * float64(elapsed) / float64(done)).Round(time.Second)
+		line += fmt.Sprintf(" ETA %s", eta)
+	}
+	return line
+}
+
+// done ends phase name: its last line stays, on a line of its own, and the
+// phases still running are redrawn below it.
+func (p *progress) done(name string) {
 	if p == nil || !p.tty {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintln(p.w)
+	i := slices.Index(p.active, name)
+	if i < 0 {
+		return
+	}
+	t := p.now()
+	c := p.counts[name]
+	fmt.Fprintf(p.w, "\r%s\n", progressLine(name, c[0], c[1], t.Sub(p.start[name])))
+	p.active = slices.Delete(p.active, i, i+1)
+	if len(p.active) > 0 {
+		fmt.Fprintf(p.w, "\r%s", p.lineLocked(t))
+	}
 }
