@@ -50,11 +50,10 @@ func Audit(ctx context.Context, q Querier, st artifact.Store, s *Scope) (vs []pr
 		}
 		if !w.since(since, s.mark, last.rows) {
 			s.held = last
-			stored, err := verifyOutputs(ctx, st, last.outputs)
-			if err != nil {
+			if vs, err = last.withStored(ctx, st); err != nil {
 				return nil, snap, false, err
 			}
-			return append(slices.Clip(last.violations), stored...), snap, true, nil
+			return vs, snap, true, nil
 		}
 		reads, eval = nil, true
 	}
@@ -83,11 +82,10 @@ func Audit(ctx context.Context, q Querier, st artifact.Store, s *Scope) (vs []pr
 		vs = last.violations
 	}
 	s.held = &heldChecks{rows: w.rows, violations: vs, outputs: outs}
-	stored, err := verifyOutputs(ctx, st, outs)
-	if err != nil {
+	if vs, err = s.held.withStored(ctx, st); err != nil {
 		return nil, snap, false, err
 	}
-	return append(slices.Clip(vs), stored...), snap, false, nil
+	return vs, snap, false, nil
 }
 
 // Scope is the state an Audit keeps for the next, and selects the rows one
@@ -156,6 +154,16 @@ type heldChecks struct {
 	rows       int64 // in invariantTables
 	violations []protocol.Violation
 	outputs    []recordedOutput // the stored outputs the rows record
+}
+
+// withStored is h's violations followed by CheckOutputs' over the stored
+// bytes of the outputs h's rows record, read now.
+func (h *heldChecks) withStored(ctx context.Context, st artifact.Store) ([]protocol.Violation, error) {
+	stored, err := verifyOutputs(ctx, st, h.outputs)
+	if err != nil {
+		return nil, err
+	}
+	return append(slices.Clip(h.violations), stored...), nil
 }
 
 // invariantTables are the tables CheckInvariants reads
