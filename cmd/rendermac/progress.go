@@ -23,9 +23,22 @@ type progress struct {
 	w      io.Writer
 	tty    bool
 	now    func() time.Time
-	start  map[string]time.Time
-	counts map[string][2]int // done, total
-	active []string          // phases updated and not done, in order of first update
+	phases map[string]*phase
+	active []string // phases updated and not done, in order of first update
+}
+
+// phase is one phase's first update and latest count.
+type phase struct {
+	start       time.Time
+	done, total int
+}
+
+// line renders ph as the one running phase (full) or one of several (short).
+func (ph *phase) line(name string, t time.Time, full bool) string {
+	if full {
+		return progressLine(name, ph.done, ph.total, t.Sub(ph.start))
+	}
+	return shortProgress(name, ph.done, ph.total, t.Sub(ph.start))
 }
 
 func newProgress(w io.Writer) *progress {
@@ -33,7 +46,7 @@ func newProgress(w io.Writer) *progress {
 	if f, ok := w.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
-	return &progress{w: w, tty: tty, now: time.Now, start: map[string]time.Time{}, counts: map[string][2]int{}}
+	return &progress{w: w, tty: tty, now: time.Now, phases: map[string]*phase{}}
 }
 
 func (p *progress) update(name string, done, total int) {
@@ -43,25 +56,26 @@ func (p *progress) update(name string, done, total int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t := p.now()
-	if _, ok := p.start[name]; !ok {
-		p.start[name] = t
+	ph := p.phases[name]
+	if ph == nil {
+		ph = &phase{start: t}
+		p.phases[name] = ph
 	}
 	if !slices.Contains(p.active, name) {
 		p.active = append(p.active, name)
 	}
-	p.counts[name] = [2]int{done, total}
+	ph.done, ph.total = done, total
 	fmt.Fprintf(p.w, "\r%s", p.lineLocked(t))
 }
 
 // lineLocked renders the running phases: the one in full, several short.
 func (p *progress) lineLocked(t time.Time) string {
 	if len(p.active) == 1 {
-		n := p.active[0]
-		return progressLine(n, p.counts[n][0], p.counts[n][1], t.Sub(p.start[n]))
+		return p.phases[p.active[0]].line(p.active[0], t, true)
 	}
 	parts := make([]string, len(p.active))
 	for i, n := range p.active {
-		parts[i] = shortProgress(n, p.counts[n][0], p.counts[n][1], t.Sub(p.start[n]))
+		parts[i] = p.phases[n].line(n, t, false)
 	}
 	return strings.Join(parts, " | ") + "\x1b[K"
 }
@@ -105,8 +119,7 @@ func (p *progress) done(name string) {
 		return
 	}
 	t := p.now()
-	c := p.counts[name]
-	fmt.Fprintf(p.w, "\r%s\n", progressLine(name, c[0], c[1], t.Sub(p.start[name])))
+	fmt.Fprintf(p.w, "\r%s\n", p.phases[name].line(name, t, true))
 	p.active = slices.Delete(p.active, i, i+1)
 	if len(p.active) > 0 {
 		fmt.Fprintf(p.w, "\r%s", p.lineLocked(t))

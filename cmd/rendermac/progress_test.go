@@ -33,7 +33,7 @@ func TestProgressLineShowsCountRateAndETA(t *testing.T) {
 func TestProgressShowsPhasesSideBySide(t *testing.T) {
 	var buf bytes.Buffer
 	now := time.Unix(0, 0)
-	p := &progress{w: &buf, tty: true, now: func() time.Time { return now }, start: map[string]time.Time{}, counts: map[string][2]int{}}
+	p := &progress{w: &buf, tty: true, now: func() time.Time { return now }, phases: map[string]*phase{}}
 	p.update("model-vs-postgres", 0, 500)
 	p.update("scenarios", 0, 48)
 	now = now.Add(10 * time.Second)
