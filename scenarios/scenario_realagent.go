@@ -284,9 +284,63 @@ func (rl *scRelay) uploaded(status int) {
 	}
 	rl.mu.Unlock()
 	if armed {
+		rl.awaitUploadingHeard()
 		n := rl.cut()
 		rl.r.tl.add(laneAgent, fmt.Sprintf("%s: network cut after its upload was stored, before it heard the answer (%d session(s) dropped)", rl.agent, n))
 	}
+}
+
+// awaitUploadingHeard waits (at most the scenario's timeout) until the
+// gateway has answered every progress frame of the live session and one
+// of them was an uploading phase. The agent queues its uploading phase
+// and starts the upload at once, so without this wait a fast upload could
+// be stored, and the cut strike, while that phase was still on the wire;
+// the attempt would then be lost in running, not in uploading, the phase
+// the after-upload scenarios exist for.
+func (rl *scRelay) awaitUploadingHeard() {
+	deadline := time.NewTimer(rl.r.timeout)
+	defer deadline.Stop()
+	for {
+		heard, changed := rl.uploadingHeard()
+		if heard {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
+// uploadingHeard reports whether the latest session carried an uploading
+// phase and every progress frame on it has its answer (progress_ok, or a
+// lease_conflict naming the attempt), or else a channel closed when the
+// next frame is recorded.
+func (rl *scRelay) uploadingHeard() (bool, <-chan struct{}) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	unanswered := map[string]int{}
+	uploading := false
+	for _, f := range rl.frames {
+		if f.session != rl.sessions || len(f.detail) == 0 {
+			continue
+		}
+		attempt := f.detail[len(f.detail)-1]
+		switch {
+		case f.sent && f.typ == protocol.TypeProgress:
+			unanswered[attempt]++
+			uploading = uploading || f.detail[0] == string(protocol.AttemptUploading)
+		case !f.sent && (f.typ == protocol.TypeProgressOK || f.typ == protocol.TypeLeaseConflict):
+			unanswered[attempt]--
+		}
+	}
+	for _, n := range unanswered {
+		if n > 0 {
+			return false, rl.changed
+		}
+	}
+	return uploading, rl.changed
 }
 
 // scUploadBody is an upload's answer; the agent closing it means it has
