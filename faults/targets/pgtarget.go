@@ -264,11 +264,15 @@ func (e *tableEmptier) emptyAll(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 	}
 	e.runs++
-	sql := e.sql
+	sql, args := e.sql, []any{1}
 	if e.runs%truncateEvery == 0 {
-		sql = e.truncate
+		sql, args = e.truncate, nil
 	}
-	if _, err := pool.Exec(ctx, sql); err != nil {
+	// The argument (setval's 1) makes pgx send the statement as a prepared
+	// one, planned once per connection (and again after a truncate), where
+	// with no argument it goes as a simple query, planned on every run:
+	// 1.6 ms of planning beside 1.6 ms of execution.
+	if _, err := pool.Exec(ctx, sql, args...); err != nil {
 		return fmt.Errorf("empty tables: %w", err)
 	}
 	return nil
@@ -276,12 +280,12 @@ func (e *tableEmptier) emptyAll(ctx context.Context, pool *pgxpool.Pool) error {
 
 // sqlEmptyStatement builds emptyAll's statement from the catalogue, so a new
 // table or sequence is emptied without a change here: WITH d1 AS (DELETE
-// FROM t1), ... SELECT setval(s, 1, false), ....
+// FROM t1), ... SELECT setval(s, $1, false), ... ($1 = 1).
 const sqlEmptyStatement = `SELECT 'WITH ' || (SELECT string_agg(format('d%s AS (DELETE FROM %I)', n, tablename), ', ')
         FROM (SELECT tablename, row_number() OVER (ORDER BY tablename) n FROM pg_tables
               WHERE schemaname = 'public' AND tablename <> 'goose_db_version') t)
-    || ' SELECT ' || coalesce((SELECT string_agg(format('setval(%L, 1, false)', sequencename), ', ' ORDER BY sequencename)
-        FROM pg_sequences WHERE schemaname = 'public' AND sequencename <> 'goose_db_version_id_seq'), '1'),
+    || ' SELECT ' || coalesce((SELECT string_agg(format('setval(%L, $1, false)', sequencename), ', ' ORDER BY sequencename)
+        FROM pg_sequences WHERE schemaname = 'public' AND sequencename <> 'goose_db_version_id_seq'), '$1::bigint'),
     'TRUNCATE ' || (SELECT string_agg(format('%I', tablename), ', ' ORDER BY tablename) FROM pg_tables
         WHERE schemaname = 'public' AND tablename <> 'goose_db_version') || ' RESTART IDENTITY'`
 
