@@ -53,18 +53,22 @@ func (s *Service) PutOutput(ctx context.Context, jobID, attemptID string, r io.R
 		// BEGIN and the check go out in one round trip; the rollback is the second.
 		b := &pgx.Batch{}
 		b.BeginTx(pgx.TxOptions{})
+		// A missing row is no error of the batch: pgx drops every statement
+		// of a batch that failed from its cache, so each upload naming no
+		// attempt would have the next one prepared and planned again.
 		var status protocol.AttemptStatus
-		b.Queue(sqlSealCheck, attemptID, jobID).QueryRow(func(r pgx.Row) error { return r.Scan(&status) })
+		var found bool
+		b.Queue(sqlSealCheck, attemptID, jobID).QueryRow(optionalRow(&found, "seal check", &status))
 		tx, err := s.sendBegun(ctx, b)
 		if err == nil {
 			// Read-only: rolling back releases the share lock after the rename.
 			defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 		}
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return &SealedError{AttemptID: attemptID}
 		case err != nil:
 			return fmt.Errorf("check the attempt of an upload: %w", err)
+		case !found:
+			return &SealedError{AttemptID: attemptID}
 		case !status.LeasePhase() && !s.v.noOutputSeal():
 			return &SealedError{AttemptID: attemptID, Status: status}
 		}
