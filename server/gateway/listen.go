@@ -75,6 +75,9 @@ func (g *Gateway) listenOnce(ctx context.Context, connected func()) error {
 }
 
 func (g *Gateway) dispatchNotification(ctx context.Context, n *pgconn.Notification) {
+	if hook := g.beforeNotice.Load(); hook != nil {
+		(*hook)(n.Channel)
+	}
 	switch n.Channel {
 	case server.CancelChannel:
 		g.onCancelNotice(ctx, n.Payload)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
@@ -67,28 +68,7 @@ func TestLostFrameGoesOutBeforeTheOfferForItsSlot(t *testing.T) {
 	b.createJob(t, true)
 	c := b.connect(t, token2, 1, 1)
 	o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
-	// The agent says its one slot is free: the gateway asks, and the
-	// database refuses while attempt 1 is live. The sweep waits for that
-	// offer pass to end: one still running when the sweep commits can lease
-	// attempt 2 and write its offer before the listener has even received
-	// the lost notice, the window the README lists as open, which this test
-	// is not about.
-	passes := b.gw.wakes.offers.Load()
-	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
-	require.Eventually(t, func() bool {
-		if b.gw.wakes.offers.Load() == passes {
-			return false
-		}
-		for _, s := range b.gw.sessionsOf(device2) {
-			s.mu.Lock()
-			running := s.offerRunning
-			s.mu.Unlock()
-			if running {
-				return false
-			}
-		}
-		return true
-	}, gatewaytest.Timeout, tick, "the slots report's offer pass ends")
+	reportSlotFree(t, b, c)
 	release := make(chan struct{})
 	let := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(let) // before the gateway's shutdown, which waits for the writer
@@ -130,4 +110,74 @@ func TestRunSweepsPeriodically(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Clock: realClock, SweepInterval: 10 * time.Millisecond})
 	require.Eventually(t, func() bool { return metricValue(b.m.Sweeps) >= 2 }, gatewaytest.Timeout, tick)
+}
+
+// The gateway that sweeps learns of the lost attempt, like every other,
+// from its listener, which reads the lost notice before the requeue's jobs
+// notice. Woken at once by its own sweep, its sessions could lease the
+// requeued job and write the offer for the freed slot while the lost
+// notice was still unread, so before the attempt_lost frame. With the
+// listener held, no offer may go out; released, the frame comes first.
+func TestSweepingGatewayOffersNothingBeforeItsListenerHeardTheLoss(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	ctx := context.Background()
+	b.createJob(t, true)
+	c := b.connect(t, token2, 1, 1)
+	o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	reportSlotFree(t, b, c)
+	release := make(chan struct{})
+	let := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(let) // before the gateway's shutdown, which waits for the listener
+	hold := func(channel string) {
+		if channel == server.LostChannel {
+			<-release
+		}
+	}
+	b.gw.beforeNotice.Store(&hold)
+
+	b.clock.Advance(ttl)
+	ran, err := b.gw.sweepOnce(ctx)
+	require.NoError(t, err)
+	require.True(t, ran)
+	// Nothing is leased (and so nothing offered) while the loss is unheard.
+	quiet, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	got, err := c.Next(quiet)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a frame went out before the listener heard of the loss: %#v", got)
+
+	let()
+	expectLostThenOfferedAgain(t, c, o)
+}
+
+// reportSlotFree has device2's agent, holding attempt 1 in its one slot,
+// report that slot free, as a restarted agent does: the gateway asks, and
+// the database refuses while attempt 1 is live, but the session counts the
+// slot free. It returns once that offer pass is over, so that none is still
+// running when a test's sweep commits (one could lease attempt 2 and write
+// its offer before the listener has even received the lost notice, the
+// window the README lists as open). The report is sent once the offer of
+// attempt 1 is off the session's books: a report read while an offer is in
+// flight counts that offer's slot taken.
+func reportSlotFree(t *testing.T, b *bundle, c *gatewaytest.Client) {
+	t.Helper()
+	settled := func(idle func(s *session) bool) func() bool {
+		return func() bool {
+			sessions := b.gw.sessionsOf(device2)
+			for _, s := range sessions {
+				s.mu.Lock()
+				ok := idle(s) && !s.offerRunning
+				s.mu.Unlock()
+				if !ok {
+					return false
+				}
+			}
+			return len(sessions) == 1
+		}
+	}
+	require.Eventually(t, settled(func(s *session) bool { return s.offering == 0 }), gatewaytest.Timeout, tick,
+		"the offer of attempt 1 is settled")
+	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	require.Eventually(t, settled(func(s *session) bool { return s.slotsFree == 1 }), gatewaytest.Timeout, tick,
+		"the slots report's offer pass ends with the slot counted free")
 }
