@@ -63,15 +63,8 @@ func TestSweptLeaseIsRequeuedAndOfferedAgain(t *testing.T) {
 // however late the session's writer is.
 func TestLostFrameGoesOutBeforeTheOfferForItsSlot(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
+	b, c, o, release, let := leasedWithSlotFree(t)
 	ctx := context.Background()
-	b.createJob(t, true)
-	c := b.connect(t, token2, 1, 1)
-	o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
-	reportSlotFree(t, b, c)
-	release := make(chan struct{})
-	let := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(let) // before the gateway's shutdown, which waits for the writer
 	hold := func() { <-release }
 	b.gw.beforeLostFrame.Store(&hold)
 
@@ -120,15 +113,8 @@ func TestRunSweepsPeriodically(t *testing.T) {
 // listener held, no offer may go out; released, the frame comes first.
 func TestSweepingGatewayOffersNothingBeforeItsListenerHeardTheLoss(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
+	b, c, o, release, let := leasedWithSlotFree(t)
 	ctx := context.Background()
-	b.createJob(t, true)
-	c := b.connect(t, token2, 1, 1)
-	o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
-	reportSlotFree(t, b, c)
-	release := make(chan struct{})
-	let := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(let) // before the gateway's shutdown, which waits for the listener
 	hold := func(channel string) {
 		if channel == server.LostChannel {
 			<-release
@@ -148,6 +134,24 @@ func TestSweepingGatewayOffersNothingBeforeItsListenerHeardTheLoss(t *testing.T)
 
 	let()
 	expectLostThenOfferedAgain(t, c, o)
+}
+
+// leasedWithSlotFree is a gateway whose device2 session holds attempt 1
+// (offer o) of a job in its one slot and counts that slot free
+// (reportSlotFree), and a gate for a test's hook: let closes release, and
+// runs at cleanup before the gateway's shutdown, which waits for the hooked
+// goroutine.
+func leasedWithSlotFree(t *testing.T) (b *bundle, c *gatewaytest.Client, o *protocol.LeaseOffer, release <-chan struct{}, let func()) {
+	t.Helper()
+	b = setup(t, Config{})
+	b.createJob(t, true)
+	c = b.connect(t, token2, 1, 1)
+	o = gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	reportSlotFree(t, b, c)
+	gate := make(chan struct{})
+	let = sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(let)
+	return b, c, o, gate, let
 }
 
 // reportSlotFree has device2's agent, holding attempt 1 in its one slot,
