@@ -2,7 +2,9 @@ package gatewaytest
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -24,6 +26,21 @@ func Expect[T any](t testing.TB, c *Client) *T {
 		t.Fatalf("expected %T, got %T %+v", new(T), msg, msg)
 	}
 	return m
+}
+
+// ExpectNone fails t unless no frame arrives within d (what names what
+// must not happen).
+func ExpectNone(t testing.TB, c *Client, d time.Duration, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	msg, err := c.Next(ctx)
+	switch {
+	case err == nil:
+		t.Fatalf("%s: got %T %+v", what, msg, msg)
+	case !errors.Is(err, context.DeadlineExceeded):
+		t.Fatalf("%s: waiting for no frame: %v", what, err)
+	}
 }
 
 // MustSend sends msg or fails t.
