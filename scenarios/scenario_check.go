@@ -184,7 +184,7 @@ func (r *scRun) mark(st scStep) (bool, string, error) {
 		ok, err := r.journalHas(st)
 		return ok, what, err
 	case "hit":
-		return fpHits(arg(st, 1)) >= int64(n), fmt.Sprintf("%s (hit %d times)", what, fpHits(arg(st, 1))), nil
+		return r.fpHits(arg(st, 1)) >= int64(n), fmt.Sprintf("%s (hit %d times)", what, r.fpHits(arg(st, 1))), nil
 	case "log":
 		level := slog.LevelInfo
 		if st.opt("level", "") == "warn" {

@@ -389,7 +389,7 @@ func cmdArm(r *scRun, st scStep) error {
 		r.mu.Lock()
 		r.blocks[point] = ch
 		r.mu.Unlock()
-		fpArm(point, func(ctx context.Context) {
+		r.fpArm(point, func(ctx context.Context) {
 			fired()
 			select {
 			case <-ch:
@@ -400,7 +400,7 @@ func cmdArm(r *scRun, st scStep) error {
 		if r.proxy == nil {
 			return fmt.Errorf("cut-db needs `postgres: proxy` in the header")
 		}
-		fpArm(point, func(context.Context) { fired(); r.cutProxy() }, true)
+		r.fpArm(point, func(context.Context) { fired(); r.cutProxy() }, true)
 	case "cancel":
 		id, err := r.jobID(arg(st, 2))
 		if err != nil {
@@ -411,7 +411,7 @@ func cmdArm(r *scRun, st scStep) error {
 			return err
 		}
 		base := gw.baseURL()
-		fpArm(point, func(context.Context) {
+		r.fpArm(point, func(context.Context) {
 			fired()
 			got, err := r.cancelJob(base, id)
 			r.reply("cancel -> " + got)
@@ -440,9 +440,9 @@ func cmdAwait(r *scRun, st scStep) error {
 		return err
 	}
 	deadline := time.Now().Add(r.timeout)
-	for fpHits(point) < int64(n) {
+	for r.fpHits(point) < int64(n) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("fault point %s was hit %d times, want %d", point, fpHits(point), n)
+			return fmt.Errorf("fault point %s was hit %d times, want %d", point, r.fpHits(point), n)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

@@ -8,10 +8,10 @@ import "context"
 // compiled out, so the scenarios that arm them do not run (Runnable says so).
 const faultpointsBuilt = false
 
-func fpClear() {}
+func (r *scRun) fpClear() {}
 
-func fpHits(string) int64 { return 0 }
+func (r *scRun) fpHits(string) int64 { return 0 }
 
-func fpArm(name string, _ func(ctx context.Context), _ bool) {
+func (r *scRun) fpArm(name string, _ func(ctx context.Context), _ bool) {
 	panic("scenarios: fault point " + name + " armed in a build without -tags faultpoints")
 }

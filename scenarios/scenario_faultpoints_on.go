@@ -11,15 +11,18 @@ import (
 // faultpointsBuilt: this binary can arm the server's fault points.
 const faultpointsBuilt = true
 
-func fpClear() { faultpoint.Clear() }
+// fpClear disarms the run's points.
+func (r *scRun) fpClear() { r.fp.Clear() }
 
-func fpHits(name string) int64 { return faultpoint.Hits(name) }
+// fpHits is how often the run's services hit name.
+func (r *scRun) fpHits(name string) int64 { return r.fp.Hits(name) }
 
-// fpArm arms name with action, at its first hit only when once is set.
-func fpArm(name string, action func(ctx context.Context), once bool) {
+// fpArm arms name with action in the run's services, at its first hit only
+// when once is set.
+func (r *scRun) fpArm(name string, action func(ctx context.Context), once bool) {
 	a := faultpoint.Inject(action)
 	if once {
 		a = faultpoint.Once(a)
 	}
-	faultpoint.Set(name, a)
+	r.fp.Set(name, a)
 }

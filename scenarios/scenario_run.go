@@ -21,6 +21,7 @@ import (
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -73,6 +74,10 @@ type scRun struct {
 	env     *Env
 	s       Scenario
 	timeout time.Duration
+	// fp is the fault points of this run's services alone: qualify runs
+	// the scenarios in the process that runs the campaigns, whose services
+	// hit the process's registry.
+	fp *faultpoint.Points
 
 	pg       *targets.Postgres
 	dbURL    string
@@ -119,7 +124,7 @@ type scRun struct {
 
 func newRun(ctx context.Context, env *Env, s Scenario) *scRun {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &scRun{ctx: ctx, cancel: cancel, env: env, s: s, timeout: env.opts.FrameTimeout,
+	r := &scRun{ctx: ctx, cancel: cancel, env: env, s: s, timeout: env.opts.FrameTimeout, fp: faultpoint.New(),
 		httpc:  &http.Client{Timeout: env.opts.FrameTimeout},
 		stacks: map[string]*scStack{}, agents: map[string]*scAgent{},
 		names: map[string]string{}, jobs: map[string]string{}, intruderKeys: map[string]string{}, offers: map[string]*protocol.LeaseOffer{},
@@ -171,7 +176,6 @@ func (r *scRun) execute() error {
 }
 
 func (r *scRun) setup() error {
-	fpClear()
 	ctx := r.ctx
 	r.pg = r.env.pg
 	if r.s.pg == "dedicated" {
@@ -228,7 +232,7 @@ func (r *scRun) setup() error {
 
 func (r *scRun) cleanup() {
 	r.releaseBlocks()
-	fpClear()
+	r.fpClear()
 	_ = r.stopRealAgents() // after a failed setup or step: already stopped otherwise
 	r.closeAgents()
 	r.stopStacks()
@@ -294,7 +298,7 @@ func (r *scRun) checkInvariants() error {
 // serviceConfig is the service layer every stack of this run uses, broken
 // as the Env's server or harness variant says.
 func (r *scRun) serviceConfig() server.Config {
-	cfg := server.Config{LeaseTTL: scLeaseTTL, Variant: r.env.opts.ServerVariant}
+	cfg := server.Config{LeaseTTL: scLeaseTTL, Variant: r.env.opts.ServerVariant, FaultPoints: r.fp}
 	switch r.env.opts.HarnessVariant {
 	case VariantLeaseTTLMismatch:
 		cfg.LeaseTTL = 10 * scLeaseTTL

@@ -72,7 +72,7 @@ FOR UPDATE`
 // idempotent; a terminal job is job_terminal. Another buyer's job is
 // not_found, exactly like a missing one.
 func (s *Service) Cancel(ctx context.Context, now time.Time, buyerID, jobID string) (protocol.Reply, error) {
-	faultpoint.Hit(ctx, faultpoint.CancelBeforeTx)
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.CancelBeforeTx)
 	var r protocol.Reply
 	err := s.inTx(ctx, OpCancel, func(tx pgx.Tx) error {
 		st := &step{tx: tx, actor: protocol.ActorBuyer}
@@ -83,7 +83,7 @@ func (s *Service) Cancel(ctx context.Context, now time.Time, buyerID, jobID stri
 		r, err = s.cancel(ctx, st, buyerID, jobID)
 		return err
 	})
-	faultpoint.Hit(ctx, faultpoint.CancelAfterTx)
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.CancelAfterTx)
 	return r, err
 }
 

@@ -55,7 +55,7 @@ type claim struct {
 // the claim it recorded (or, for a repeated commit, found recorded), so
 // that Commit verifies without reading it back.
 func (s *Service) commitBeginClaim(ctx context.Context, now time.Time, deviceID string, c protocol.Commit) (protocol.Reply, claim, error) {
-	faultpoint.Hit(ctx, faultpoint.CommitBeforeTx1)
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.CommitBeforeTx1)
 	var r protocol.Reply
 	var cl claim
 	var l jobAttemptLock
@@ -65,7 +65,7 @@ func (s *Service) commitBeginClaim(ctx context.Context, now time.Time, deviceID 
 			r, cl, err = s.commitBegin(ctx, st, deviceID, c, &l)
 			return err
 		})
-	faultpoint.Hit(ctx, faultpoint.CommitAfterTx1)
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.CommitAfterTx1)
 	return r, cl, err
 }
 
@@ -195,7 +195,7 @@ func (s *Service) verdict(ctx context.Context, jobID, attemptID string, status p
 	if !known {
 		return v, fmt.Errorf("verify %s: service %q is not in the catalogue", attemptID, cl.service)
 	}
-	faultpoint.Hit(ctx, faultpoint.CommitDuringVerify)
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.CommitDuringVerify)
 	var check artifact.Probe
 	if s.cfg.Prober != nil && svc.Verify.Probes() {
 		want, err := s.expectation(ctx, jobID, svc)
@@ -287,7 +287,7 @@ func (s *Service) CommitFinishVerdict(ctx context.Context, now time.Time, jobID,
 // verified decides; verdict only says what to record.
 func (s *Service) commitFinish(ctx context.Context, now time.Time, jobID, attemptID string, verified bool, actor protocol.Actor,
 	verdict Verdict) (protocol.Reply, error) {
-	faultpoint.Hit(ctx, faultpoint.CommitBeforeTx2)
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.CommitBeforeTx2)
 	var r protocol.Reply
 	var l jobAttemptLock
 	err := s.pipelined(ctx, OpCommitFinish, now, actor, func(b *pgx.Batch) { l.queue(b, jobID, attemptID) },
@@ -296,7 +296,7 @@ func (s *Service) commitFinish(ctx context.Context, now time.Time, jobID, attemp
 			r, err = s.finish(ctx, st, verified, verdict, &l)
 			return err
 		})
-	faultpoint.Hit(ctx, faultpoint.CommitAfterTx2)
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.CommitAfterTx2)
 	return r, err
 }
 

@@ -137,7 +137,7 @@ func (s *Service) createJob(ctx context.Context, st *step, req protocol.CreateJo
 	if svc.PriceCents > buyer.balance {
 		return protocol.Reply{Code: protocol.CodeInsufficientFunds}, nil
 	}
-	faultpoint.Hit(ctx, faultpoint.CreateBeforeInsert) // the buyer's row lock is held
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.CreateBeforeInsert) // the buyer's row lock is held
 	jobID := d.jobID()
 	if err := insertJob(ctx, st, jobID, req, fingerprint, svc.PriceCents); err != nil {
 		return protocol.Reply{}, err

@@ -20,7 +20,7 @@ func (s *Service) Fail(ctx context.Context, now time.Time, deviceID string, f pr
 	if !f.FailureCode.Valid() {
 		return protocol.Reply{Code: protocol.CodeBadFailureCode}, nil
 	}
-	faultpoint.Hit(ctx, faultpoint.FailBeforeTx)
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.FailBeforeTx)
 	var r protocol.Reply
 	err := s.inTx(ctx, OpFail, func(tx pgx.Tx) error {
 		st := &step{tx: tx, actor: protocol.ActorDevice}
@@ -31,7 +31,7 @@ func (s *Service) Fail(ctx context.Context, now time.Time, deviceID string, f pr
 		r, err = s.fail(ctx, st, deviceID, f)
 		return err
 	})
-	faultpoint.Hit(ctx, faultpoint.FailAfterTx)
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.FailAfterTx)
 	return r, err
 }
 

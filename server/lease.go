@@ -117,7 +117,7 @@ func (s *Service) lease(ctx context.Context, st *step, deviceID string, dev *lea
 	if live >= slots {
 		return protocol.Reply{Code: protocol.CodeNoSlot}, OfferJob{}, nil
 	}
-	faultpoint.Hit(ctx, faultpoint.LeaseBeforePick) // the device's row lock is held
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.LeaseBeforePick) // the device's row lock is held
 	if err := st.heartbeat(ctx, deviceID); err != nil {
 		return protocol.Reply{}, OfferJob{}, err
 	}

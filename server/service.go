@@ -15,6 +15,7 @@ import (
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/probe"
 	"github.com/rendermac/rendermac/server/store"
 )
@@ -55,6 +56,11 @@ type Config struct {
 	// verification profile, after the structural walk (nil: the walk
 	// alone, as the harness runs it).
 	Prober *probe.Prober
+	// FaultPoints is the registry this service's fault points hit (a
+	// -tags faultpoints build only): nil is the process's, which `rendermac
+	// server` arms from the environment; a harness sharing its process
+	// with other services passes its own (faultpoint.New).
+	FaultPoints *faultpoint.Points
 }
 
 // ErrInternal marks a state the service's own locks and checks should have
@@ -161,6 +167,10 @@ func (s *Service) Stats() Stats {
 	}
 	return out
 }
+
+// FaultPoints is the registry the service's fault points hit (nil: the
+// process's), for the gateway's own point.
+func (s *Service) FaultPoints() *faultpoint.Points { return s.cfg.FaultPoints }
 
 // service looks name up in the configured catalogue.
 func (s *Service) service(name string) (protocol.Service, bool) {

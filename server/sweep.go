@@ -62,13 +62,13 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (protocol.SweepResul
 	if err := s.sweepAdmissions(ctx, now, &res); err != nil {
 		return res, errors.Join(verifyErr, err)
 	}
-	faultpoint.Hit(ctx, faultpoint.SweepBeforeTx)
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepBeforeTx)
 	err = s.inTx(ctx, OpSweep, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, sqlSilentDevices, at(now, -s.cfg.HeartbeatWindow))
 		res.Offline = int(tag.RowsAffected())
 		return err
 	})
-	faultpoint.Hit(ctx, faultpoint.SweepAfterTx)
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepAfterTx)
 	if err != nil {
 		return res, errors.Join(verifyErr, fmt.Errorf("offline devices: %w", err))
 	}
@@ -86,13 +86,13 @@ func (s *Service) sweepLeases(ctx context.Context, now time.Time, res *protocol.
 	for _, p := range pairs {
 		var lost, requeued bool
 		var job protocol.JobStatus
-		faultpoint.Hit(ctx, faultpoint.SweepBeforeTx)
+		s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepBeforeTx)
 		err := s.inTx(ctx, OpSweep, func(tx pgx.Tx) error {
 			var err error
 			lost, requeued, job, err = loseAttempt(ctx, &step{tx: tx, now: now, actor: protocol.ActorSweeper}, p)
 			return err
 		})
-		faultpoint.Hit(ctx, faultpoint.SweepAfterTx)
+		s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepAfterTx)
 		if err != nil {
 			return err
 		}
@@ -152,10 +152,10 @@ func (s *Service) sweepCommits(ctx context.Context, now time.Time, res *protocol
 			verifyErrs = append(verifyErrs, err)
 			continue
 		}
-		faultpoint.Hit(ctx, faultpoint.SweepBeforeTx)
+		s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepBeforeTx)
 		ok := v.OK
 		r, err := s.commitFinish(ctx, now, p.jobID, p.attemptID, ok, protocol.ActorSweeper, v)
-		faultpoint.Hit(ctx, faultpoint.SweepAfterTx)
+		s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepAfterTx)
 		if err != nil {
 			return errors.Join(verifyErrs...), err
 		}
@@ -182,7 +182,7 @@ func (s *Service) sweepAdmissions(ctx context.Context, now time.Time, res *proto
 	}
 	for _, id := range ids {
 		var expired bool
-		faultpoint.Hit(ctx, faultpoint.SweepBeforeTx)
+		s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepBeforeTx)
 		err := s.inTx(ctx, OpSweep, func(tx pgx.Tx) error {
 			j, ok, err := lockJob(ctx, tx, id)
 			expired = err == nil && ok && j.Status == protocol.JobQueued && !now.Before(j.AdmissionDeadline)
@@ -192,7 +192,7 @@ func (s *Service) sweepAdmissions(ctx context.Context, now time.Time, res *proto
 			st := &step{tx: tx, now: now, actor: protocol.ActorSweeper}
 			return st.moveJob(ctx, &j, protocol.JobFailed, protocol.FailAdmissionExpired)
 		})
-		faultpoint.Hit(ctx, faultpoint.SweepAfterTx)
+		s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepAfterTx)
 		if err != nil {
 			return err
 		}

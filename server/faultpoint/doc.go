@@ -1,14 +1,16 @@
 // Package faultpoint names the places in the control plane where a fault
 // scenario may step in (SPEC section 7): before and after each transaction
 // of commit, fail, cancel and sweep, during commit verification, and before
-// the gateway frees a slot. At each place the server calls
+// the gateway frees a slot. At each place the server calls its registry's
+// Hit (a nil *Points is the process's registry):
 //
-//	faultpoint.Hit(ctx, faultpoint.CommitBeforeTx2)
+//	s.cfg.FaultPoints.Hit(ctx, faultpoint.CommitBeforeTx2)
 //
 // # Off unless built in
 //
-// In the default build Hit is an empty function that the compiler inlines
-// away: production binaries carry no registry, no lookup and no branch.
+// In the default build Points is an empty struct and Hit an empty method
+// that the compiler inlines away: production binaries carry no registry, no
+// lookup and no branch.
 // Only a binary built with
 //
 //	go build -tags faultpoints ./cmd/rendermac
@@ -20,6 +22,14 @@
 // f, and Once(a) runs a only at the first hit. Clear disarms every point
 // and resets the hit counters that Hits reports, so a scenario can assert
 // that it reached the branch it exists for.
+//
+// Those functions use the process's registry. A harness that shares its
+// process with other users of the service layer arms a registry of its
+// own, New(), and passes it to its services (server.Config.FaultPoints),
+// which then hit it instead: qualify runs the scenarios beside the
+// campaigns, whose services hit the process's registry constantly, so a
+// campaign's commit must neither fire a scenario's block nor count as the
+// scenario's hit.
 //
 // # Arming a subprocess
 //

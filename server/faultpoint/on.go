@@ -20,39 +20,58 @@ const Enabled = true
 // hit it; ctx is the caller's context. When it returns, the caller goes on.
 type Action func(ctx context.Context)
 
-// armed maps point names to actions. It is replaced whole on every change,
-// so Hit reads it without a lock; mu serialises the writers.
-var (
+// Points is a registry: the actions armed at the points and a hit counter
+// per point. The process has one, which the package-level functions use
+// and EnableFromEnv arms. A harness that shares its process with other
+// users of the service layer (qualify runs the scenarios beside the
+// campaigns) gives its services a registry of their own
+// (server.Config.FaultPoints), so that what it arms fires, and what it
+// counts was hit, in those services only. A nil *Points is the process's.
+type Points struct {
+	// armed maps point names to actions. It is replaced whole on every
+	// change, so Hit reads it without a lock; mu serialises the writers.
 	mu    sync.Mutex
 	armed atomic.Pointer[map[string]Action]
-)
+	// hits counts every Hit per point, armed or not. The map is filled
+	// once by New and only read afterwards.
+	hits map[string]*atomic.Int64
+}
 
-// hits counts every Hit per point, armed or not. The map is filled once
-// here and only read afterwards.
-var hits = func() map[string]*atomic.Int64 {
-	m := make(map[string]*atomic.Int64, len(names))
+// New returns a registry with nothing armed and no hits.
+func New() *Points {
+	p := &Points{hits: make(map[string]*atomic.Int64, len(names))}
 	for _, n := range names {
-		m[n] = new(atomic.Int64)
+		p.hits[n] = new(atomic.Int64)
 	}
-	return m
-}()
+	return p
+}
+
+// process is the registry of the package-level functions.
+var process = New()
+
+func (p *Points) or() *Points {
+	if p == nil {
+		return process
+	}
+	return p
+}
 
 // Hit counts the hit and runs the action armed at name, if any.
-func Hit(ctx context.Context, name string) {
-	if c := hits[name]; c != nil {
+func (p *Points) Hit(ctx context.Context, name string) {
+	p = p.or()
+	if c := p.hits[name]; c != nil {
 		c.Add(1)
 	}
-	if m := armed.Load(); m != nil {
+	if m := p.armed.Load(); m != nil {
 		if a := (*m)[name]; a != nil {
 			a(ctx)
 		}
 	}
 }
 
-// Hits returns how often name was hit since the process started or the
-// last Clear.
-func Hits(name string) int64 {
-	if c := hits[name]; c != nil {
+// Hits returns how often name was hit since New or the last Clear.
+func (p *Points) Hits(name string) int64 {
+	if c := p.or().hits[name]; c != nil {
 		return c.Load()
 	}
 	return 0
@@ -61,14 +80,15 @@ func Hits(name string) int64 {
 // Set arms name with action, replacing what was armed there; a nil action
 // disarms it. An unknown name panics: a misspelt point would otherwise
 // never fire, and the scenario would pass without its fault.
-func Set(name string, action Action) {
+func (p *Points) Set(name string, action Action) {
 	if !Known(name) {
 		panic(fmt.Sprintf("faultpoint: unknown point %q (known: %s)", name, strings.Join(names, ", ")))
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	p = p.or()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	next := map[string]Action{}
-	if m := armed.Load(); m != nil {
+	if m := p.armed.Load(); m != nil {
 		maps.Copy(next, *m)
 	}
 	if action == nil {
@@ -76,27 +96,43 @@ func Set(name string, action Action) {
 	} else {
 		next[name] = action
 	}
-	armed.Store(&next)
+	p.armed.Store(&next)
 }
 
 // Clear disarms every point and resets the hit counters.
-func Clear() {
-	mu.Lock()
-	defer mu.Unlock()
-	armed.Store(nil)
-	for _, c := range hits {
+func (p *Points) Clear() {
+	p = p.or()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed.Store(nil)
+	for _, c := range p.hits {
 		c.Store(0)
 	}
 }
 
 // Armed returns the names of the armed points, sorted.
-func Armed() []string {
-	m := armed.Load()
+func (p *Points) Armed() []string {
+	m := p.or().armed.Load()
 	if m == nil {
 		return nil
 	}
 	return slices.Sorted(maps.Keys(*m))
 }
+
+// Hit is the process registry's Hit.
+func Hit(ctx context.Context, name string) { process.Hit(ctx, name) }
+
+// Hits is the process registry's Hits.
+func Hits(name string) int64 { return process.Hits(name) }
+
+// Set is the process registry's Set.
+func Set(name string, action Action) { process.Set(name, action) }
+
+// Clear is the process registry's Clear.
+func Clear() { process.Clear() }
+
+// Armed is the process registry's Armed.
+func Armed() []string { return process.Armed() }
 
 // Block waits until ch is closed (or receives) or ctx ends.
 func Block(ch <-chan struct{}) Action {

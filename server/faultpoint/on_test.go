@@ -48,6 +48,34 @@ func TestHitRunsOnlyTheArmedAction(t *testing.T) {
 	require.Equal(t, int64(1), faultpoint.Hits(faultpoint.FailBeforeTx), "Clear resets the counters")
 }
 
+// A registry of its own neither fires nor counts the process's hits, and
+// the process's registry neither fires nor counts its hits; a nil registry
+// is the process's.
+func TestRegistriesAreApart(t *testing.T) {
+	reset(t)
+	ctx := context.Background()
+	var own, proc int
+	p := faultpoint.New()
+	p.Set(faultpoint.CommitBeforeTx2, faultpoint.Inject(func(context.Context) { own++ }))
+	faultpoint.Set(faultpoint.CommitBeforeTx2, faultpoint.Inject(func(context.Context) { proc++ }))
+
+	faultpoint.Hit(ctx, faultpoint.CommitBeforeTx2)
+	var none *faultpoint.Points
+	none.Hit(ctx, faultpoint.CommitBeforeTx2)
+	require.Equal(t, []int{0, 2}, []int{own, proc})
+	require.Equal(t, int64(0), p.Hits(faultpoint.CommitBeforeTx2))
+	require.Equal(t, int64(2), faultpoint.Hits(faultpoint.CommitBeforeTx2))
+
+	p.Hit(ctx, faultpoint.CommitBeforeTx2)
+	require.Equal(t, []int{1, 2}, []int{own, proc})
+	require.Equal(t, int64(1), p.Hits(faultpoint.CommitBeforeTx2))
+	require.Equal(t, int64(2), faultpoint.Hits(faultpoint.CommitBeforeTx2))
+
+	p.Clear()
+	require.Empty(t, p.Armed())
+	require.Equal(t, []string{faultpoint.CommitBeforeTx2}, faultpoint.Armed(), "clearing one registry leaves the other armed")
+}
+
 func TestInjectSeesTheCallersContext(t *testing.T) {
 	reset(t)
 	type key struct{}

@@ -220,7 +220,7 @@ func commitMessage(r protocol.Reply) string {
 // release frees one slot after a result that ended an attempt was written
 // (so the deciding transaction has committed) and asks for the next offer.
 func (s *session) release() {
-	faultpoint.Hit(s.g.ctx, faultpoint.GatewayBeforeSlotRelease)
+	s.g.svc.FaultPoints().Hit(s.g.ctx, faultpoint.GatewayBeforeSlotRelease)
 	s.freeSlot()
 }
 
