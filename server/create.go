@@ -50,8 +50,8 @@ var paramKey = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
 // job, its hold and its journal row in one transaction. A job id is drawn
 // from the IDSource only when the job row is inserted. Its round trips:
 // BEGIN with the buyer's lock and the Idempotency-Key lookup; the job's
-// writes; COMMIT. The buyer's lock, which this buyer's other creates and
-// hold settlements wait for, is held across the last two only.
+// writes with COMMIT. The buyer's lock, which this buyer's other creates
+// and hold settlements wait for, is held across the last one only.
 func (s *Service) CreateJob(ctx context.Context, now time.Time, req protocol.CreateJobRequest) (protocol.Reply, error) {
 	return s.CreateJobWithInput(ctx, now, req, nil)
 }

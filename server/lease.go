@@ -69,7 +69,8 @@ func (s *Service) Lease(ctx context.Context, now time.Time, deviceID string) (pr
 // LeaseJob is Lease, also returning, with lease_offer, the leased job's
 // offer fields, read by the same statement that picks the job. Its round
 // trips: BEGIN with the device lock and the count of its live attempts;
-// the heartbeat with the pick; the attempt's inserts; COMMIT.
+// the heartbeat with the pick; the attempt's inserts with COMMIT (a no_job
+// or no_slot commits alone).
 func (s *Service) LeaseJob(ctx context.Context, now time.Time, deviceID string) (protocol.Reply, OfferJob, error) {
 	d := draws{ids: s.ids}
 	var r protocol.Reply

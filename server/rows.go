@@ -175,14 +175,3 @@ type fence struct {
 // rowFence is the fence of an attempt as stored, for writers that do not
 // act for a device (verifier, sweeper).
 func rowFence(a attemptRow) fence { return fence{DeviceID: a.DeviceID, LeaseEpoch: a.LeaseEpoch} }
-
-// wantOne turns a write that must have hit exactly one row into an error otherwise.
-func wantOne(what string, n int64, err error) error {
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if n != 1 {
-		return internalf("%s: fence matched %d rows", what, n)
-	}
-	return nil
-}

@@ -242,31 +242,38 @@ func (s *Service) pipelineOnce(ctx context.Context, now time.Time, actor protoco
 		})
 	}
 	open(b)
-	tx, err := s.sendBegun(ctx, b)
+	// The connection is held here, not by a pgx.Tx: the step's last
+	// round trip commits (step.commit), and a pool's Tx would send COMMIT
+	// again, in a round trip of its own, before giving its connection back.
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release() // after the rollback below
+	tx, err := sendBegun(ctx, conn, b)
 	if err != nil {
 		return err
 	}
 	st.tx = tx
 	defer func() {
-		if err != nil {
+		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
 			_ = tx.Rollback(ctx)
 		}
 	}()
 	if err = body(ctx, st); err != nil {
 		return err
 	}
-	if err = st.flush(ctx); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	return st.commit(ctx)
 }
 
-// sendBegun sends b, which starts with b.BeginTx, in one round trip and
-// returns its open transaction. When any of b's statements (or a QueryRow
-// callback) fails, the transaction is rolled back and the first error
-// returned, so the caller has nothing to close.
-func (s *Service) sendBegun(ctx context.Context, b *pgx.Batch) (pgx.Tx, error) {
-	br := s.pool.SendBatch(ctx, b)
+// sendBegun sends b, which starts with b.BeginTx, on conn in one round trip
+// and returns its open transaction. When any of b's statements (or a
+// QueryRow callback) fails, the transaction is rolled back and the first
+// error returned, so the caller has nothing to close.
+func sendBegun(ctx context.Context, conn interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}, b *pgx.Batch) (pgx.Tx, error) {
+	br := conn.SendBatch(ctx, b)
 	tx := br.Tx()
 	if err := br.Close(); err != nil {
 		if tx != nil {

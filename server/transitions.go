@@ -90,32 +90,29 @@ func (r *journalRows) add(kind, jobID, attemptID, from, to, code string) {
 }
 
 // write runs one write, or queues it when the step pipelines. one says the
-// write must hit exactly one row (a fence); a queued write's count is
-// checked when flush sends it, and its error fails the whole transaction.
+// write must hit exactly one row (a fence): it goes as fenced(sql), which
+// Postgres refuses, failing the whole transaction, when it hits any other
+// number (fenceError makes that ErrInternal).
 func (st *step) write(ctx context.Context, what string, one bool, sql string, args ...any) error {
-	check := func(tag pgconn.CommandTag) error {
-		if one {
-			return wantOne(what, tag.RowsAffected(), nil)
-		}
-		return nil
+	if one {
+		sql, args = fenced(sql, len(args)+1), append(args, what)
 	}
 	if st.pipe != nil {
-		st.pipe.Queue(sql, args...).Exec(check)
+		st.pipe.Queue(sql, args...)
 		return nil
 	}
-	tag, err := st.tx.Exec(ctx, sql, args...)
-	if err != nil {
+	if _, err := st.tx.Exec(ctx, sql, args...); err != nil {
+		if ferr := fenceError(err); ferr != err {
+			return ferr
+		}
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	return check(tag)
+	return nil
 }
 
-// flush sends the queued writes (and any reads queued behind them) in one
-// round trip and runs their checks.
-func (st *step) flush(ctx context.Context) error {
-	if st.pipe == nil {
-		return nil
-	}
+// queueJournal queues the journal rows of a pipelined step as one
+// statement, behind its writes: they reference only rows written before.
+func (st *step) queueJournal() {
 	switch ev := st.events; len(ev.kind) {
 	case 0:
 	case 1:
@@ -124,13 +121,46 @@ func (st *step) flush(ctx context.Context) error {
 		st.pipe.Queue(sqlJournalRows, ev.kind, ev.job, ev.attempt, ev.from, ev.to, ev.code, string(st.actor), st.now)
 	}
 	st.events = journalRows{}
+}
+
+// flush sends the queued writes (and any reads queued behind them) in one
+// round trip and runs their checks.
+func (st *step) flush(ctx context.Context) error {
+	if st.pipe == nil {
+		return nil
+	}
+	st.queueJournal()
 	if st.pipe.Len() == 0 {
 		return nil
 	}
 	b := st.pipe
 	st.pipe = &pgx.Batch{}
 	if err := st.tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("pipelined statements: %w", err)
+		return fmt.Errorf("pipelined statements: %w", fenceError(err))
+	}
+	return nil
+}
+
+// commit ends a pipelined step: its queued writes, its journal rows and
+// COMMIT go in one round trip. A write that fails (a fenced one that hit
+// other than one row included) makes Postgres skip the COMMIT behind it, so
+// the transaction is left open and failed, for the caller to roll back.
+// With nothing queued it is a plain COMMIT.
+func (st *step) commit(ctx context.Context) error {
+	st.queueJournal()
+	if st.pipe.Len() == 0 {
+		return st.tx.Commit(ctx)
+	}
+	st.pipe.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() != "COMMIT" {
+			return pgx.ErrTxCommitRollback
+		}
+		return nil
+	})
+	b := st.pipe
+	st.pipe = nil
+	if err := st.tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("pipelined statements: %w", fenceError(err))
 	}
 	return nil
 }

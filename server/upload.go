@@ -59,7 +59,7 @@ func (s *Service) PutOutput(ctx context.Context, jobID, attemptID string, r io.R
 		var status protocol.AttemptStatus
 		var found bool
 		b.Queue(sqlSealCheck, attemptID, jobID).QueryRow(optionalRow(&found, "seal check", &status))
-		tx, err := s.sendBegun(ctx, b)
+		tx, err := sendBegun(ctx, s.pool, b)
 		if err == nil {
 			// Read-only: rolling back releases the share lock after the rename.
 			defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()

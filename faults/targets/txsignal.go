@@ -48,6 +48,20 @@ func (s *txSignal) TraceQueryEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceQuer
 	}
 }
 
+// TraceBatchStart implements pgx.BatchTracer.
+func (s *txSignal) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+// TraceBatchQuery implements pgx.BatchTracer: a pipelined transaction's
+// COMMIT goes behind its writes, in their batch.
+func (s *txSignal) TraceBatchQuery(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchQueryData) {
+	s.TraceQueryEnd(ctx, c, pgx.TraceQueryEndData{CommandTag: d.CommandTag, Err: d.Err})
+}
+
+// TraceBatchEnd implements pgx.BatchTracer.
+func (s *txSignal) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 // sharedIDs is one seeded IDSource shared by the stack's service layers
 // (the buyer-facing one draws job ids, the lease gateway's draws attempt
 // ids and tokens), behind one lock so that draws from different goroutines
