@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -70,29 +69,48 @@ FOR UPDATE`
 // or verifying job becomes cancelling, which takes the live attempt's
 // authority away (the attempt row itself is left as it is); cancelling is
 // idempotent; a terminal job is job_terminal. Another buyer's job is
-// not_found, exactly like a missing one.
+// not_found, exactly like a missing one. Its round trips: BEGIN with the
+// job's lock and its live attempt's; the writes and the cancel notice with
+// COMMIT.
 func (s *Service) Cancel(ctx context.Context, now time.Time, buyerID, jobID string) (protocol.Reply, error) {
 	s.cfg.FaultPoints.Hit(ctx, faultpoint.CancelBeforeTx)
 	var r protocol.Reply
-	err := s.inTx(ctx, OpCancel, func(tx pgx.Tx) error {
-		st := &step{tx: tx, actor: protocol.ActorBuyer}
-		var err error
-		if st.now, err = store.ResolveNow(ctx, tx, now); err != nil {
+	var l cancelLock
+	err := s.pipelined(ctx, OpCancel, now, protocol.ActorBuyer, func(b *pgx.Batch) { l.queue(b, jobID) },
+		func(ctx context.Context, st *step) error {
+			var err error
+			r, err = s.cancel(ctx, st, buyerID, &l)
 			return err
-		}
-		r, err = s.cancel(ctx, st, buyerID, jobID)
-		return err
-	})
+		})
 	s.cfg.FaultPoints.Hit(ctx, faultpoint.CancelAfterTx)
 	return r, err
 }
 
-func (s *Service) cancel(ctx context.Context, st *step, buyerID, jobID string) (protocol.Reply, error) {
-	j, ok, err := lockJob(ctx, st.tx, jobID)
+// cancelLock is what Cancel locks, in the order of doc.go: the job, then
+// its live attempt, if any (found: the notice's attempt and device).
+type cancelLock struct {
+	j            jobRow
+	jobOK, found bool
+	live         CancelNotice
+}
+
+func (l *cancelLock) queue(b *pgx.Batch, jobID string) {
+	*l = cancelLock{}
+	if !protocol.ValidID(jobID) {
+		return // names no job, and never reaches Postgres
+	}
+	b.Queue(sqlLockJob, jobID).QueryRow(func(r pgx.Row) (err error) {
+		l.jobOK, err = scanJob(r, jobID, &l.j)
+		return err
+	})
+	l.live.JobID = jobID
+	b.Queue(sqlLockLiveAttempt, jobID).QueryRow(optionalRow(&l.found, "find live attempt of "+jobID, &l.live.AttemptID, &l.live.DeviceID))
+}
+
+func (s *Service) cancel(ctx context.Context, st *step, buyerID string, l *cancelLock) (protocol.Reply, error) {
+	j := l.j
 	switch {
-	case err != nil:
-		return protocol.Reply{}, err
-	case !ok || j.BuyerID != buyerID:
+	case !l.jobOK || j.BuyerID != buyerID:
 		return protocol.Reply{Code: protocol.CodeNotFound}, nil
 	case j.Status == protocol.JobQueued && s.v.cancelQueuedNoop():
 		return protocol.Reply{Code: protocol.CodeCancelled}, nil
@@ -102,7 +120,7 @@ func (s *Service) cancel(ctx context.Context, st *step, buyerID, jobID string) (
 		if err := st.moveJob(ctx, &j, protocol.JobCancelling, ""); err != nil {
 			return protocol.Reply{}, err
 		}
-		return protocol.Reply{Code: protocol.CodeCancelling}, notifyCancel(ctx, st.tx, j.ID)
+		return protocol.Reply{Code: protocol.CodeCancelling}, st.notifyCancel(ctx, l)
 	case j.Status == protocol.JobCancelling:
 		return protocol.Reply{Code: protocol.CodeCancelling}, nil
 	case j.Status.Terminal():
@@ -112,21 +130,13 @@ func (s *Service) cancel(ctx context.Context, st *step, buyerID, jobID string) (
 }
 
 // notifyCancel tells the gateways which device lost which attempt.
-func notifyCancel(ctx context.Context, tx pgx.Tx, jobID string) error {
-	n := CancelNotice{JobID: jobID}
-	err := tx.QueryRow(ctx, sqlLockLiveAttempt, jobID).Scan(&n.AttemptID, &n.DeviceID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return internalf("cancelling job %s has no live attempt", jobID)
+func (st *step) notifyCancel(ctx context.Context, l *cancelLock) error {
+	if !l.found {
+		return internalf("cancelling job %s has no live attempt", l.live.JobID)
 	}
-	if err != nil {
-		return fmt.Errorf("find live attempt of %s: %w", jobID, err)
-	}
-	payload, err := json.Marshal(n)
+	payload, err := json.Marshal(l.live)
 	if err != nil {
 		return fmt.Errorf("cancel notice: %w", err)
 	}
-	if _, err := tx.Exec(ctx, store.SQLNotify, CancelChannel, string(payload)); err != nil {
-		return fmt.Errorf("notify cancel of %s: %w", jobID, err)
-	}
-	return nil
+	return st.write(ctx, "notify cancel of "+l.live.JobID, false, store.SQLNotify, CancelChannel, string(payload))
 }

@@ -8,8 +8,9 @@
 //
 // Every contract outcome is a protocol.Reply code. The error return is only
 // for infrastructure trouble, plus ErrInternal for a state the locks should
-// have made impossible (a fenced write that matched no row, an illegal
-// transition): that is reported, never worked around.
+// have made impossible (a fenced write that matched other than one row,
+// which Postgres itself refuses, see fenced; an illegal transition): that
+// is reported, never worked around.
 //
 // # Time and ids
 //

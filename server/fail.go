@@ -8,7 +8,6 @@ import (
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/faultpoint"
-	"github.com/rendermac/rendermac/server/store"
 )
 
 // Fail gives the device's attempt up with a failure code. The control plane,
@@ -22,24 +21,21 @@ func (s *Service) Fail(ctx context.Context, now time.Time, deviceID string, f pr
 	}
 	s.cfg.FaultPoints.Hit(ctx, faultpoint.FailBeforeTx)
 	var r protocol.Reply
-	err := s.inTx(ctx, OpFail, func(tx pgx.Tx) error {
-		st := &step{tx: tx, actor: protocol.ActorDevice}
-		var err error
-		if st.now, err = store.ResolveNow(ctx, tx, now); err != nil {
+	var l jobAttemptLock
+	err := s.pipelined(ctx, OpFail, now, protocol.ActorDevice, func(b *pgx.Batch) { l.queue(b, f.JobID, f.AttemptID) },
+		func(ctx context.Context, st *step) error {
+			var err error
+			r, err = s.fail(ctx, st, deviceID, f, &l)
 			return err
-		}
-		r, err = s.fail(ctx, st, deviceID, f)
-		return err
-	})
+		})
 	s.cfg.FaultPoints.Hit(ctx, faultpoint.FailAfterTx)
 	return r, err
 }
 
-func (s *Service) fail(ctx context.Context, st *step, deviceID string, f protocol.Fail) (protocol.Reply, error) {
-	j, a, ok, err := lockJobAttempt(ctx, st.tx, f.JobID, f.AttemptID)
-	if err != nil {
-		return protocol.Reply{}, err
-	}
+// fail decides a Fail over the job and attempt l locked. Its round trips:
+// BEGIN with both locks; the writes with COMMIT.
+func (s *Service) fail(ctx context.Context, st *step, deviceID string, f protocol.Fail, l *jobAttemptLock) (protocol.Reply, error) {
+	j, a, ok := l.result()
 	fc, ok := s.authorize(ok, a, deviceID, f.LeaseEpoch, f.CommitToken, false)
 	if !ok || !a.Status.LeasePhase() {
 		return protocol.Reply{Code: protocol.CodeFailConflict}, nil
