@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rendermac/rendermac/internal/dbstat"
+	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/store"
@@ -90,4 +91,60 @@ func TestCreateJobRoundTrips(t *testing.T) {
 		count(func() { b.createJob(t, t0, withKey) }), "a replay writes nothing")
 	require.Len(t, b.snapshot(t).Jobs, 2)
 	b.requireInvariants(t)
+}
+
+// TestPipelinedOperationsRoundTrips pins, with the pool's tracer, the round
+// trips of the pipelined operations: BEGIN with their locks and reads in
+// one batch, their writes with COMMIT in the last (Lease picks in a batch
+// between), so a refusal or a write costs the same.
+func TestPipelinedOperationsRoundTrips(t *testing.T) {
+	t.Parallel()
+	b := setup(t, server.Config{})
+	ctx := context.Background()
+	c := store.DBCounter(b.pool)
+	require.NotNil(t, c)
+	roundTrips := func(op string, run func()) int64 {
+		before := c.Snapshot()[op]
+		run()
+		got := c.Snapshot()[op].Sub(before)
+		require.Equal(t, int64(1), got.Transactions, op)
+		require.Equal(t, int64(1), got.Commits, op)
+		return got.RoundTrips
+	}
+	var offer protocol.Reply
+	var commit protocol.Commit
+	require.Equal(t, int64(2), roundTrips(server.OpCreateJob, func() { b.createJob(t, t0, nil) }), "create")
+	require.Equal(t, int64(3), roundTrips(server.OpLease, func() { offer = b.lease(t, t0, deviceID) }), "lease with an offer")
+	require.Equal(t, int64(3), roundTrips(server.OpLease, func() {
+		r, err := b.svc.Lease(ctx, t0, deviceID)
+		require.NoError(t, err)
+		require.Equal(t, protocol.CodeNoJob, r.Code)
+	}), "lease with no job")
+	require.Equal(t, protocol.CodeProgressOK, b.progress(t, t0, deviceID, offer, protocol.AttemptUploading).Code)
+	commit = commitOf(offer, b.put(t, offer, mp4.Synthetic(mp4.SyntheticParams{Seed: offer.AttemptID})))
+	require.Equal(t, int64(2), roundTrips(server.OpCommitBegin, func() {
+		r, err := b.svc.CommitBegin(ctx, t0, deviceID, commit)
+		require.NoError(t, err)
+		require.Equal(t, protocol.CodeCommitPending, r.Code)
+	}), "commit transaction 1")
+	require.Equal(t, int64(2), roundTrips(server.OpCommitFinish, func() {
+		r, err := b.svc.CommitFinish(ctx, t0, offer.JobID, offer.AttemptID, true)
+		require.NoError(t, err)
+		require.Equal(t, protocol.CodeCommitOK, r.Code)
+	}), "commit transaction 2")
+
+	b.createJob(t, t0, nil)
+	offer = b.lease(t, t0, deviceID)
+	require.Equal(t, int64(2), roundTrips(server.OpFail, func() {
+		r, err := b.svc.Fail(ctx, t0, deviceID, protocol.Fail{JobID: offer.JobID, AttemptID: offer.AttemptID,
+			LeaseEpoch: offer.LeaseEpoch, CommitToken: offer.CommitToken, FailureCode: protocol.FailDownloadFailed})
+		require.NoError(t, err)
+		require.Equal(t, protocol.Reply{Code: protocol.CodeFailOK, Requeued: true}, r)
+	}), "a fail that requeues")
+	offer = b.lease(t, t0, deviceID)
+	require.Equal(t, int64(2), roundTrips(server.OpCancel, func() {
+		r, err := b.svc.Cancel(ctx, t0, buyerID, offer.JobID)
+		require.NoError(t, err)
+		require.Equal(t, protocol.CodeCancelling, r.Code)
+	}), "a cancel of an active job")
 }
