@@ -33,15 +33,13 @@ const JobsChannel = "rendermac_jobs"
 // are its live attempts (invariant 9), and the lost one is not live.
 const LostChannel = "rendermac_lost"
 
-func notifyLost(ctx context.Context, tx pgx.Tx, a attemptRow) error {
+// notifyLost queues the lost notice of a, delivered at COMMIT.
+func (st *step) notifyLost(ctx context.Context, a attemptRow) error {
 	payload, err := json.Marshal(CancelNotice{JobID: a.JobID, AttemptID: a.ID, DeviceID: a.DeviceID})
 	if err != nil {
 		return fmt.Errorf("encode lost notice: %w", err)
 	}
-	if _, err := tx.Exec(ctx, store.SQLNotify, LostChannel, string(payload)); err != nil {
-		return fmt.Errorf("notify lost attempt %s: %w", a.ID, err)
-	}
-	return nil
+	return st.write(ctx, "notify lost attempt "+a.ID, false, store.SQLNotify, LostChannel, string(payload))
 }
 
 // notifyJobs announces a queued job of service; in a pipelined step it is

@@ -148,3 +148,24 @@ func TestPipelinedOperationsRoundTrips(t *testing.T) {
 		require.Equal(t, protocol.CodeCancelling, r.Code)
 	}), "a cancel of an active job")
 }
+
+// A sweep that loses an expired lease and requeues its job decides it in
+// one pipelined transaction of two round trips, and marks silent devices
+// offline in one statement (its candidate scans are not counted under
+// sweep).
+func TestSweepRoundTrips(t *testing.T) {
+	t.Parallel()
+	b := setup(t, server.Config{})
+	c := store.DBCounter(b.pool)
+	require.NotNil(t, c)
+	b.createJob(t, t0, nil)
+	b.lease(t, t0, deviceID)
+	before := c.Snapshot()[server.OpSweep]
+	res := b.sweep(t, t0.Add(ttl))
+	require.Equal(t, 1, res.Lost)
+	require.Equal(t, 1, res.Requeued)
+	got := c.Snapshot()[server.OpSweep].Sub(before)
+	// In the transaction: the job and attempt locks; the attempt's end,
+	// the job's requeue, the lost and jobs notices, the journal rows.
+	require.Equal(t, dbstat.Counts{Transactions: 1, Commits: 1, InTx: 7, Outside: 1, RoundTrips: 3}, got)
+}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -48,18 +47,6 @@ type attemptRow struct {
 	Claimed             protocol.Output
 }
 
-// lockJob locks the job with id; ok is false when there is none. Ids that
-// are not canonical lowercase uuids name no job, exactly as in the model's
-// string-keyed maps, and are never sent to Postgres (which would accept
-// other spellings of the same uuid).
-func lockJob(ctx context.Context, tx pgx.Tx, id string) (j jobRow, ok bool, err error) {
-	if !protocol.ValidID(id) {
-		return j, false, nil
-	}
-	ok, err = scanJob(tx.QueryRow(ctx, sqlLockJob, id), id, &j)
-	return j, ok, err
-}
-
 // optionalRow scans a batch's row that may be missing into dest: a row sets
 // *found, no row leaves it false and is not an error, and any other error is
 // wrapped with what.
@@ -90,15 +77,6 @@ func scanJob(row pgx.Row, id string, j *jobRow) (bool, error) {
 	return true, nil
 }
 
-// lockAttempt locks attempt id of job jobID (which the caller has locked).
-func lockAttempt(ctx context.Context, tx pgx.Tx, id, jobID string) (a attemptRow, ok bool, err error) {
-	if !protocol.ValidID(id) {
-		return a, false, nil
-	}
-	ok, err = scanAttempt(tx.QueryRow(ctx, sqlLockAttempt, id, jobID), id, &a)
-	return a, ok, err
-}
-
 func scanAttempt(row pgx.Row, id string, a *attemptRow) (bool, error) {
 	err := row.Scan(&a.ID, &a.JobID, &a.DeviceID, &a.Number, &a.Status, &a.LeaseEpoch, &a.TokenHash, &a.LeaseExpiresAt,
 		&a.Claimed.Key, &a.Claimed.Bytes, &a.Claimed.SHA256)
@@ -113,23 +91,16 @@ func scanAttempt(row pgx.Row, id string, a *attemptRow) (bool, error) {
 	return true, nil
 }
 
-// lockJobAttempt locks a job and then one of its attempts, the order every
-// agent-facing operation uses. ok is false when either is missing.
-func lockJobAttempt(ctx context.Context, tx pgx.Tx, jobID, attemptID string) (jobRow, attemptRow, bool, error) {
-	j, ok, err := lockJob(ctx, tx, jobID)
-	if err != nil || !ok {
-		return j, attemptRow{}, false, err
-	}
-	a, ok, err := lockAttempt(ctx, tx, attemptID, j.ID)
-	return j, a, ok, err
-}
-
-// jobAttemptLock is lockJobAttempt pipelined (Service.pipelined): queue
-// puts both locks, the job's first, behind the batch's BEGIN; once the
-// batch is sent, j, a and ok are what lockJobAttempt returns. The attempt
-// is locked by its id and the presented job id, which is the locked job's
-// id when that exists (ids are canonical) and matches no attempt when it
-// does not.
+// jobAttemptLock is a job and then one of its attempts locked in a
+// pipelined transaction (Service.pipelined), the order every agent-facing
+// operation uses: queue puts both locks, the job's first, behind the
+// batch's BEGIN; once the batch is sent, result returns them. Ids that are
+// not canonical lowercase uuids name nothing, exactly as in the model's
+// string-keyed maps, and are never sent to Postgres (which would accept
+// other spellings of the same uuid). The attempt is locked by its id and
+// the presented job id, which is the locked job's id when that exists (ids
+// are canonical) and matches no attempt when it does not, so a transaction
+// never locks an attempt of a job it has not locked.
 type jobAttemptLock struct {
 	j            jobRow
 	a            attemptRow
@@ -154,7 +125,7 @@ func (l *jobAttemptLock) queue(b *pgx.Batch, jobID, attemptID string) {
 	})
 }
 
-// result is lockJobAttempt's result.
+// result is the locked job and attempt; ok is false when either is missing.
 func (l *jobAttemptLock) result() (jobRow, attemptRow, bool) {
 	if !l.jobOK {
 		return l.j, attemptRow{}, false

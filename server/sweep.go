@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/store"
@@ -63,8 +64,9 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (protocol.SweepResul
 		return res, errors.Join(verifyErr, err)
 	}
 	s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepBeforeTx)
-	err = s.inTx(ctx, OpSweep, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, sqlSilentDevices, at(now, -s.cfg.HeartbeatWindow))
+	// One statement, so its own transaction: one round trip.
+	err = s.retrying(dbstat.WithOp(ctx, OpSweep), OpSweep, func() error {
+		tag, err := s.pool.Exec(dbstat.WithOp(ctx, OpSweep), sqlSilentDevices, at(now, -s.cfg.HeartbeatWindow))
 		res.Offline = int(tag.RowsAffected())
 		return err
 	})
@@ -86,12 +88,14 @@ func (s *Service) sweepLeases(ctx context.Context, now time.Time, res *protocol.
 	for _, p := range pairs {
 		var lost, requeued bool
 		var job protocol.JobStatus
+		var l jobAttemptLock
 		s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepBeforeTx)
-		err := s.inTx(ctx, OpSweep, func(tx pgx.Tx) error {
-			var err error
-			lost, requeued, job, err = loseAttempt(ctx, &step{tx: tx, now: now, actor: protocol.ActorSweeper}, p)
-			return err
-		})
+		err := s.pipelined(ctx, OpSweep, now, protocol.ActorSweeper, func(b *pgx.Batch) { l.queue(b, p.jobID, p.attemptID) },
+			func(ctx context.Context, st *step) error {
+				var err error
+				lost, requeued, job, err = loseAttempt(ctx, st, &l)
+				return err
+			})
 		s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepAfterTx)
 		if err != nil {
 			return err
@@ -107,18 +111,19 @@ func (s *Service) sweepLeases(ctx context.Context, now time.Time, res *protocol.
 	return nil
 }
 
-// loseAttempt is sweep step 1 for one attempt, re-checked under its locks:
-// lost is false when someone else decided the attempt meanwhile. job is the
-// job's status afterwards.
-func loseAttempt(ctx context.Context, st *step, p pair) (lost, requeued bool, job protocol.JobStatus, err error) {
-	j, a, ok, err := lockJobAttempt(ctx, st.tx, p.jobID, p.attemptID)
-	if err != nil || !ok || !a.Status.LeasePhase() || st.now.Before(a.LeaseExpiresAt) {
-		return false, false, "", err
+// loseAttempt is sweep step 1 for one attempt, re-checked under the locks
+// l took: lost is false when someone else decided the attempt meanwhile.
+// job is the job's status afterwards. Its round trips: BEGIN with the
+// locks; the writes with COMMIT.
+func loseAttempt(ctx context.Context, st *step, l *jobAttemptLock) (lost, requeued bool, job protocol.JobStatus, err error) {
+	j, a, ok := l.result()
+	if !ok || !a.Status.LeasePhase() || st.now.Before(a.LeaseExpiresAt) {
+		return false, false, "", nil
 	}
 	if err := st.endAttempt(ctx, &a, rowFence(a), protocol.AttemptLost, protocol.FailLeaseExpired); err != nil {
 		return false, false, "", err
 	}
-	if err := notifyLost(ctx, st.tx, a); err != nil {
+	if err := st.notifyLost(ctx, a); err != nil {
 		return false, false, "", err
 	}
 	requeued, err = st.afterAttemptEnded(ctx, &j, a, protocol.FailLeaseExpired, variant{})
@@ -182,16 +187,17 @@ func (s *Service) sweepAdmissions(ctx context.Context, now time.Time, res *proto
 	}
 	for _, id := range ids {
 		var expired bool
+		var l jobAttemptLock // the job's lock alone: no attempt id
 		s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepBeforeTx)
-		err := s.inTx(ctx, OpSweep, func(tx pgx.Tx) error {
-			j, ok, err := lockJob(ctx, tx, id)
-			expired = err == nil && ok && j.Status == protocol.JobQueued && !now.Before(j.AdmissionDeadline)
-			if !expired {
-				return err
-			}
-			st := &step{tx: tx, now: now, actor: protocol.ActorSweeper}
-			return st.moveJob(ctx, &j, protocol.JobFailed, protocol.FailAdmissionExpired)
-		})
+		err := s.pipelined(ctx, OpSweep, now, protocol.ActorSweeper, func(b *pgx.Batch) { l.queue(b, id, "") },
+			func(ctx context.Context, st *step) error {
+				j := l.j
+				expired = l.jobOK && j.Status == protocol.JobQueued && !st.now.Before(j.AdmissionDeadline)
+				if !expired {
+					return nil
+				}
+				return st.moveJob(ctx, &j, protocol.JobFailed, protocol.FailAdmissionExpired)
+			})
 		s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepAfterTx)
 		if err != nil {
 			return err
