@@ -122,11 +122,18 @@ func (r *scRun) cancelJob(base, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	got := code // the refusal's code, or the job's status on 200 and 202
+	// The refusal's code, or the cancel's outcome, which the status says:
+	// 200 cancelled, 202 cancelling. The body is the job as read after the
+	// cancel committed, which a device's fail at once may already have
+	// ended (a 202 with a cancelled job).
+	got := code
 	if code == "" {
-		got = string(job.Status)
+		got = map[int]string{http.StatusOK: string(protocol.JobCancelled), http.StatusAccepted: string(protocol.JobCancelling)}[status]
+		if got == "" {
+			return "", fmt.Errorf("cancel answered %d with no error code", status)
+		}
 	}
-	r.tl.add(laneGateway, fmt.Sprintf("buyer -> POST /v1/jobs/%s/cancel: %d %s", r.name(id), status, got))
+	r.tl.add(laneGateway, fmt.Sprintf("buyer -> POST /v1/jobs/%s/cancel: %d %s (job %s)", r.name(id), status, got, job.Status))
 	return got, nil
 }
 

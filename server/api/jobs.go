@@ -227,7 +227,9 @@ func (a *API) storeInput(input []byte, sha string) func(context.Context, string)
 
 // cancelJob is POST /v1/jobs/{id}/cancel: 200 with the cancelled job, 202
 // with a cancelling one (the device is told; the job ends when it stops),
-// 409 job_terminal, 404 not_found.
+// 409 job_terminal, 404 not_found. The status says what the cancel did; the
+// body is the job as read after it committed, which a device that stopped
+// at once may already have cancelled.
 func (a *API) cancelJob(w http.ResponseWriter, r *http.Request, buyerID string) {
 	id := r.PathValue("id")
 	reply, err := a.svc.Cancel(r.Context(), a.pinned(), buyerID, id)
