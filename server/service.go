@@ -182,19 +182,6 @@ func (s *Service) service(name string) (protocol.Service, bool) {
 	return protocol.Service{}, false
 }
 
-// inTx runs fn in a READ COMMITTED transaction and commits it when fn
-// returns nil. Row locks (FOR UPDATE, in the documented order) give each
-// operation the serial view it needs, so READ COMMITTED suffices; a
-// serialization failure or deadlock re-runs the whole transaction up to
-// MaxTxRetries times, each re-run counted. fn must therefore derive all its
-// results afresh on every run.
-func (s *Service) inTx(ctx context.Context, op string, fn func(pgx.Tx) error) error {
-	ctx = dbstat.WithOp(ctx, op)
-	return s.retrying(ctx, op, func() error {
-		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
-	})
-}
-
 // retrying runs once, and again after a serialization failure or deadlock,
 // up to MaxTxRetries re-runs, each counted under op.
 func (s *Service) retrying(ctx context.Context, op string, once func() error) error {
@@ -212,14 +199,16 @@ func (s *Service) retrying(ctx context.Context, op string, once func() error) er
 	}
 }
 
-// pipelined runs one operation's transaction in as few round trips as its
-// decisions allow: BEGIN, the database clock (when now is zero, see
-// store.ResolveNow) and the first reads, which open queues, go out in one batch;
-// the writes body makes are queued on its step and go out together when
-// body flushes to read again or returns; then COMMIT. The locks, checks and
-// effects are inTx's, in the same order; only the round trips are fewer.
-// Like inTx, a serialization failure or deadlock re-runs all of it, so
-// open's callbacks must set (not add to) what they fill.
+// pipelined runs one operation's READ COMMITTED transaction in as few
+// round trips as its decisions allow: BEGIN, the database clock (when now
+// is zero, see store.ResolveNow) and the first reads, which open queues, go
+// out in one batch; the writes body makes are queued on its step and go
+// out together when body flushes to read again; when body returns, the
+// rest go out with COMMIT behind them. Row locks (FOR UPDATE, in the order
+// of doc.go) give each operation the serial view it needs, so READ
+// COMMITTED suffices. A serialization failure or deadlock re-runs all of
+// it, up to MaxTxRetries times, each re-run counted, so open's callbacks
+// and body must set (not add to) what they fill.
 func (s *Service) pipelined(ctx context.Context, op string, now time.Time, actor protocol.Actor,
 	open func(*pgx.Batch), body func(context.Context, *step) error) error {
 	ctx = dbstat.WithOp(ctx, op)

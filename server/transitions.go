@@ -70,8 +70,8 @@ type step struct {
 	tx    pgx.Tx
 	now   time.Time
 	actor protocol.Actor
-	// pipe, when set, collects the step's writes, to be sent in one round
-	// trip by flush (see Service.pipelined); nil runs each write at once.
+	// pipe collects the step's writes, to be sent in one round trip by
+	// flush, or by commit with COMMIT behind them (see Service.pipelined).
 	pipe *pgx.Batch
 	// events are the journal rows a pipelined step has queued since its last
 	// flush, which sends them last and as one statement: they reference
@@ -89,24 +89,16 @@ func (r *journalRows) add(kind, jobID, attemptID, from, to, code string) {
 	r.from, r.to, r.code = append(r.from, from), append(r.to, to), append(r.code, code)
 }
 
-// write runs one write, or queues it when the step pipelines. one says the
-// write must hit exactly one row (a fence): it goes as fenced(sql), which
-// Postgres refuses, failing the whole transaction, when it hits any other
-// number (fenceError makes that ErrInternal).
-func (st *step) write(ctx context.Context, what string, one bool, sql string, args ...any) error {
+// write queues one write, sent by the step's next flush or its commit. one
+// says the write must hit exactly one row (a fence): it goes as
+// fenced(sql), which Postgres refuses, failing the whole transaction, when
+// it hits any other number (fenceError makes that ErrInternal). what names
+// the write in that error.
+func (st *step) write(_ context.Context, what string, one bool, sql string, args ...any) error {
 	if one {
 		sql, args = fenced(sql, len(args)+1), append(args, what)
 	}
-	if st.pipe != nil {
-		st.pipe.Queue(sql, args...)
-		return nil
-	}
-	if _, err := st.tx.Exec(ctx, sql, args...); err != nil {
-		if ferr := fenceError(err); ferr != err {
-			return ferr
-		}
-		return fmt.Errorf("%s: %w", what, err)
-	}
+	st.pipe.Queue(sql, args...)
 	return nil
 }
 
@@ -126,9 +118,6 @@ func (st *step) queueJournal() {
 // flush sends the queued writes (and any reads queued behind them) in one
 // round trip and runs their checks.
 func (st *step) flush(ctx context.Context) error {
-	if st.pipe == nil {
-		return nil
-	}
 	st.queueJournal()
 	if st.pipe.Len() == 0 {
 		return nil
@@ -172,12 +161,8 @@ func (st *step) journal(ctx context.Context, jobID, attemptID, from, to string, 
 	if attemptID != "" {
 		kind = "attempt"
 	}
-	if st.pipe != nil {
-		st.events.add(kind, jobID, attemptID, from, to, string(code))
-		return nil
-	}
-	return st.write(ctx, fmt.Sprintf("journal %s %s -> %s", kind, from, to), false, sqlJournal, kind, jobID, attemptID,
-		from, to, string(code), string(st.actor), st.now)
+	st.events.add(kind, jobID, attemptID, from, to, string(code))
+	return nil
 }
 
 // heartbeat records that the device was heard from at st.now: every
