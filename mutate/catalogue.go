@@ -82,7 +82,7 @@ var Catalogue = []Mutant{
 		Old: `return "jobs\x00" + buyerID + "\x00" + status`, New: `return "jobs\x00" + "\x00" + status`,
 		What: "a jobs cursor's tag does not cover the buyer: another buyer's cursor is accepted"},
 	{ID: "cancel-any-buyer", Kind: "tenancy", File: "server/cancel.go",
-		Old: "case !l.jobOK || j.BuyerID != buyerID:", New: "case !l.jobOK:",
+		Old: "case !jobOK || j.BuyerID != buyerID:", New: "case !jobOK:",
 		What: "a buyer can cancel another buyer's job"},
 	{ID: "api-key-revocation-ignored", Kind: "auth", File: "server/api/auth.go",
 		Old: "AND revoked_at IS NULL", New: "",

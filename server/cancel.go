@@ -87,28 +87,25 @@ func (s *Service) Cancel(ctx context.Context, now time.Time, buyerID, jobID stri
 // cancelLock is what Cancel locks, in the order of doc.go: the job, then
 // its live attempt, if any (found: the notice's attempt and device).
 type cancelLock struct {
-	j            jobRow
-	jobOK, found bool
-	live         CancelNotice
+	job   jobAttemptLock // the job's lock alone
+	found bool
+	live  CancelNotice
 }
 
 func (l *cancelLock) queue(b *pgx.Batch, jobID string) {
 	*l = cancelLock{}
+	l.job.queue(b, jobID, "")
 	if !protocol.ValidID(jobID) {
 		return // names no job, and never reaches Postgres
 	}
-	b.Queue(sqlLockJob, jobID).QueryRow(func(r pgx.Row) (err error) {
-		l.jobOK, err = scanJob(r, jobID, &l.j)
-		return err
-	})
 	l.live.JobID = jobID
 	b.Queue(sqlLockLiveAttempt, jobID).QueryRow(optionalRow(&l.found, "find live attempt of "+jobID, &l.live.AttemptID, &l.live.DeviceID))
 }
 
 func (s *Service) cancel(ctx context.Context, st *step, buyerID string, l *cancelLock) (protocol.Reply, error) {
-	j := l.j
+	j, jobOK := l.job.lockedJob()
 	switch {
-	case !l.jobOK || j.BuyerID != buyerID:
+	case !jobOK || j.BuyerID != buyerID:
 		return protocol.Reply{Code: protocol.CodeNotFound}, nil
 	case j.Status == protocol.JobQueued && s.v.cancelQueuedNoop():
 		return protocol.Reply{Code: protocol.CodeCancelled}, nil

@@ -125,6 +125,10 @@ func (l *jobAttemptLock) queue(b *pgx.Batch, jobID, attemptID string) {
 	})
 }
 
+// lockedJob is the locked job; ok is false when it is missing. A lock
+// queued with no attempt id locks the job alone.
+func (l *jobAttemptLock) lockedJob() (jobRow, bool) { return l.j, l.jobOK }
+
 // result is the locked job and attempt; ok is false when either is missing.
 func (l *jobAttemptLock) result() (jobRow, attemptRow, bool) {
 	if !l.jobOK {

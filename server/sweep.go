@@ -65,8 +65,9 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (protocol.SweepResul
 	}
 	s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepBeforeTx)
 	// One statement, so its own transaction: one round trip.
-	err = s.retrying(dbstat.WithOp(ctx, OpSweep), OpSweep, func() error {
-		tag, err := s.pool.Exec(dbstat.WithOp(ctx, OpSweep), sqlSilentDevices, at(now, -s.cfg.HeartbeatWindow))
+	opCtx := dbstat.WithOp(ctx, OpSweep)
+	err = s.retrying(opCtx, OpSweep, func() error {
+		tag, err := s.pool.Exec(opCtx, sqlSilentDevices, at(now, -s.cfg.HeartbeatWindow))
 		res.Offline = int(tag.RowsAffected())
 		return err
 	})
@@ -191,8 +192,8 @@ func (s *Service) sweepAdmissions(ctx context.Context, now time.Time, res *proto
 		s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepBeforeTx)
 		err := s.pipelined(ctx, OpSweep, now, protocol.ActorSweeper, func(b *pgx.Batch) { l.queue(b, id, "") },
 			func(ctx context.Context, st *step) error {
-				j := l.j
-				expired = l.jobOK && j.Status == protocol.JobQueued && !st.now.Before(j.AdmissionDeadline)
+				j, ok := l.lockedJob()
+				expired = ok && j.Status == protocol.JobQueued && !st.now.Before(j.AdmissionDeadline)
 				if !expired {
 					return nil
 				}

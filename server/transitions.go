@@ -115,8 +115,9 @@ func (st *step) queueJournal() {
 	st.events = journalRows{}
 }
 
-// flush sends the queued writes (and any reads queued behind them) in one
-// round trip and runs their checks.
+// flush sends the queued writes, the journal rows and any reads queued
+// behind them in one round trip, and runs the reads' callbacks; the
+// transaction stays open for the step's next decisions.
 func (st *step) flush(ctx context.Context) error {
 	st.queueJournal()
 	if st.pipe.Len() == 0 {
