@@ -71,9 +71,7 @@ func modelRate(ctx context.Context, seconds float64) CampaignRate {
 // (fuzz --target both), one database per worker on the bench cluster.
 func diffRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) CampaignRate {
 	workers := dbWorkers()
-	w, err := targets.NewPostgresWorkers(ctx, workers, server.VariantNone, func(ctx context.Context) (string, error) {
-		return pg.NewDatabase(ctx, targets.TemplateName)
-	})
+	w, err := targets.NewPostgresWorkers(ctx, workers, server.VariantNone, workerDatabase(pg))
 	if err != nil {
 		return CampaignRate{Error: err.Error()}
 	}
@@ -88,7 +86,7 @@ func diffRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) Cam
 // worker on the bench cluster.
 func threeWayRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) CampaignRate {
 	workers := dbWorkers()
-	newDB := func(ctx context.Context) (string, error) { return pg.NewDatabase(ctx, targets.TemplateName) }
+	newDB := workerDatabase(pg)
 	w, err := targets.NewPostgresWorkers(ctx, workers, server.VariantNone, newDB)
 	if err != nil {
 		return CampaignRate{Error: err.Error()}
@@ -102,6 +100,20 @@ func threeWayRate(ctx context.Context, pg *pgprovider.Provider, seconds float64)
 	c := faults.Campaign{Factory: targets.ThreeWayFactory(w, st), Options: faults.Options{Outputs: targets.SyntheticOutput, CompareState: true},
 		Gen: faults.DefaultGenConfig, Steps: threeWaySteps, Workers: workers}
 	return timeBoxed(ctx, c, 2*workers, seconds)
+}
+
+// workerDatabase clones the template for a campaign worker, reached over
+// the bench cluster's Unix-domain socket as qualify's workers are
+// (targets.Postgres.NewWorkerDatabase); campaignSelect1 measures the
+// round-trip limit over the same socket.
+func workerDatabase(pg *pgprovider.Provider) func(ctx context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		url, err := pg.NewDatabase(ctx, targets.TemplateName)
+		if err != nil {
+			return "", err
+		}
+		return pg.SocketURL(url), nil
+	}
 }
 
 // measured runs a campaign against the bench cluster and adds its
@@ -144,7 +156,7 @@ func campaignSelect1(ctx context.Context, pg *pgprovider.Provider, cfg Config, r
 		return err
 	}
 	return withClone(ctx, pg, func(url string, pool *pgxpool.Pool) error {
-		r.Select1TPS, err = select1TPS(ctx, pool, bin, url, r.Workers, min(cfg.PgbenchSeconds, campaignSelect1Seconds))
+		r.Select1TPS, err = select1TPS(ctx, pool, bin, pg.SocketURL(url), r.Workers, min(cfg.PgbenchSeconds, campaignSelect1Seconds))
 		return err
 	})
 }

@@ -320,7 +320,7 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 	if f.target == "stack" {
 		pgVariant = server.VariantNone
 	}
-	workers, err := targets.NewPostgresWorkers(ctx, f.workers, pgVariant, pg.NewDatabase)
+	workers, err := targets.NewPostgresWorkers(ctx, f.workers, pgVariant, pg.NewWorkerDatabase)
 	if err != nil {
 		_ = pg.Close()
 		return fuzzSetup{}, nil, err
@@ -331,7 +331,7 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 	}
 	factory := workers.Factory("")
 	if f.target == "stack" {
-		stack, err := targets.NewStackWorkers(ctx, f.workers, server.Variant(f.variant), pg.NewDatabase)
+		stack, err := targets.NewStackWorkers(ctx, f.workers, server.Variant(f.variant), pg.NewWorkerDatabase)
 		if err != nil {
 			cleanup()
 			return fuzzSetup{}, nil, err

@@ -78,6 +78,19 @@ func (p *Postgres) NewDatabase(ctx context.Context) (string, error) {
 	return p.Provider.NewDatabase(ctx, TemplateName)
 }
 
+// NewWorkerDatabase is NewDatabase for a campaign worker: the clone's URL
+// over the embedded cluster's Unix-domain socket where it has one
+// (pgprovider's SocketURL), since a worker's every step is a few small
+// statements and their round trips. Nothing in a campaign needs the TCP
+// endpoint (no proxy sits in front of a worker's database).
+func (p *Postgres) NewWorkerDatabase(ctx context.Context) (string, error) {
+	url, err := p.NewDatabase(ctx)
+	if err != nil {
+		return "", err
+	}
+	return p.Provider.SocketURL(url), nil
+}
+
 // Close stops an embedded cluster and drops what was created.
 func (p *Postgres) Close() error { return p.Provider.Close() }
 

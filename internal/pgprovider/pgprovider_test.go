@@ -281,3 +281,35 @@ func TestWithDatabase(t *testing.T) {
 	require.Equal(t, "postgresql://h/x", withDatabase("postgresql://h", "x"))
 	require.Equal(t, "host=h dbname=postgres dbname=x", withDatabase("host=h dbname=postgres", "x"))
 }
+
+// TestSocketURLReachesTheSameDatabaseOverTheSocket: the socket form of a
+// clone's URL connects to that clone, over the Unix-domain socket
+// (inet_server_addr is NULL there), and DropDatabase takes it; a provider
+// without a local cluster gives URLs back unchanged.
+func TestSocketURLReachesTheSameDatabaseOverTheSocket(t *testing.T) {
+	ctx := context.Background()
+	p := openLocal(t)
+	require.NoError(t, p.Template(ctx, "sock_tmpl", migrateItems))
+	tcp, err := p.NewDatabase(ctx, "sock_tmpl")
+	require.NoError(t, err)
+	sock := p.SocketURL(tcp)
+	require.NotEqual(t, tcp, sock)
+	execSQL(t, sock, "INSERT INTO items VALUES (2, 'over the socket')")
+	require.Equal(t, 2, count(t, tcp), "the socket URL names the same database")
+	over := func(u string) (unix bool) {
+		require.NoError(t, withConn(ctx, u, func(c *pgx.Conn) error {
+			return c.QueryRow(ctx, "SELECT inet_server_addr() IS NULL").Scan(&unix)
+		}))
+		return unix
+	}
+	require.True(t, over(sock), "the socket URL connects over the Unix-domain socket")
+	require.False(t, over(tcp), "the URL NewDatabase gave stays on TCP")
+	require.NoError(t, p.DropDatabase(ctx, sock))
+	require.Error(t, withConn(ctx, tcp, func(*pgx.Conn) error { return nil }), "dropped through its socket URL")
+
+	env, err := Open(ctx, Options{URL: p.AdminURL()})
+	require.NoError(t, err)
+	defer env.Close()
+	require.Equal(t, p.AdminURL(), env.SocketURL(p.AdminURL()), "no local cluster: no socket")
+	require.Equal(t, "host=h dbname=x", p.SocketURL("host=h dbname=x"), "not a URL: unchanged")
+}
