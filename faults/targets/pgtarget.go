@@ -235,9 +235,18 @@ type tableEmptier struct {
 // deleting. Deleted rows stay in the tables and their indexes as dead
 // tuples until a vacuum, and every later read scans past them: over 62 runs
 // a worker (500 seeds on 8 workers) the invariant statement's mean grew
-// from 0.38 to 0.48 ms. A truncate every 8 runs bounds that for less than
-// a vacuum costs.
-const truncateEvery = 8
+// from 0.38 to 0.48 ms. A truncate bounds that for less than a vacuum
+// costs, but it is dear itself: 40 ms of Postgres time, and every cached
+// plan over the tables is invalidated in every session of the worker's
+// database, each planned again on its next call (the invariant statement
+// alone takes 16-30 ms to plan). A three-way worker's database has a dozen
+// sessions (the Postgres target's, the stack's pools and its listener), so
+// at every 8 runs the truncates and the plans after them were a fifth of
+// the three-way campaign's Postgres time (pg_stat_statements, 200 seeds x
+// 60 steps on 8 workers: 23.4 s of execution and 6.1 s of planning, against
+// 20.0 and 3.4 s with none). Every 32 runs, qualify's model-vs-Postgres
+// workers (62 runs each) truncate once and its three-way workers (25) never.
+const truncateEvery = 32
 
 // emptyAll empties every table but goose's version table and restarts
 // their sequences, as TRUNCATE ... RESTART IDENTITY would, in one statement.
