@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
@@ -20,28 +20,29 @@ import (
 // control plane never offers more than the agent can hold. It also
 // heartbeats the device. ok is false when the device was revoked (or
 // deleted) since the handshake.
+//
+// It is one transaction in one round trip: BEGIN, the device's lock, the
+// update (which counts the live attempts in its own snapshot, taken after
+// the lock is held: READ COMMITTED gives every statement a new one), and
+// COMMIT, pipelined. A statement that fails skips the rest, COMMIT too.
 func (g *Gateway) describeDevice(ctx context.Context, deviceID string, h *protocol.Hello) (ok bool, err error) {
-	err = pgx.BeginTxFunc(dbstat.WithOp(ctx, OpHello), g.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		var status protocol.DeviceStatus
-		err := tx.QueryRow(ctx, sqlLockDeviceForHello, deviceID).Scan(&status)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && status == protocol.DeviceRevoked) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("lock device: %w", err)
-		}
-		var live int
-		if err := tx.QueryRow(ctx, sqlCountLive, deviceID).Scan(&live); err != nil {
-			return fmt.Errorf("count live attempts: %w", err)
-		}
-		tag, err := tx.Exec(ctx, sqlDescribeDevice, deviceID, uniq(h.Services), h.SlotsTotal, live, store.NowArg(g.now()))
-		if err != nil {
-			return fmt.Errorf("update device: %w", err)
-		}
+	b := &pgx.Batch{}
+	// Queued as text, not with b.BeginTx: a pool batch that begins a
+	// transaction that way keeps its connection until a Tx commits it, and
+	// this batch commits itself.
+	b.Queue("begin isolation level read committed")
+	b.Queue(sqlLockDeviceForHello, deviceID)
+	b.Queue(sqlDescribeDevice, deviceID, uniq(h.Services), h.SlotsTotal, store.NowArg(g.now())).Exec(func(tag pgconn.CommandTag) error {
 		ok = tag.RowsAffected() == 1
 		return nil
 	})
-	if err != nil {
+	b.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() != "COMMIT" {
+			return pgx.ErrTxCommitRollback
+		}
+		return nil
+	})
+	if err := g.pool.SendBatch(dbstat.WithOp(ctx, OpHello), b).Close(); err != nil {
 		return false, fmt.Errorf("describe device %s: %w", deviceID, err)
 	}
 	return ok, nil

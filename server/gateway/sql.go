@@ -10,7 +10,9 @@ const (
 	sqlAuthDevice = `SELECT id::text FROM devices WHERE token_hash = $1 AND status <> 'revoked'`
 
 	// Locked first, as Lease locks it, so counting live attempts and
-	// updating slots_total cannot race a concurrent Lease of the same device.
+	// updating slots_total cannot race a concurrent Lease of the same device:
+	// the update that counts them is the next statement, in a snapshot
+	// taken once the lock is held.
 	sqlLockDeviceForHello = `SELECT status FROM devices WHERE id = $1 FOR UPDATE`
 
 	sqlCountLive = `
@@ -20,11 +22,12 @@ WHERE device_id = $1 AND ` + store.SQLUnended + ` AND status IN ` + store.SQLLiv
 	// hello describes what the device offers now. slots_total never drops
 	// below the live attempts, so invariant 9 holds while an agent that
 	// shrank its slots finishes what it holds; Lease then gives it nothing
-	// until it is below the new total. It is a heartbeat too, at $5 (NULL:
-	// the database clock).
+	// until it is below the new total. It is a heartbeat too, at $4 (NULL:
+	// the database clock), and like every heartbeat leaves a revoked device
+	// alone (no row: ok false).
 	sqlDescribeDevice = `
-UPDATE devices SET services = $2, slots_total = greatest($3::int, $4::int), ` + store.SQLHeartbeatSet + `
-FROM (SELECT coalesce($5::timestamptz, now()) AS now) t
+UPDATE devices SET services = $2, slots_total = greatest($3::int, (` + sqlCountLive + `)::int), ` + store.SQLHeartbeatSet + `
+FROM (SELECT coalesce($4::timestamptz, now()) AS now) t
 WHERE id = $1 AND ` + store.SQLHeartbeatGuard
 
 	// Live attempts of cancelling jobs on the given devices: the cancel

@@ -58,3 +58,30 @@ func TestTouchIsCoalescedPerWindow(t *testing.T) {
 	require.Equal(t, b.now(), lastSeen())
 	require.NotEqual(t, dbstat.Counts{}, counter.Snapshot()[OpHello], "hello is counted under its own operation")
 }
+
+// A hello is one transaction in one round trip (BEGIN, the device's lock,
+// the update and COMMIT pipelined), counted by the pool tracer; a revoked
+// device's hello writes nothing.
+func TestHelloIsOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	counter := store.DBCounter(b.pool)
+	require.NotNil(t, counter)
+	c := b.connect(t, token1, 3, 0)
+	require.Equal(t, dbstat.Counts{Transactions: 1, Commits: 1, InTx: 2, RoundTrips: 1}, counter.Snapshot()[OpHello])
+	var slots int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT slots_total FROM devices WHERE id = $1`, device1).Scan(&slots))
+	require.Equal(t, 3, slots)
+
+	ok, err := b.gw.describeDevice(context.Background(), device1, &protocol.Hello{Services: []string{"ffmpeg.transcode"}, SlotsTotal: 5})
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = b.pool.Exec(context.Background(), `UPDATE devices SET status = 'revoked' WHERE id = $1`, device1)
+	require.NoError(t, err)
+	ok, err = b.gw.describeDevice(context.Background(), device1, &protocol.Hello{Services: []string{"ffmpeg.transcode"}, SlotsTotal: 1})
+	require.NoError(t, err)
+	require.False(t, ok, "a revoked device is not described")
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT slots_total FROM devices WHERE id = $1`, device1).Scan(&slots))
+	require.Equal(t, 5, slots, "the revoked device's row is as it was")
+	_ = c
+}
