@@ -49,6 +49,9 @@ WHERE id IN (SELECT id FROM devices WHERE status = 'online' AND last_seen_at <= 
 // together with the joined errors.
 func (s *Service) Sweep(ctx context.Context, now time.Time) (protocol.SweepResult, error) {
 	var res protocol.SweepResult
+	// Everything a sweep sends is its work, its candidate scans too, for
+	// the pool tracer's per-operation counts (rendermac bench).
+	ctx = dbstat.WithOp(ctx, OpSweep)
 	now, err := store.ResolveNow(ctx, s.pool, now)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", OpSweep, err)
@@ -65,9 +68,8 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (protocol.SweepResul
 	}
 	s.cfg.FaultPoints.Hit(ctx, faultpoint.SweepBeforeTx)
 	// One statement, so its own transaction: one round trip.
-	opCtx := dbstat.WithOp(ctx, OpSweep)
-	err = s.retrying(opCtx, OpSweep, func() error {
-		tag, err := s.pool.Exec(opCtx, sqlSilentDevices, at(now, -s.cfg.HeartbeatWindow))
+	err = s.retrying(ctx, OpSweep, func() error {
+		tag, err := s.pool.Exec(ctx, sqlSilentDevices, at(now, -s.cfg.HeartbeatWindow))
 		res.Offline = int(tag.RowsAffected())
 		return err
 	})
