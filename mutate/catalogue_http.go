@@ -35,6 +35,9 @@ var httpMutants = []Mutant{
 	{ID: "gateway-hello-revoked-welcomed", Kind: "auth", File: "server/gateway/frames.go",
 		Old: "if !ok {\n\t\t_ = s.conn.Close(websocket.StatusPolicyViolation", New: "if false && !ok {\n\t\t_ = s.conn.Close(websocket.StatusPolicyViolation",
 		What: "a device revoked between its upgrade and its hello is welcomed instead of closed with 1008"},
+	{ID: "gateway-hello-forgets-live-attempts", Kind: "auth", File: "server/gateway/sql.go",
+		Old: "slots_total = greatest($3::int, (` + sqlCountLive + `)::int)", New: "slots_total = $3::int",
+		What: "a hello that shrinks its slots below the device's live attempts lowers slots_total under them (invariant 9)"},
 	// Webhook signatures and retries (server/webhook).
 	{ID: "webhook-sign-payload-only", Kind: "webhook", File: "server/webhook/deliver.go",
 		Old: "Sign(BuyerSecret(d.key, w.BuyerID), body))", New: "Sign(BuyerSecret(d.key, w.BuyerID), w.Payload))",
