@@ -71,7 +71,7 @@ func modelRate(ctx context.Context, seconds float64) CampaignRate {
 // (fuzz --target both), one database per worker on the bench cluster.
 func diffRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) CampaignRate {
 	workers := dbWorkers()
-	w, err := targets.NewPostgresWorkers(ctx, workers, server.VariantNone, workerDatabase(pg))
+	w, err := targets.NewPostgresWorkers(ctx, workers, server.VariantNone, (&targets.Postgres{Provider: pg}).NewWorkerDatabase)
 	if err != nil {
 		return CampaignRate{Error: err.Error()}
 	}
@@ -86,7 +86,7 @@ func diffRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) Cam
 // worker on the bench cluster.
 func threeWayRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) CampaignRate {
 	workers := dbWorkers()
-	newDB := workerDatabase(pg)
+	newDB := (&targets.Postgres{Provider: pg}).NewWorkerDatabase
 	w, err := targets.NewPostgresWorkers(ctx, workers, server.VariantNone, newDB)
 	if err != nil {
 		return CampaignRate{Error: err.Error()}
@@ -100,20 +100,6 @@ func threeWayRate(ctx context.Context, pg *pgprovider.Provider, seconds float64)
 	c := faults.Campaign{Factory: targets.ThreeWayFactory(w, st), Options: faults.Options{Outputs: targets.SyntheticOutput, CompareState: true},
 		Gen: faults.DefaultGenConfig, Steps: threeWaySteps, Workers: workers}
 	return timeBoxed(ctx, c, 2*workers, seconds)
-}
-
-// workerDatabase clones the template for a campaign worker, reached over
-// the bench cluster's Unix-domain socket as qualify's workers are
-// (targets.Postgres.NewWorkerDatabase); campaignSelect1 measures the
-// round-trip limit over the same socket.
-func workerDatabase(pg *pgprovider.Provider) func(ctx context.Context) (string, error) {
-	return func(ctx context.Context) (string, error) {
-		url, err := pg.NewDatabase(ctx, targets.TemplateName)
-		if err != nil {
-			return "", err
-		}
-		return pg.SocketURL(url), nil
-	}
 }
 
 // measured runs a campaign against the bench cluster and adds its
@@ -149,7 +135,8 @@ func measured(ctx context.Context, pg *pgprovider.Provider, cfg Config, run func
 const campaignSelect1Seconds = 3
 
 // campaignSelect1 runs pgbench SELECT 1 at the campaign's concurrency on a
-// fresh clone of the template.
+// fresh clone of the template, over the Unix-domain socket the campaign's
+// workers use (targets.Postgres.NewWorkerDatabase).
 func campaignSelect1(ctx context.Context, pg *pgprovider.Provider, cfg Config, r *CampaignRate) error {
 	bin, err := benchdb.FindPgbench()
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/store"
@@ -141,12 +140,7 @@ func (st *step) commit(ctx context.Context) error {
 	if st.pipe.Len() == 0 {
 		return st.tx.Commit(ctx)
 	}
-	st.pipe.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
-		if tag.String() != "COMMIT" {
-			return pgx.ErrTxCommitRollback
-		}
-		return nil
-	})
+	store.QueueCommit(st.pipe)
 	b := st.pipe
 	st.pipe = nil
 	if err := st.tx.SendBatch(ctx, b).Close(); err != nil {

@@ -36,12 +36,7 @@ func (g *Gateway) describeDevice(ctx context.Context, deviceID string, h *protoc
 		ok = tag.RowsAffected() == 1
 		return nil
 	})
-	b.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
-		if tag.String() != "COMMIT" {
-			return pgx.ErrTxCommitRollback
-		}
-		return nil
-	})
+	store.QueueCommit(b)
 	if err := g.pool.SendBatch(dbstat.WithOp(ctx, OpHello), b).Close(); err != nil {
 		return false, fmt.Errorf("describe device %s: %w", deviceID, err)
 	}

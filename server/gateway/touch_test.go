@@ -67,7 +67,7 @@ func TestHelloIsOneRoundTrip(t *testing.T) {
 	b := setup(t, Config{})
 	counter := store.DBCounter(b.pool)
 	require.NotNil(t, counter)
-	c := b.connect(t, token1, 3, 0)
+	b.connect(t, token1, 3, 0)
 	require.Equal(t, dbstat.Counts{Transactions: 1, Commits: 1, InTx: 2, RoundTrips: 1}, counter.Snapshot()[OpHello])
 	var slots int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT slots_total FROM devices WHERE id = $1`, device1).Scan(&slots))
@@ -83,5 +83,4 @@ func TestHelloIsOneRoundTrip(t *testing.T) {
 	require.False(t, ok, "a revoked device is not described")
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT slots_total FROM devices WHERE id = $1`, device1).Scan(&slots))
 	require.Equal(t, 5, slots, "the revoked device's row is as it was")
-	_ = c
 }

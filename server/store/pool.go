@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/internal/dbstat"
@@ -171,4 +172,19 @@ func DBCounter(pool *pgxpool.Pool) *dbstat.Counter {
 		return &h.counter
 	}
 	return nil
+}
+
+// QueueCommit queues COMMIT as the last statement of b, a batch that
+// began its own transaction, so the writes and their COMMIT go in one
+// round trip. A statement that fails before it makes Postgres skip the
+// COMMIT (the transaction is left failed, for the caller to roll back or
+// the pool to discard); a COMMIT of a failed transaction answers ROLLBACK,
+// which is pgx.ErrTxCommitRollback here.
+func QueueCommit(b *pgx.Batch) {
+	b.Queue("commit").Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() != "COMMIT" {
+			return pgx.ErrTxCommitRollback
+		}
+		return nil
+	})
 }
