@@ -121,8 +121,7 @@ func (c *Config) defaults() {
 
 // Goals from the issue.
 const (
-	GoalRatioVsPgbench = 0.5
-	GoalP99            = 50 * time.Millisecond
+	GoalP99 = 50 * time.Millisecond
 	// GoalIdleSessionBytes is the server's heap and stacks per idle
 	// session, at GoalIdleSessions of them.
 	GoalIdleSessionBytes = 32 << 10
