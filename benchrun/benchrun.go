@@ -314,6 +314,10 @@ type CampaignRate struct {
 	// (pg_stat_statements; BEGIN/COMMIT aside, see StatementMix) per step:
 	// its round trips, or more when some are pipelined together.
 	StatementsPerStep float64 `json:"statements_per_step,omitempty"`
+	// RoundTripsPerStep is the campaign's round trips per step, counted by
+	// its pools (store.DBCounter): statements sent alone and pipelined
+	// batches, the harness's with the service's.
+	RoundTripsPerStep float64 `json:"round_trips_per_step,omitempty"`
 	// Select1TPS is pgbench SELECT 1 at Workers clients, run just after:
 	// the round-trip limit of this concurrency.
 	Select1TPS float64 `json:"select1_tps,omitempty"`

@@ -78,7 +78,17 @@ func diffRate(ctx context.Context, pg *pgprovider.Provider, seconds float64) Cam
 	defer w.Close()
 	c := faults.Campaign{Factory: w.Factory(""), Options: faults.Options{Outputs: targets.SyntheticOutput, CompareState: true},
 		Gen: faults.DefaultGenConfig, Steps: diffSteps, Workers: workers}
-	return timeBoxed(ctx, c, 2*workers, seconds)
+	r := timeBoxed(ctx, c, 2*workers, seconds)
+	r.RoundTripsPerStep = perStep(w.RoundTrips(), r.Steps)
+	return r
+}
+
+// perStep is n over steps, 0 without steps.
+func perStep(n int64, steps int) float64 {
+	if steps == 0 {
+		return 0
+	}
+	return float64(n) / float64(steps)
 }
 
 // threeWayRate is model, Postgres layer and full stack step by step,
@@ -99,7 +109,9 @@ func threeWayRate(ctx context.Context, pg *pgprovider.Provider, seconds float64)
 	defer st.Close()
 	c := faults.Campaign{Factory: targets.ThreeWayFactory(w, st), Options: faults.Options{Outputs: targets.SyntheticOutput, CompareState: true},
 		Gen: faults.DefaultGenConfig, Steps: threeWaySteps, Workers: workers}
-	return timeBoxed(ctx, c, 2*workers, seconds)
+	r := timeBoxed(ctx, c, 2*workers, seconds)
+	r.RoundTripsPerStep = perStep(w.RoundTrips()+st.RoundTrips(), r.Steps)
+	return r
 }
 
 // measured runs a campaign against the bench cluster and adds its

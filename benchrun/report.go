@@ -410,9 +410,17 @@ func campaignFigure(what string, c CampaignRate, goal float64) (name, value, goa
 	if c.StatementsPerStep > 0 {
 		value += fmt.Sprintf("; %.2f statements per step", c.StatementsPerStep)
 	}
+	if c.RoundTripsPerStep > 0 {
+		value += fmt.Sprintf(", %.2f round trips", c.RoundTripsPerStep)
+	}
 	if c.Select1TPS > 0 {
-		value += fmt.Sprintf("; SELECT 1 at %d clients %.0f tps = %.0f steps/s at that many statements", c.Workers,
-			c.Select1TPS, c.Select1TPS/max(c.StatementsPerStep, 1))
+		// The limit is per round trip: a pipelined batch is one.
+		per, what := c.StatementsPerStep, "statements"
+		if c.RoundTripsPerStep > 0 {
+			per, what = c.RoundTripsPerStep, "round trips"
+		}
+		value += fmt.Sprintf("; SELECT 1 at %d clients %.0f tps = %.0f steps/s at that many %s", c.Workers,
+			c.Select1TPS, c.Select1TPS/max(per, 1), what)
 	}
 	switch {
 	case c.Failures > 0:

@@ -108,3 +108,21 @@ func TestLatencyStagesAreReported(t *testing.T) {
 	require.Equal(t, "submit -> offer 41.5 (55.0; of it the POST 30.0 (54.0)), offer -> commit sent 8.0 (2.0), "+
 		"commit -> commit_ok 20.2 (9.0) ms", got)
 }
+
+// A campaign's limit is SELECT 1's rate over its round trips per step (a
+// pipelined batch is one), over its statements only when the round trips
+// were not counted.
+func TestCampaignFigureTakesItsLimitPerRoundTrip(t *testing.T) {
+	c := CampaignRate{Workers: 8, StepsPerSq: 100, Seeds: 16, Steps: 1600, Seconds: 1, StepsPerS: 1600,
+		StatementsPerStep: 8, RoundTripsPerStep: 4, Select1TPS: 80000}
+	name, v, goal, met := campaignFigure("model vs Postgres", c, 2000)
+	require.Equal(t, "model vs Postgres steps/s (8 workers, 100 steps per sequence)", name)
+	require.Equal(t, "1600 (16 seqs in 1.0 s, 0 failures); 8.00 statements per step, 4.00 round trips; "+
+		"SELECT 1 at 8 clients 80000 tps = 20000 steps/s at that many round trips", v)
+	require.Equal(t, ">= 2000", goal)
+	require.Equal(t, "NO: 400 steps/s short", met)
+	c.RoundTripsPerStep = 0
+	_, v, _, _ = campaignFigure("model vs Postgres", c, 2000)
+	require.Equal(t, "1600 (16 seqs in 1.0 s, 0 failures); 8.00 statements per step; "+
+		"SELECT 1 at 8 clients 80000 tps = 10000 steps/s at that many statements", v)
+}

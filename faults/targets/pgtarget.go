@@ -154,6 +154,33 @@ func (w *PostgresWorkers) Close() {
 	}
 }
 
+// RoundTrips is the round trips the workers' pools have made so far (see
+// roundTrips).
+func (w *PostgresWorkers) RoundTrips() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var n int64
+	for _, r := range w.res {
+		n += roundTrips(r.pool)
+	}
+	return n
+}
+
+// roundTrips sums what the pools' counters (store.DBCounter) saw: one round
+// trip per statement sent alone and one per pipelined batch, the harness's
+// own statements (resets, seeding, audits) with the service's.
+func roundTrips(pools ...*pgxpool.Pool) int64 {
+	var n int64
+	for _, p := range pools {
+		if c := store.DBCounter(p); c != nil {
+			for _, v := range c.Snapshot() {
+				n += v.RoundTrips
+			}
+		}
+	}
+	return n
+}
+
 func (w *PostgresWorkers) resources(ctx context.Context, worker int) (*pgResources, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

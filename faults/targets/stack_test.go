@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -65,6 +66,17 @@ func TestModelPostgresAndStackAgree(t *testing.T) {
 	} {
 		require.Positive(t, n, "the stack driver never reached: %s", name)
 	}
+	// Each of a worker's pools counts its round trips, the gateways' too
+	// (bench's round trips per step).
+	var total int64
+	for _, r := range b.stack.res {
+		for name, p := range map[string]*pgxpool.Pool{"harness and API": r.pool, "frames gateway": r.poolF, "lease gateway": r.poolL} {
+			n := roundTrips(p)
+			require.Positive(t, n, "the %s pool counted no round trip", name)
+			total += n
+		}
+	}
+	require.Equal(t, total, b.stack.RoundTrips())
 	// Every run's gateways, sessions, listener and clients are gone.
 	b.close()
 	goleak.VerifyNone(t, b.before)

@@ -146,15 +146,28 @@ func (w *StackWorkers) resources(ctx context.Context, worker int) (*stackResourc
 	return r, nil
 }
 
-// tracedPool is a small pool whose connections report transaction ends to sig.
+// tracedPool is a small pool whose connections report transaction ends to
+// sig, after the pool's own counter (store.DBCounter) has counted them.
 func tracedPool(ctx context.Context, url string, sig *txSignal) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := store.PoolConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("open pool: %w", err)
+		return nil, err
 	}
 	cfg.MaxConns = 4
-	cfg.ConnConfig.Tracer = sig
+	store.AlsoTrace(cfg, sig)
 	return store.OpenPoolConfig(ctx, campaignSessions(cfg))
+}
+
+// RoundTrips is the round trips the workers' pools have made so far (see
+// roundTrips); the listeners' connections, which only LISTEN, are aside.
+func (w *StackWorkers) RoundTrips() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var n int64
+	for _, r := range w.res {
+		n += roundTrips(r.pool, r.poolF, r.poolL)
+	}
+	return n
 }
 
 // ThreeWayFactory returns a faults.Factory whose targets are the model
