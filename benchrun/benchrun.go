@@ -76,6 +76,9 @@ type Config struct {
 	skipMemory bool
 	// serverPID is the two-process server, whose CPU the peak also reads.
 	serverPID int
+	// serverElsewhere says the control plane is a server this process did
+	// not start (--client-only), whose CPU it cannot read.
+	serverElsewhere bool
 	// stmts reads the stack database's statements around the peak phase
 	// (nil: no statement mix).
 	stmts *stmtReader

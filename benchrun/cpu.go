@@ -23,6 +23,10 @@ type PeakCPU struct {
 	ProcessMS float64 `json:"this_process_ms_per_job"`
 	// ServerMS is the two-process server's (0 in one-process mode).
 	ServerMS float64 `json:"server_ms_per_job,omitempty"`
+	// ServerElsewhere says the control plane ran in a server this process
+	// did not start (--client-only): ProcessMS is the load generator alone,
+	// and the server's CPU is not in the figure.
+	ServerElsewhere bool `json:"server_not_measured,omitempty"`
 	// Busy is how many cores those processes kept busy over the phase.
 	Busy  float64 `json:"cores_busy"`
 	Error string  `json:"error,omitempty"`

@@ -49,6 +49,9 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	}
 	res.Peak.CPU = cpu.per(m)
 	res.Peak.WholeCPU = whole.per(m)
+	for _, c := range []*PeakCPU{res.Peak.CPU, res.Peak.WholeCPU} {
+		c.ServerElsewhere = d.cfg.serverElsewhere
+	}
 	d.peak.Store(false)
 	d.peakStatements(ctx, res, stmts0, stmtErr)
 	d.peakDB(ctx, res, db0, dbErr)

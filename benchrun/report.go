@@ -243,6 +243,9 @@ func cpuFigure(prefix string, c *PeakCPU) (name, value, goal, met string) {
 		return name, "not measured", "", ""
 	case c.Error != "":
 		return name, "not measured", "", "n/a: " + c.Error
+	case c.ServerElsewhere:
+		value = fmt.Sprintf("%.2f ms: Postgres %.2f + load generator %.2f; the server's CPU not measured (not started here) "+
+			"(%.2f cores busy without it)", c.PostgresMS+c.ProcessMS, c.PostgresMS, c.ProcessMS, c.Busy)
 	case c.ServerMS > 0:
 		value = fmt.Sprintf("%.2f ms: Postgres %.2f + server %.2f + load generator %.2f (%.2f cores busy)",
 			c.PostgresMS+c.ServerMS+c.ProcessMS, c.PostgresMS, c.ServerMS, c.ProcessMS, c.Busy)

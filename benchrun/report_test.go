@@ -63,6 +63,11 @@ func TestCPUFigureNamesWhereTheTimeWent(t *testing.T) {
 	require.Equal(t, "6.20 ms: Postgres 3.90 + this process (control plane and load generator) 2.30 (1.96 cores busy)", v)
 	_, v, _, _ = cpuFigure("two-process: ", &PeakCPU{PostgresMS: 3.9, ServerMS: 1.5, ProcessMS: 1.0, Busy: 1.9})
 	require.Equal(t, "6.40 ms: Postgres 3.90 + server 1.50 + load generator 1.00 (1.90 cores busy)", v)
+	// --client-only against a server it did not start: this process is the
+	// load generator alone, and the figure says the server is missing.
+	_, v, _, _ = cpuFigure("", &PeakCPU{PostgresMS: 2.86, ProcessMS: 0.44, Busy: 0.74, ServerElsewhere: true})
+	require.Equal(t, "3.30 ms: Postgres 2.86 + load generator 0.44; the server's CPU not measured (not started here) "+
+		"(0.74 cores busy without it)", v)
 	_, v, _, met := cpuFigure("", &PeakCPU{Error: "no /proc"})
 	require.Equal(t, "not measured", v)
 	require.Equal(t, "n/a: no /proc", met)

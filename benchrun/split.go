@@ -32,6 +32,7 @@ import (
 func RunClientOnly(ctx context.Context, cfg Config, baseURL, dbURL string) (*Result, error) {
 	cfg.defaults()
 	cfg.skipMemory = true
+	cfg.serverElsewhere = cfg.serverPID == 0
 	began := time.Now()
 	res := &Result{Started: began.UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Agents: cfg.Agents,
 		Slots: cfg.Slots, Jobs: cfg.Jobs, PhaseS: map[string]float64{}}
