@@ -193,11 +193,20 @@ func (s *session) deliver(r protocol.Reply, job server.OfferJob) bool {
 		return false
 	}
 	s.waitLostFrames()
+	// The claim ends before the write, not after: a slots report the
+	// device sends once it has the offer already counts it, and one read
+	// while the claim still stood would count it a second time (no lease
+	// for that slot until the next wake). A report sent before the device
+	// had the offer and read after this is one slot too many at most,
+	// which Lease's own count of live attempts refuses (no_slot).
+	s.unclaim(0)
 	sent := s.write(offer)
+	if hook := s.g.afterOfferWrite.Load(); hook != nil {
+		(*hook)()
+	}
 	if s.g.v.sessionFenced() {
 		s.g.offeredOn.Store(r.AttemptID, s)
 	}
-	s.unclaim(0)
 	if !sent {
 		s.giveBack(r, protocol.FailProviderOffline)
 		return false

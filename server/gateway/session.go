@@ -49,7 +49,8 @@ type session struct {
 	// against slots_total is the bound.
 	slotsFree int
 	// offering counts offers claimed but not yet written, which a slots
-	// report sent meanwhile cannot have counted.
+	// report sent meanwhile cannot have counted; the claim ends just
+	// before the write (deliver).
 	offering int
 	// promised counts jobs notices (wakeForJob) this session was woken
 	// for alone and has not yet begun to lease for; it never exceeds the
