@@ -73,6 +73,17 @@ func count(t *testing.T, url string) int {
 	return n
 }
 
+// itemsClone migrates template with the items table on p (once) and
+// returns the URL of a fresh clone of it.
+func itemsClone(t *testing.T, p *Provider, template string) string {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, p.Template(ctx, template, migrateItems))
+	url, err := p.NewDatabase(ctx, template)
+	require.NoError(t, err)
+	return url
+}
+
 // openLocal opens a private, fault-controllable cluster; DATABASE_URL is
 // ignored on purpose because fault tests need a server we own.
 func openLocal(t *testing.T) *Provider {
@@ -138,9 +149,7 @@ func TestConcurrentClones(t *testing.T) {
 func TestCrashThenStartKeepsURLAndData(t *testing.T) {
 	ctx := context.Background()
 	p := openLocal(t)
-	require.NoError(t, p.Template(ctx, "items_tmpl", migrateItems))
-	url, err := p.NewDatabase(ctx, "items_tmpl")
-	require.NoError(t, err)
+	url := itemsClone(t, p, "items_tmpl")
 	execSQL(t, url, "INSERT INTO items VALUES (2, 'committed before crash')")
 
 	// A CPU-bound query never checks for postmaster death; its backend
@@ -221,9 +230,7 @@ func TestEnvModeIsNotControllableAndCleansUp(t *testing.T) {
 	require.ErrorIs(t, p.Crash(), ErrNotControllable)
 	require.ErrorIs(t, p.Start(ctx), ErrNotControllable)
 
-	require.NoError(t, p.Template(ctx, "env_tmpl", migrateItems))
-	url, err := p.NewDatabase(ctx, "env_tmpl")
-	require.NoError(t, err)
+	url := itemsClone(t, p, "env_tmpl")
 	require.Equal(t, 1, count(t, url))
 
 	cfg, err := pgconn.ParseConfig(url)
@@ -289,9 +296,7 @@ func TestWithDatabase(t *testing.T) {
 func TestSocketURLReachesTheSameDatabaseOverTheSocket(t *testing.T) {
 	ctx := context.Background()
 	p := openLocal(t)
-	require.NoError(t, p.Template(ctx, "sock_tmpl", migrateItems))
-	tcp, err := p.NewDatabase(ctx, "sock_tmpl")
-	require.NoError(t, err)
+	tcp := itemsClone(t, p, "sock_tmpl")
 	sock := p.SocketURL(tcp)
 	require.NotEqual(t, tcp, sock)
 	execSQL(t, sock, "INSERT INTO items VALUES (2, 'over the socket')")
