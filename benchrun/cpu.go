@@ -35,9 +35,12 @@ type PeakCPU struct {
 // cpuMeter measures a phase's CPU per job.
 type cpuMeter struct {
 	postmaster, server int
-	at                 time.Time
-	start              cpuSample
-	err                error
+	// serverElsewhere: the control plane is a server not started here
+	// (PeakCPU.ServerElsewhere).
+	serverElsewhere bool
+	at              time.Time
+	start           cpuSample
+	err             error
 }
 
 // startCPU finds the postmaster through one of pool's backends (it must
@@ -77,11 +80,11 @@ func (m *cpuMeter) per(jobs int) *PeakCPU {
 		err = errors.New("no jobs")
 	}
 	if err != nil {
-		return &PeakCPU{Error: err.Error()}
+		return &PeakCPU{Error: err.Error(), ServerElsewhere: m.serverElsewhere}
 	}
 	n := float64(jobs)
 	return &PeakCPU{PostgresMS: ms(d.postgres) / n, ProcessMS: ms(d.self) / n, ServerMS: ms(d.server) / n,
-		Busy: float64(d.postgres+d.self+d.server) / float64(window)}
+		Busy: float64(d.postgres+d.self+d.server) / float64(window), ServerElsewhere: m.serverElsewhere}
 }
 
 // PgbenchCPU is a pgbench run's CPU time per transaction, the reference's

@@ -12,13 +12,21 @@ import (
 	"github.com/rendermac/rendermac/loadgen"
 )
 
+// startCPU meters the stack's processes: Postgres, this one and the
+// two-process server, or says the server is not one of them.
+func (d *driver) startCPU(ctx context.Context) *cpuMeter {
+	m := startCPU(ctx, d.pool, d.cfg.serverPID)
+	m.serverElsewhere = d.cfg.serverElsewhere
+	return m
+}
+
 // peakPhase submits every job first, then connects the agents and lets
 // them drain the queue.
 func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	m := d.cfg.Jobs
 	fmt.Fprintf(d.cfg.Log, "bench: peak: submitting %d jobs through POST /v1/jobs\n", m)
 	stmts0, stmtErr := d.snapshotStatements(ctx)
-	whole := startCPU(ctx, d.pool, d.cfg.serverPID)
+	whole := d.startCPU(ctx)
 	t0 := time.Now()
 	if err := loadgen.Parallel(submitters, m, func(i int) error {
 		_, _, err := d.submit(ctx, "peak-"+strconv.Itoa(i))
@@ -39,7 +47,7 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	}
 	fmt.Fprintf(d.cfg.Log, "bench: peak: connecting %d agents\n", d.cfg.Agents)
 	db0, dbErr := scrapeDB(ctx, d.httpc, d.metricsBase(), d.cfg.MetricsToken)
-	cpu := startCPU(ctx, d.pool, d.cfg.serverPID)
+	cpu := d.startCPU(ctx)
 	d.peak.Store(true)
 	if err := d.connect(ctx, d.cfg.Agents); err != nil {
 		return err
@@ -49,9 +57,6 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	}
 	res.Peak.CPU = cpu.per(m)
 	res.Peak.WholeCPU = whole.per(m)
-	for _, c := range []*PeakCPU{res.Peak.CPU, res.Peak.WholeCPU} {
-		c.ServerElsewhere = d.cfg.serverElsewhere
-	}
 	d.peak.Store(false)
 	d.peakStatements(ctx, res, stmts0, stmtErr)
 	d.peakDB(ctx, res, db0, dbErr)
