@@ -38,6 +38,10 @@ var httpMutants = []Mutant{
 	{ID: "gateway-hello-forgets-live-attempts", Kind: "auth", File: "server/gateway/sql.go",
 		Old: "slots_total = greatest($3::int, (` + sqlCountLive + `)::int)", New: "slots_total = $3::int",
 		What: "a hello that shrinks its slots below the device's live attempts lowers slots_total under them (invariant 9)"},
+	{ID: "gateway-claim-ends-after-write", Kind: "slot", File: "server/gateway/offer.go",
+		Old:  "\ts.unclaim(0)\n\tsent := s.write(offer)\n\ts.g.svc.FaultPoints().Hit(s.g.ctx, faultpoint.GatewayAfterOfferWrite)\n",
+		New:  "\tsent := s.write(offer)\n\ts.g.svc.FaultPoints().Hit(s.g.ctx, faultpoint.GatewayAfterOfferWrite)\n\ts.unclaim(0)\n",
+		What: "an offer's claim ends after its write, so a slots report read meanwhile counts the offered slot twice"},
 	// Webhook signatures and retries (server/webhook).
 	{ID: "webhook-sign-payload-only", Kind: "webhook", File: "server/webhook/deliver.go",
 		Old: "Sign(BuyerSecret(d.key, w.BuyerID), body))", New: "Sign(BuyerSecret(d.key, w.BuyerID), w.Payload))",

@@ -44,6 +44,11 @@ const (
 	// result that ended an attempt has been written to the device, before
 	// the slot is freed and offered again.
 	GatewayBeforeSlotRelease = "gateway.before_slot_release"
+	// GatewayAfterOfferWrite is hit in the gateway when a lease offer has
+	// been written to the device, its slot claim already ended. A Block
+	// here holds the offering goroutine while the device answers, e.g.
+	// with a slots report that must count the offer once.
+	GatewayAfterOfferWrite = "gateway.after_offer_write"
 	// CreateBeforeInsert is hit in server.Service.CreateJob inside its
 	// transaction, after the buyer row lock, the idempotency lookup and the
 	// funds check, just before the job row is written. A Block here holds
@@ -62,7 +67,7 @@ const (
 var names = []string{
 	CommitBeforeTx1, CommitAfterTx1, CommitDuringVerify, CommitBeforeTx2, CommitAfterTx2,
 	FailBeforeTx, FailAfterTx, CancelBeforeTx, CancelAfterTx, SweepBeforeTx, SweepAfterTx,
-	GatewayBeforeSlotRelease, CreateBeforeInsert, LeaseBeforePick,
+	GatewayBeforeSlotRelease, GatewayAfterOfferWrite, CreateBeforeInsert, LeaseBeforePick,
 }
 
 // Names returns every fault point name (a fresh slice).

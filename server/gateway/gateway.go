@@ -59,9 +59,6 @@ type Gateway struct {
 	// beforeLostFrame, when set (by tests), runs in a session's goroutine
 	// before it writes an attempt_lost frame.
 	beforeLostFrame atomic.Pointer[func()]
-	// afterOfferWrite, when set (by tests), runs in a session's offering
-	// goroutine after it wrote a lease offer.
-	afterOfferWrite atomic.Pointer[func()]
 	// beforeNotice, when set (by tests), runs in the listener before it
 	// handles a notification, with the notification's channel.
 	beforeNotice atomic.Pointer[func(channel string)]

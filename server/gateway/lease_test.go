@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -107,33 +106,6 @@ func TestOffersMatchTheServicesOfHello(t *testing.T) {
 	requireLiveAttempts(t, b, device1, 0)
 }
 
-// A slots report the device sends once it has an offer already counts
-// that offer; the gateway must not subtract it again, however late its
-// offering goroutine is after the write. The three-way campaign's lease
-// gateway once leased nothing for such a report: read before the claim
-// ended, it counted the device's one free slot taken.
-func TestASlotsReportAfterAnOfferCountsTheOfferOnce(t *testing.T) {
-	t.Parallel()
-	b := setup(t, Config{})
-	jobs := queuedInOrder(t, b, 2)
-	reported := make(chan struct{})
-	var first, let sync.Once
-	hold := func() { first.Do(func() { <-reported }) } // the first offer's writer waits
-	b.gw.afterOfferWrite.Store(&hold)
-	t.Cleanup(func() { let.Do(func() { close(reported) }) }) // before the gateway's shutdown
-
-	c := b.connect(t, token1, 4, 1)
-	require.Equal(t, jobs[0], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
-	// The device has the offer and one more free slot, and says so while
-	// the gateway's writer is still behind its write.
-	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
-	require.Eventually(t, func() bool { return offerAgain(b, device1) }, gatewaytest.Timeout, tick,
-		"the slots report was not handled")
-	let.Do(func() { close(reported) })
-	require.Equal(t, jobs[1], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
-	requireLiveAttempts(t, b, device1, 2)
-}
-
 // queuedInOrder queues n jobs a millisecond apart (distinct created_at),
 // so that "oldest" is their creation order, not their ids'.
 func queuedInOrder(t *testing.T, b *bundle, n int) []string {
@@ -144,12 +116,6 @@ func queuedInOrder(t *testing.T, b *bundle, n int) []string {
 		jobs = append(jobs, b.createJob(t, false))
 	}
 	return jobs
-}
-
-// offerAgain reports whether a wake came during the device's session's
-// running offer pass.
-func offerAgain(b *bundle, deviceID string) bool {
-	return anySession(b, deviceID, func(s *session) bool { return s.offerAgain })
 }
 
 // offering reports whether the device's session is between claim and write.

@@ -26,6 +26,7 @@ import (
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
@@ -128,7 +129,7 @@ func newBundle(t *testing.T, url string, st *testStore, cfg Config) *bundle {
 		cfg.SweepInterval = -1
 	}
 	b.svc = server.NewService(pool, st, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader},
-		server.Config{LeaseTTL: ttl})
+		server.Config{LeaseTTL: ttl, FaultPoints: faultpoint.New()})
 	b.signer, err = grant.NewSigner([]byte(strings.Repeat("k", grant.MinKeyBytes)), "http://artifacts.test")
 	require.NoError(t, err)
 	b.logs = &syncbuf.Buffer{}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/grant"
 )
 
@@ -201,9 +202,7 @@ func (s *session) deliver(r protocol.Reply, job server.OfferJob) bool {
 	// which Lease's own count of live attempts refuses (no_slot).
 	s.unclaim(0)
 	sent := s.write(offer)
-	if hook := s.g.afterOfferWrite.Load(); hook != nil {
-		(*hook)()
-	}
+	s.g.svc.FaultPoints().Hit(s.g.ctx, faultpoint.GatewayAfterOfferWrite)
 	if s.g.v.sessionFenced() {
 		s.g.offeredOn.Store(r.AttemptID, s)
 	}

@@ -1,0 +1,48 @@
+//go:build faultpoints
+
+package gateway
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/faultpoint"
+	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
+)
+
+// A slots report the device sends once it has an offer already counts
+// that offer; the gateway must not subtract it again, however late its
+// offering goroutine is after the write. The three-way campaign's lease
+// gateway once leased nothing for such a report: read before the claim
+// ended, it counted the device's one free slot taken.
+func TestASlotsReportAfterAnOfferCountsTheOfferOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	jobs := queuedInOrder(t, b, 2)
+	reported := make(chan struct{})
+	var let sync.Once
+	// The first offer's writer waits; let runs before the gateway's
+	// shutdown, which waits for it.
+	b.svc.FaultPoints().Set(faultpoint.GatewayAfterOfferWrite, faultpoint.Once(faultpoint.Block(reported)))
+	t.Cleanup(func() { let.Do(func() { close(reported) }) })
+
+	c := b.connect(t, token1, 4, 1)
+	require.Equal(t, jobs[0], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	// The device has the offer and one more free slot, and says so while
+	// the gateway's writer is still behind its write.
+	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	require.Eventually(t, func() bool { return offerAgain(b, device1) }, gatewaytest.Timeout, tick,
+		"the slots report was not handled")
+	let.Do(func() { close(reported) })
+	require.Equal(t, jobs[1], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	requireLiveAttempts(t, b, device1, 2)
+}
+
+// offerAgain reports whether a wake came during the device's session's
+// running offer pass.
+func offerAgain(b *bundle, deviceID string) bool {
+	return anySession(b, deviceID, func(s *session) bool { return s.offerAgain })
+}
