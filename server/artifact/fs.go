@@ -159,7 +159,7 @@ func (s *FS) tempBeside(ctx context.Context, op, key string) (name, dir, tmp str
 // the rename that publishes f must not happen before its data is durable.
 func writeSynced(ctx context.Context, f *os.File, r io.Reader, sync bool) (Object, error) {
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), ctxReader{ctx: ctx, r: r})
+	n, err := copyPooled(io.MultiWriter(f, h), ctxReader{ctx: ctx, r: r})
 	if err != nil {
 		err = fmt.Errorf("write: %w", err)
 	} else if sync {

@@ -104,7 +104,7 @@ func Hash(ctx context.Context, st Store, key string) (Object, error) {
 	}
 	defer r.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, ctxReader{ctx: ctx, r: r})
+	n, err := copyPooled(h, ctxReader{ctx: ctx, r: r})
 	if err != nil {
 		return Object{}, fmt.Errorf("artifact: hash %q: %w", key, err)
 	}

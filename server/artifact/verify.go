@@ -166,7 +166,7 @@ func verifyObject(ctx context.Context, store Store, key, readKey string, wantByt
 		defer func() { _ = local.Close(); _ = os.Remove(local.Name()) }()
 		sink = io.MultiWriter(h, local)
 	}
-	n, err := io.Copy(sink, ctxReader{ctx: ctx, r: io.LimitReader(r, obj.Bytes)})
+	n, err := copyPooled(sink, ctxReader{ctx: ctx, r: io.LimitReader(r, obj.Bytes)})
 	if err == nil && n != obj.Bytes {
 		err = fmt.Errorf("read %d of %d bytes", n, obj.Bytes)
 	}
