@@ -61,7 +61,20 @@ func DecodeAgentFrame(data []byte) (any, error) { return decodeFrame(data, agent
 // DecodeGatewayFrame strictly decodes a frame the gateway sent.
 func DecodeGatewayFrame(data []byte) (any, error) { return decodeFrame(data, gatewayFrames) }
 
+// decodeFrame is decodeFast's message when it can vouch for the frame,
+// and decodeStrict's verdict otherwise, which decides every refusal and
+// its DecodeError.
 func decodeFrame(data []byte, specs map[string]frameSpec) (any, error) {
+	if msg, ok := decodeFast(data, specs); ok {
+		return msg, nil
+	}
+	return decodeStrict(data, specs)
+}
+
+// decodeStrict decodes in the steps that make each refusal's DecodeError:
+// the frame as an object, its type, its required fields, its keys
+// (checkKeys), then the struct decoder and the message's own validation.
+func decodeStrict(data []byte, specs map[string]frameSpec) (any, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
 		return nil, &DecodeError{Reason: "malformed JSON: " + err.Error()}
