@@ -55,6 +55,10 @@ type Config struct {
 	// FloorScript is server/testdata/job.pgbench, the replay of a job's
 	// statement mix; "" looks for it as PgbenchScript's.
 	FloorScript string
+	// Rounds is how many times the peak runs, each followed by the
+	// replay of its mix; the full stack is held to the floor by the median
+	// of the rounds' ratios (FloorResult.Ratio).
+	Rounds int
 	// ModelSeconds and DiffSeconds bound the two campaigns.
 	ModelSeconds, DiffSeconds float64
 	// TwoProcess also runs the stack phases with the control plane in a
@@ -82,11 +86,14 @@ type Config struct {
 	// stmts reads the stack database's statements around the peak phase
 	// (nil: no statement mix).
 	stmts *stmtReader
+	// floor is the replay each round of the peak is paired with (nil: no
+	// floor, one round).
+	floor *floorRun
 }
 
 // Defaults is what `rendermac bench` runs without flags.
 var Defaults = Config{Agents: 100, Slots: 1, Jobs: 2000, Duration: 10 * time.Second, IdleSessions: 10000,
-	PgbenchClients: 8, PgbenchSeconds: 5, ModelSeconds: 2, DiffSeconds: 5}
+	PgbenchClients: 8, PgbenchSeconds: 5, Rounds: 3, ModelSeconds: 2, DiffSeconds: 5}
 
 func (c *Config) defaults() {
 	d := Defaults
@@ -110,6 +117,9 @@ func (c *Config) defaults() {
 	}
 	if c.PgbenchSeconds <= 0 {
 		c.PgbenchSeconds = d.PgbenchSeconds
+	}
+	if c.Rounds <= 0 {
+		c.Rounds = d.Rounds
 	}
 	if c.ModelSeconds <= 0 {
 		c.ModelSeconds = d.ModelSeconds
@@ -383,12 +393,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	t0 = time.Now()
 	res.Pgbench = runPgbench(ctx, pg, cfg)
 	phase("pgbench", t0)
-	if err := runStack(ctx, cfg, dbURL, res, phase); err != nil {
+	// The floor's database is ready before the stack starts, so that each
+	// round of the peak has its replay right after it (floorRounds).
+	stackCfg := cfg
+	if fl, err := openFloor(ctx, pg, cfg); err != nil {
+		res.Floor = FloorResult{Clients: floorClients(cfg), Seconds: cfg.PgbenchSeconds, Error: err.Error()}
+	} else {
+		defer fl.close()
+		stackCfg.floor = fl
+	}
+	err = runStack(ctx, stackCfg, dbURL, res, phase)
+	if fl := stackCfg.floor; fl != nil {
+		res.Floor = fl.res
+	}
+	if err != nil {
 		return res, err
 	}
-	t0 = time.Now()
-	res.Floor = runFloor(ctx, pg, cfg)
-	phase("floor", t0)
 	if cfg.TwoProcess {
 		t0 = time.Now()
 		pb := runPgbench(ctx, pg, cfg)

@@ -114,6 +114,9 @@ func (d *driver) run(ctx context.Context, res *Result, phase func(string, time.T
 		return fmt.Errorf("peak phase: %w", err)
 	}
 	phase("peak", t0)
+	if err := d.floorRounds(ctx, res, phase); err != nil {
+		return err
+	}
 
 	t0 = time.Now()
 	if err := d.latencyPhase(ctx, res); err != nil {

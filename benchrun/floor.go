@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -36,7 +37,14 @@ type FloorResult struct {
 	// own counts, which unlike the rates do not move with the machine's
 	// load. An update that is not HOT writes an entry into each index.
 	Writes map[string]TableWrites `json:"writes_per_job,omitempty"`
-	Error  string                 `json:"error,omitempty"`
+	// Rounds pairs each round of the peak with the replay run right after
+	// it, the first round's replay being the one of the figures above;
+	// Ratio is the median of their stack-over-replay ratios, the figure
+	// held to GoalRatioVsFloor: this machine's speed drifts within a
+	// minute, so one pair is one sample of a noisy ratio.
+	Rounds []FloorRound `json:"rounds,omitempty"`
+	Ratio  float64      `json:"median_ratio,omitempty"`
+	Error  string       `json:"error,omitempty"`
 }
 
 // TableWrites is one table's row writes per job.
@@ -76,57 +84,85 @@ func writeCounts(ctx context.Context, pool *pgxpool.Pool) (map[string][3]int64, 
 // (store.DefaultPoolMaxConns), the connections its statements share.
 func floorClients(cfg Config) int { return min(cfg.Agents*cfg.Slots, store.DefaultPoolMaxConns) }
 
-// runFloor replays server/testdata/job.pgbench on a fresh seeded clone of
-// the template at the peak's concurrency, reads the replay's own statement
-// mix and CPU per job, checks SPEC section 4 over what it left, then runs
-// pgbench SELECT 1 at the same concurrency on the same database.
-func runFloor(ctx context.Context, pg *pgprovider.Provider, cfg Config) FloorResult {
-	r := FloorResult{Clients: floorClients(cfg), Seconds: cfg.PgbenchSeconds}
-	if err := r.run(ctx, pg, cfg); err != nil {
-		r.Error = err.Error()
-	}
-	return r
+// floorRun is the replay's database: a fresh clone of the template,
+// seeded (seedFloor), on which the peak's rounds each replay the mix.
+type floorRun struct {
+	pg               *pgprovider.Provider
+	cfg              Config
+	bin, script, url string
+	pool             *pgxpool.Pool
+	res              FloorResult
+	drop             func()
 }
 
-func (r *FloorResult) run(ctx context.Context, pg *pgprovider.Provider, cfg Config) error {
-	bin, err := benchdb.FindPgbench()
-	if err != nil {
-		return err
+// openFloor finds pgbench and job.pgbench, clones the template and seeds
+// the clone at the peak's concurrency.
+func openFloor(ctx context.Context, pg *pgprovider.Provider, cfg Config) (*floorRun, error) {
+	f := &floorRun{pg: pg, cfg: cfg, res: FloorResult{Clients: floorClients(cfg), Seconds: cfg.PgbenchSeconds}}
+	var err error
+	if f.bin, err = benchdb.FindPgbench(); err != nil {
+		return nil, err
 	}
-	script, err := benchdb.FindTestdata(cfg.FloorScript, "job.pgbench")
-	if err != nil {
-		return err
+	if f.script, err = benchdb.FindTestdata(cfg.FloorScript, "job.pgbench"); err != nil {
+		return nil, err
 	}
-	return withClone(ctx, pg, func(url string, pool *pgxpool.Pool) error { return r.replay(ctx, pg, cfg, bin, script, url, pool) })
+	if f.url, err = pg.NewDatabase(ctx, targets.TemplateName); err != nil {
+		return nil, err
+	}
+	f.drop = func() { _ = pg.DropDatabase(context.WithoutCancel(ctx), f.url) }
+	if f.pool, err = store.OpenPool(ctx, f.url); err != nil {
+		f.drop()
+		return nil, err
+	}
+	if err := seedFloor(ctx, f.pool, f.res.Clients); err != nil {
+		f.close()
+		return nil, err
+	}
+	return f, nil
 }
 
-// replay is run's part on the clone at url.
-func (r *FloorResult) replay(ctx context.Context, pg *pgprovider.Provider, cfg Config, bin, script, url string, pool *pgxpool.Pool) error {
-	if err := seedFloor(ctx, pool, r.Clients); err != nil {
-		return err
+func (f *floorRun) close() {
+	f.pool.Close()
+	f.drop()
+}
+
+// round replays the mix once for cfg.PgbenchSeconds and records the pair
+// with the stack's round; the first round also reads the replay's own
+// statement mix, row writes and CPU per job, checks SPEC section 4 over
+// what it left, and runs pgbench SELECT 1 at the same concurrency.
+func (f *floorRun) round(ctx context.Context, stackJobsPerS float64) error {
+	r := &f.res
+	first := len(r.Rounds) == 0
+	var before stmtCounts
+	var w0 map[string][3]int64
+	var stmts *stmtReader
+	if first {
+		var err error
+		if stmts, err = newStmtReader(ctx, f.pg.AdminURL(), f.url); err != nil {
+			return err
+		}
+		if before, err = stmts.snapshot(ctx); err != nil {
+			return err
+		}
+		if w0, _, err = writeCounts(ctx, f.pool); err != nil {
+			return err
+		}
 	}
-	stmts, err := newStmtReader(ctx, pg.AdminURL(), url)
-	if err != nil {
-		return err
-	}
-	before, err := stmts.snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	w0, _, err := writeCounts(ctx, pool)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(cfg.Log, "bench: floor: pgbench -M prepared -c %d -T %d %s\n", r.Clients, r.Seconds, script)
-	m := startCPU(ctx, pool, 0)
-	p := benchdb.Pgbench{Bin: bin, Script: script, URL: url, Clients: r.Clients, Seconds: r.Seconds, Slots: 1,
+	fmt.Fprintf(f.cfg.Log, "bench: floor: pgbench -M prepared -c %d -T %d %s (round %d)\n", r.Clients, r.Seconds, f.script, len(r.Rounds)+1)
+	m := startCPU(ctx, f.pool, 0)
+	p := benchdb.Pgbench{Bin: f.bin, Script: f.script, URL: f.url, Clients: r.Clients, Seconds: r.Seconds, Slots: 1,
 		Args: []string{"-M", "prepared"}}
-	run, err := benchdb.RunPgbench(ctx, pool, p)
+	run, err := benchdb.RunPgbench(ctx, f.pool, p)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	if run.Queued == 0 {
 		return errors.New("replay: the seeded queue ran dry")
+	}
+	r.Rounds = append(r.Rounds, FloorRound{StackJobsPerS: stackJobsPerS, FloorJobsPerS: run.TPS})
+	r.Ratio = medianRatio(r.Rounds)
+	if !first {
+		return f.vacuum(ctx)
 	}
 	r.JobsPerS, r.CPU = run.TPS, pgbenchCPU(m, run)
 	after, err := stmts.snapshot(ctx)
@@ -134,7 +170,7 @@ func (r *FloorResult) replay(ctx context.Context, pg *pgprovider.Provider, cfg C
 		return err
 	}
 	r.ReplayMix = mix(before, after, int(run.Transactions))
-	w1, idx, err := writeCounts(ctx, pool)
+	w1, idx, err := writeCounts(ctx, f.pool)
 	if err != nil {
 		return err
 	}
@@ -144,14 +180,54 @@ func (r *FloorResult) replay(ctx context.Context, pg *pgprovider.Provider, cfg C
 		d := [3]int64{c[0] - w0[t][0], c[1] - w0[t][1], c[2] - w0[t][2]}
 		r.Writes[t] = TableWrites{Inserts: float64(d[0]) / n, Updates: float64(d[1]) / n, HOT: float64(d[2]) / n, Indexes: idx[t]}
 	}
-	if v, err := store.CheckInvariants(ctx, pool); err != nil {
+	if v, err := store.CheckInvariants(ctx, f.pool); err != nil {
 		return err
 	} else if len(v) > 0 {
 		return fmt.Errorf("the replay left %d invariant violations, first: %v", len(v), v[0])
 	}
-	fmt.Fprintf(cfg.Log, "bench: floor: pgbench -M prepared -c %d -T %d SELECT 1\n", r.Clients, r.Seconds)
-	r.Select1TPS, err = select1TPS(ctx, pool, bin, url, r.Clients, r.Seconds)
-	return err
+	fmt.Fprintf(f.cfg.Log, "bench: floor: pgbench -M prepared -c %d -T %d SELECT 1\n", r.Clients, r.Seconds)
+	if r.Select1TPS, err = select1TPS(ctx, f.pool, f.bin, f.url, r.Clients, r.Seconds); err != nil {
+		return err
+	}
+	return f.vacuum(ctx)
+}
+
+// vacuum settles the replay's database for the next round of the peak.
+func (f *floorRun) vacuum(ctx context.Context) error { return settle(ctx, f.pool, "the replay") }
+
+// settle VACUUMs the database a measured window wrote, so that the next
+// window, the other side's, does not share the machine with autovacuum
+// cleaning up after this one (as seedFloor vacuums the seed).
+func settle(ctx context.Context, db benchdb.DB, after string) error {
+	if _, err := db.Exec(ctx, "VACUUM"); err != nil {
+		return fmt.Errorf("VACUUM after %s: %w", after, err)
+	}
+	return nil
+}
+
+// FloorRound is one round of the peak against the floor: the stack's
+// whole jobs/s, then the replay's, run right after it.
+type FloorRound struct {
+	StackJobsPerS float64 `json:"stack_jobs_per_s"`
+	FloorJobsPerS float64 `json:"floor_jobs_per_s"`
+}
+
+// medianRatio is the median over rounds of the stack's jobs/s over the
+// replay's (the mean of the middle two for an even count).
+func medianRatio(rounds []FloorRound) float64 {
+	if len(rounds) == 0 {
+		return 0
+	}
+	rs := make([]float64, len(rounds))
+	for i, r := range rounds {
+		rs[i] = r.StackJobsPerS / r.FloorJobsPerS
+	}
+	slices.Sort(rs)
+	n := len(rs)
+	if n%2 == 1 {
+		return rs[n/2]
+	}
+	return (rs[n/2-1] + rs[n/2]) / 2
 }
 
 // select1TPS is the round-trip limit: pgbench SELECT 1 (-M prepared) with

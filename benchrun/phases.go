@@ -27,32 +27,17 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	fmt.Fprintf(d.cfg.Log, "bench: peak: submitting %d jobs through POST /v1/jobs\n", m)
 	stmts0, stmtErr := d.snapshotStatements(ctx)
 	whole := d.startCPU(ctx)
-	t0 := time.Now()
-	if err := loadgen.Parallel(submitters, m, func(i int) error {
-		_, _, err := d.submit(ctx, "peak-"+strconv.Itoa(i))
-		return err
-	}); err != nil {
+	submitS, err := d.submitAll(ctx, m, "peak")
+	if err != nil {
 		return err
 	}
 	res.Peak.Jobs = m
-	submitS := time.Since(t0).Seconds()
 	res.Peak.SubmitPerSec = float64(m) / submitS
-	// The queue is measured as autovacuum keeps it, with statistics, just
-	// as pgbench's seeded database is ANALYZEd: a never-analyzed jobs table
-	// looks empty to the planner, whose lease pick then sorts the whole
-	// queue (11 ms a pick at 2,400 queued) instead of reading
-	// jobs_queued_idx in order (0.1 ms).
-	if _, err := d.pool.Exec(ctx, "ANALYZE"); err != nil {
-		return fmt.Errorf("analyze after submitting: %w", err)
-	}
 	fmt.Fprintf(d.cfg.Log, "bench: peak: connecting %d agents\n", d.cfg.Agents)
 	db0, dbErr := scrapeDB(ctx, d.httpc, d.metricsBase(), d.cfg.MetricsToken)
 	cpu := d.startCPU(ctx)
 	d.peak.Store(true)
-	if err := d.connect(ctx, d.cfg.Agents); err != nil {
-		return err
-	}
-	if err := d.waitCommits(ctx, int64(m), phaseTimeout); err != nil {
+	if err := d.drain(ctx, 0, m); err != nil {
 		return err
 	}
 	res.Peak.CPU = cpu.per(m)
@@ -71,6 +56,94 @@ func (d *driver) peakPhase(ctx context.Context, res *Result) error {
 	res.Peak.JobsPerSec = float64(m) / (submitS + commitWin)
 	res.Peak.Rejected = int(d.rejected.Load())
 	return nil
+}
+
+// submitAll creates m jobs through POST /v1/jobs from the submitters and
+// returns the seconds it took; then ANALYZE.
+func (d *driver) submitAll(ctx context.Context, m int, tag string) (float64, error) {
+	t0 := time.Now()
+	if err := loadgen.Parallel(submitters, m, func(i int) error {
+		_, _, err := d.submit(ctx, tag+"-"+strconv.Itoa(i))
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	s := time.Since(t0).Seconds()
+	// The queue is measured as autovacuum keeps it, with statistics, just
+	// as pgbench's seeded database is ANALYZEd: a never-analyzed jobs table
+	// looks empty to the planner, whose lease pick then sorts the whole
+	// queue (11 ms a pick at 2,400 queued) instead of reading
+	// jobs_queued_idx in order (0.1 ms).
+	if _, err := d.pool.Exec(ctx, "ANALYZE"); err != nil {
+		return 0, fmt.Errorf("analyze after submitting: %w", err)
+	}
+	return s, nil
+}
+
+// drain connects the agents, whose first offer opens the peak's windows,
+// and waits for base+m commits.
+func (d *driver) drain(ctx context.Context, base int64, m int) error {
+	d.mu.Lock()
+	d.firstOffer, d.lastOffer, d.lastCommit = time.Time{}, time.Time{}, time.Time{}
+	d.mu.Unlock()
+	if err := d.connect(ctx, d.cfg.Agents); err != nil {
+		return err
+	}
+	return d.waitCommits(ctx, base+int64(m), phaseTimeout)
+}
+
+// floorRounds pairs the peak with the replay of its statement mix
+// (cfg.floor), each replay run right after its peak, in cfg.Rounds rounds:
+// round 1's peak is peakPhase's; each later one cuts the agents, submits
+// as many jobs again and drains them with fresh sessions. A replay that
+// cannot run is reported in the floor's result, as one that cannot start.
+func (d *driver) floorRounds(ctx context.Context, res *Result, phase func(string, time.Time)) error {
+	f := d.cfg.floor
+	if f == nil {
+		return nil
+	}
+	for round := 1; ; round++ {
+		stack := res.Peak.JobsPerSec
+		if round > 1 {
+			t0 := time.Now()
+			var err error
+			if stack, err = d.peakAgain(ctx); err != nil {
+				return fmt.Errorf("peak round %d: %w", round, err)
+			}
+			phase(fmt.Sprintf("peak round %d", round), t0)
+		}
+		t0 := time.Now()
+		// Neither side's window pays for the other's work: the stack's
+		// database settles before each replay, and the replay's after it.
+		if err := settle(ctx, d.pool, fmt.Sprintf("peak round %d", round)); err != nil {
+			return err
+		}
+		if err := f.round(ctx, stack); err != nil {
+			f.res.Error = err.Error()
+			return nil
+		}
+		phase(fmt.Sprintf("floor round %d", round), t0)
+		if round >= d.cfg.Rounds {
+			return nil
+		}
+	}
+}
+
+// peakAgain is one more round of the peak: whole jobs/s only.
+func (d *driver) peakAgain(ctx context.Context) (float64, error) {
+	d.fleet.Close()
+	m := d.cfg.Jobs
+	base := d.commits.Load()
+	submitS, err := d.submitAll(ctx, m, "peak-again-"+strconv.FormatInt(base, 10))
+	if err != nil {
+		return 0, err
+	}
+	if err := d.drain(ctx, base, m); err != nil {
+		return 0, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return float64(m) / (submitS + d.lastCommit.Sub(d.firstOffer).Seconds()), nil
 }
 
 // snapshotStatements reads the stack database's statement counts, when

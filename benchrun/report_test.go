@@ -131,3 +131,32 @@ func TestCampaignFigureTakesItsLimitPerRoundTrip(t *testing.T) {
 	require.Equal(t, "1600 (16 seqs in 1.0 s, 0 failures); 8.00 statements per step; "+
 		"SELECT 1 at 8 clients 80000 tps = 10000 steps/s at that many statements", v)
 }
+
+// The full stack is held to the floor by the median of its rounds, so one
+// round the machine slowed on either side does not decide the goal.
+func TestFloorGoalTakesTheMedianRound(t *testing.T) {
+	rounds := []FloorRound{{StackJobsPerS: 480, FloorJobsPerS: 600}, {StackJobsPerS: 400, FloorJobsPerS: 600},
+		{StackJobsPerS: 500, FloorJobsPerS: 580}}
+	require.InDelta(t, 0.80, medianRatio(rounds), 1e-9)
+	require.InDelta(t, (400.0/600+0.80)/2, medianRatio(rounds[:2]), 1e-9)
+	require.Zero(t, medianRatio(nil))
+
+	r := &Result{Peak: PeakResult{Jobs: 2000, JobsPerSec: 480, CommitsPerSec: 660},
+		Floor: FloorResult{Clients: 20, Seconds: 5, JobsPerS: 600, Rounds: rounds, Ratio: medianRatio(rounds)}}
+	figs := map[string]Figure{}
+	for _, f := range r.Figures() {
+		figs[f.Name] = f
+	}
+	f := figs[FloorRatioFigure]
+	require.Equal(t, "0.80 x floor, the median of 3 rounds (stack / replay jobs/s: 480 / 600 = 0.80, 400 / 600 = 0.67, "+
+		"500 / 580 = 0.86); round 1's commits/s alone 660, 1.10 x", f.Value)
+	require.Equal(t, "yes", f.Met)
+
+	r.Floor.Rounds[0].StackJobsPerS = 420 // the median round is now 0.70
+	r.Floor.Ratio = medianRatio(r.Floor.Rounds)
+	for _, f := range r.Figures() {
+		if f.Name == FloorRatioFigure {
+			require.Equal(t, "NO: 0.10 x short", f.Met)
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 // Postgres floor) and pgbench SELECT 1 (the round-trip limit).
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	d := benchrun.Defaults
-	set := newFlagSet("bench", "[--agents N] [--slots S] [--jobs M] [--duration D] [--two-process] [--json FILE] [--cpuprofile FILE]\n"+
+	set := newFlagSet("bench", "[--agents N] [--slots S] [--jobs M] [--duration D] [--rounds R] [--two-process] [--json FILE] [--cpuprofile FILE]\n"+
 		"       rendermac bench --client-only --url URL --db URL [--metrics-url URL] [--metrics-token-file FILE] [--agents N] [--slots S] [--jobs M] [--duration D]", stderr)
 	agents := set.Int("agents", d.Agents, "simulated agents")
 	slots := set.Int("slots", d.Slots, "slots of each simulated agent (attempts it works at once)")
@@ -34,7 +34,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pgClients := set.Int("pgbench-clients", d.PgbenchClients, "pgbench clients (-c and -j)")
 	pgSeconds := set.Int("pgbench-seconds", d.PgbenchSeconds, "pgbench -T")
 	script := set.String("pgbench-script", "", "lease transaction script (default: server/testdata/lease.pgbench found from the working directory)")
-	floorScript := set.String("floor-script", "", "the replay of a job's statement mix, run at the peak's concurrency (agents x slots, at most 150) as the Postgres floor (default: server/testdata/job.pgbench found from the working directory)")
+	floorScript := set.String("floor-script", "", "the replay of a job's statement mix, run at the peak's concurrency (agents x slots, at most the server pool's 20 connections) as the Postgres floor (default: server/testdata/job.pgbench found from the working directory)")
+	rounds := set.Int("rounds", d.Rounds, "rounds of the peak, each followed by the floor's replay; the full stack is held to the floor by the median round's ratio")
 	jsonOut := set.String("json", "", "also write the result as JSON to this file")
 	cpuprofile := set.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	idleClients := set.Bool("idle-clients", false, "internal: be the memory phase's client process (plan on stdin)")
@@ -61,6 +62,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{"--duration must be positive and at most 5m"}
 	case *idle < 1 || *idle > 50000:
 		return usageError{"--idle-sessions must be 1..50000"}
+	case *rounds < 1 || *rounds > 20:
+		return usageError{"--rounds must be 1..20"}
 	case *pgClients < 1 || *pgClients > 64 || *pgSeconds < 1 || *pgSeconds > 60:
 		return usageError{"--pgbench-clients must be 1..64 and --pgbench-seconds 1..60"}
 	}
@@ -84,7 +87,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("find this binary to run the idle clients' process: %w", err)
 	}
 	cfg := benchrun.Config{Agents: *agents, Slots: *slots, TwoProcess: *twoProcess, Jobs: *jobs, Duration: *duration, IdleSessions: *idle,
-		PgbenchClients: *pgClients, PgbenchSeconds: *pgSeconds, PgbenchScript: *script, FloorScript: *floorScript,
+		PgbenchClients: *pgClients, PgbenchSeconds: *pgSeconds, PgbenchScript: *script, FloorScript: *floorScript, Rounds: *rounds,
 		ModelSeconds: d.ModelSeconds, DiffSeconds: d.DiffSeconds, Log: stderr,
 		MetricsURL: *metricsURL, MetricsToken: metricsToken}
 	// The idle sessions' clients run in a second copy of this binary.
