@@ -160,7 +160,7 @@ func checkKeys(obj map[string]json.RawMessage, t reflect.Type, prefix string) er
 			}
 			continue
 		}
-		if f.Type.Kind() != reflect.Struct {
+		if !checkedInside(f.Type) {
 			continue
 		}
 		var inner map[string]json.RawMessage
@@ -177,15 +177,27 @@ func checkKeys(obj map[string]json.RawMessage, t reflect.Type, prefix string) er
 func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if tag == "" {
-			tag = f.Name
-		}
-		if f.IsExported() && tag != "-" && tag == name {
+		if n, ok := jsonName(f); ok && n == name {
 			return f, true
 		}
 	}
 	return reflect.StructField{}, false
+}
+
+// jsonName is the name a struct field takes in a frame; ok is false for a
+// field encoding/json leaves out (unexported, or tagged "-").
+func jsonName(f reflect.StructField) (name string, ok bool) {
+	name, _, _ = strings.Cut(f.Tag.Get("json"), ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name, f.IsExported() && name != "-"
+}
+
+// checkedInside reports whether checkKeys checks the keys inside a field
+// of type t: a struct that does not decode itself (as time.Time does).
+func checkedInside(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(unmarshalerType)
 }
 
 func jsonFieldError(err error) error {

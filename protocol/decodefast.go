@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
-	"strings"
 )
 
 // decodeFast accepts a frame in one pass over its members and one struct
@@ -76,15 +75,12 @@ func newFieldTable(t reflect.Type, prefix string, required []string) fieldTable 
 	tab := fieldTable{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" {
-			name = f.Name
-		}
-		if _, first := tab[name]; first || !f.IsExported() || name == "-" {
-			continue // fieldByJSONName finds the first exported field of a name
+		name, ok := jsonName(f)
+		if _, taken := tab[name]; taken || !ok {
+			continue // fieldByJSONName finds the first field of a name
 		}
 		info := fieldInfo{index: len(tab), required: slices.Index(required, prefix+name)}
-		if f.Type.Kind() == reflect.Struct && !reflect.PointerTo(f.Type).Implements(unmarshalerType) {
+		if checkedInside(f.Type) {
 			info.nested = newFieldTable(f.Type, prefix+name+".", required)
 		}
 		tab[name] = info
