@@ -92,7 +92,7 @@ type floorRun struct {
 	bin, script, url string
 	pool             *pgxpool.Pool
 	res              FloorResult
-	drop             func()
+	close            func() // the pool's and the clone's release
 }
 
 // openFloor finds pgbench and job.pgbench, clones the template and seeds
@@ -106,12 +106,7 @@ func openFloor(ctx context.Context, pg *pgprovider.Provider, cfg Config) (*floor
 	if f.script, err = benchdb.FindTestdata(cfg.FloorScript, "job.pgbench"); err != nil {
 		return nil, err
 	}
-	if f.url, err = pg.NewDatabase(ctx, targets.TemplateName); err != nil {
-		return nil, err
-	}
-	f.drop = func() { _ = pg.DropDatabase(context.WithoutCancel(ctx), f.url) }
-	if f.pool, err = store.OpenPool(ctx, f.url); err != nil {
-		f.drop()
+	if f.url, f.pool, f.close, err = openClone(ctx, pg); err != nil {
 		return nil, err
 	}
 	if err := seedFloor(ctx, f.pool, f.res.Clients); err != nil {
@@ -119,11 +114,6 @@ func openFloor(ctx context.Context, pg *pgprovider.Provider, cfg Config) (*floor
 		return nil, err
 	}
 	return f, nil
-}
-
-func (f *floorRun) close() {
-	f.pool.Close()
-	f.drop()
 }
 
 // round replays the mix once for cfg.PgbenchSeconds and records the pair
@@ -162,7 +152,7 @@ func (f *floorRun) round(ctx context.Context, stackJobsPerS float64) error {
 	r.Rounds = append(r.Rounds, FloorRound{StackJobsPerS: stackJobsPerS, FloorJobsPerS: run.TPS})
 	r.Ratio = medianRatio(r.Rounds)
 	if !first {
-		return f.vacuum(ctx)
+		return settle(ctx, f.pool, "the replay")
 	}
 	r.JobsPerS, r.CPU = run.TPS, pgbenchCPU(m, run)
 	after, err := stmts.snapshot(ctx)
@@ -189,11 +179,8 @@ func (f *floorRun) round(ctx context.Context, stackJobsPerS float64) error {
 	if r.Select1TPS, err = select1TPS(ctx, f.pool, f.bin, f.url, r.Clients, r.Seconds); err != nil {
 		return err
 	}
-	return f.vacuum(ctx)
+	return settle(ctx, f.pool, "the replay")
 }
-
-// vacuum settles the replay's database for the next round of the peak.
-func (f *floorRun) vacuum(ctx context.Context) error { return settle(ctx, f.pool, "the replay") }
 
 // settle VACUUMs the database a measured window wrote, so that the next
 // window, the other side's, does not share the machine with autovacuum
@@ -298,15 +285,24 @@ const floorBuyerBase = 1000
 // withClone runs f on a fresh clone of the migrated template, dropped
 // after.
 func withClone(ctx context.Context, pg *pgprovider.Provider, f func(url string, pool *pgxpool.Pool) error) error {
-	url, err := pg.NewDatabase(ctx, targets.TemplateName)
+	url, pool, release, err := openClone(ctx, pg)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = pg.DropDatabase(context.WithoutCancel(ctx), url) }()
-	pool, err := store.OpenPool(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer release()
 	return f(url, pool)
+}
+
+// openClone makes a fresh clone of the migrated template and opens a pool
+// on it; release closes the pool and drops the clone.
+func openClone(ctx context.Context, pg *pgprovider.Provider) (url string, pool *pgxpool.Pool, release func(), err error) {
+	if url, err = pg.NewDatabase(ctx, targets.TemplateName); err != nil {
+		return "", nil, nil, err
+	}
+	drop := func() { _ = pg.DropDatabase(context.WithoutCancel(ctx), url) }
+	if pool, err = store.OpenPool(ctx, url); err != nil {
+		drop()
+		return "", nil, nil, err
+	}
+	return url, pool, func() { pool.Close(); drop() }, nil
 }

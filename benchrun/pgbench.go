@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/rendermac/rendermac/faults/targets"
 	"github.com/rendermac/rendermac/internal/benchdb"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/server/store"
@@ -50,16 +49,11 @@ func runPgbench(ctx context.Context, pg *pgprovider.Provider, cfg Config) Pgbenc
 // went dry (benchdb.Queued 0) is void.
 func pgbenchOnce(ctx context.Context, pg *pgprovider.Provider, bin, script string, clients, seconds, jobs int) (benchdb.PgbenchRun, *PgbenchCPU, error) {
 	var run benchdb.PgbenchRun
-	url, err := pg.NewDatabase(ctx, targets.TemplateName)
+	url, pool, release, err := openClone(ctx, pg)
 	if err != nil {
 		return run, nil, err
 	}
-	defer func() { _ = pg.DropDatabase(context.WithoutCancel(ctx), url) }()
-	pool, err := store.OpenPool(ctx, url)
-	if err != nil {
-		return run, nil, err
-	}
-	defer pool.Close()
+	defer release()
 	q := benchdb.Queued{Jobs: jobs, Buyers: benchdb.SeedBuyers, Service: benchService, PriceCents: 10,
 		Created: benchdb.SeedCreated, Deadline: benchdb.SeedDeadline}
 	if err := benchdb.SeedQueued(ctx, pool, q); err != nil {

@@ -102,7 +102,7 @@ func (d *driver) floorRounds(ctx context.Context, res *Result, phase func(string
 	if f == nil {
 		return nil
 	}
-	for round := 1; ; round++ {
+	for round := 1; round <= d.cfg.Rounds; round++ {
 		stack := res.Peak.JobsPerSec
 		if round > 1 {
 			t0 := time.Now()
@@ -123,10 +123,8 @@ func (d *driver) floorRounds(ctx context.Context, res *Result, phase func(string
 			return nil
 		}
 		phase(fmt.Sprintf("floor round %d", round), t0)
-		if round >= d.cfg.Rounds {
-			return nil
-		}
 	}
+	return nil
 }
 
 // peakAgain is one more round of the peak: whole jobs/s only.
