@@ -25,6 +25,16 @@ var contractMutants = []Mutant{
 	{ID: "token-alphabet-std", Kind: "contract-token", File: "protocol/token.go",
 		Old: "plaintext = base64.RawURLEncoding.EncodeToString(b[:])", New: "plaintext = base64.RawStdEncoding.EncodeToString(b[:])",
 		What: "commit tokens are standard base64 (with + and /), not base64url"},
+	// The frame decoder's fast path (protocol/decodefast.go) must refuse
+	// what the strict decoder refuses: killed by scenario 83,
+	// malformed_frames_refused.
+	{ID: "frame-fast-unknown-name-taken", Kind: "contract-decode", File: "protocol/decodefast.go",
+		Old:  "\t\tif !ok || seen&(1<<info.index) != 0 || !sc.byte(':') {",
+		New:  "\t\tif !ok && sc.byte(':') && sc.skipValue() {\n\t\t\tcontinue\n\t\t}\n\t\tif !ok || seen&(1<<info.index) != 0 || !sc.byte(':') {",
+		What: "the fast path skips a member name that is no field's, so a name in another case reaches encoding/json, which matches it to the field"},
+	{ID: "frame-fast-required-unchecked", Kind: "contract-decode", File: "protocol/decodefast.go",
+		Old: "\t\tif !present[i] {", New: "\t\tif false && !present[i] {",
+		What: "the fast path does not check the required fields, so a frame missing one decodes with its zero value"},
 	// A token source that repeats across runs (as a server seeded from a
 	// constant would): every run's tokens are distinct within it, so only
 	// the campaign's check for repeats across seeds sees it.

@@ -129,8 +129,12 @@ func cmdDrop(r *scRun, st scStep) error {
 	return nil
 }
 
-// cmdSlots reports the agent's free slots.
+// cmdSlots reports the agent's free slots. frame= sends a malformed slots
+// frame instead, raw, type first as Encode writes it: case (slots_free
+// followed by SLOTS_FREE=0, a name in another case) or missing (no
+// slots_free), each one the gateway must answer with bad_message.
 // Example: slots a1 free=1
+// Example: slots a1 free=1 frame=case
 func cmdSlots(r *scRun, st scStep) error {
 	a, err := r.agent(arg(st, 0))
 	if err != nil {
@@ -140,7 +144,25 @@ func cmdSlots(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
-	return r.send(a, a, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: free}, fmt.Sprintf("slots free=%d", free))
+	label := fmt.Sprintf("slots free=%d", free)
+	var raw string
+	switch bad := st.opt("frame", ""); bad {
+	case "":
+		return r.send(a, a, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: free}, label)
+	case "case":
+		raw = fmt.Sprintf(`{"type":"slots","slots_free":%d,"SLOTS_FREE":0}`, free)
+	case "missing":
+		raw = `{"type":"slots"}`
+	default:
+		return fmt.Errorf("frame=%q: want case or missing", bad)
+	}
+	if a.client == nil {
+		return fmt.Errorf("agent %s is not connected", a.name)
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	r.tl.add(laneAgent, a.name+" -> "+raw)
+	return a.client.SendRaw(ctx, []byte(raw))
 }
 
 // cmdProgress reports a phase for the agent's attempt of a job; epoch=,
