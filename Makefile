@@ -61,9 +61,9 @@ cross:
 # 1 s each, to keep make bench under 3 minutes (issue 13) with issue 32's
 # floor rounds and campaign phases in it.
 bench:
-	$(GO) test -run='^$$' -bench=. -benchtime=1s -count=1 ./sim/ ./server/
+	$(GO) test -run='^$$' -bench=. -benchtime=1s -count=1 ./harness/model/ ./server/fencing/
 	$(GO) test -run='^$$' -bench=. -benchtime=500ms -count=1 ./server/artifact/ ./protocol/
-	$(GO) test -tags $(TAGS) -run='^$$' -bench='DiffCampaign|StackCampaign' -benchtime=3x -count=1 -timeout 20m ./faults/targets/
+	$(GO) test -tags $(TAGS) -run='^$$' -bench='DiffCampaign|StackCampaign' -benchtime=3x -count=1 -timeout 20m ./harness/targets/
 	$(GO) test -run='^$$' -bench=ConsolePages -benchtime=1s -count=1 ./server/console/
 	$(GO) run ./cmd/rendermac bench --agents 100 --jobs 500 --duration 4s --pgbench-seconds 3 --two-process --json bench.json
 

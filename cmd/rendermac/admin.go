@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/console"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/store"
 	"github.com/rendermac/rendermac/server/webhook"
@@ -94,8 +94,8 @@ func (f *flagSetWithDB) openPool(ctx context.Context) (*pgxpool.Pool, error) {
 
 // adminService is a service for the operator operations, which never
 // verify outputs, hence no artifact store.
-func adminService(pool *pgxpool.Pool) *server.Service {
-	return server.NewService(pool, nil, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, server.Config{})
+func adminService(pool *pgxpool.Pool) *fencing.Service {
+	return fencing.NewService(pool, nil, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, fencing.Config{})
 }
 
 func adminCreateBuyer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -241,7 +241,7 @@ func adminRevokeDevice(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	defer pool.Close()
 	if err := adminService(pool).RevokeDevice(ctx, *id); err != nil {
-		if errors.Is(err, server.ErrNotFound) {
+		if errors.Is(err, fencing.ErrNotFound) {
 			return fmt.Errorf("no device %s", *id)
 		}
 		return err

@@ -8,7 +8,7 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/rendermac/rendermac/benchrun"
+	"github.com/rendermac/rendermac/harness/bench"
 )
 
 // runBench is `rendermac bench`: the whole stack (embedded Postgres, control
@@ -17,7 +17,7 @@ import (
 // lease transaction, the replay of the stack's own statement mix (the
 // Postgres floor) and pgbench SELECT 1 (the round-trip limit).
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	d := benchrun.Defaults
+	d := bench.Defaults
 	set := newFlagSet("bench", "[--agents N] [--slots S] [--jobs M] [--duration D] [--rounds R] [--two-process] [--json FILE] [--cpuprofile FILE]\n"+
 		"       rendermac bench --client-only --url URL --db URL [--metrics-url URL] [--metrics-token-file FILE] [--agents N] [--slots S] [--jobs M] [--duration D]", stderr)
 	agents := set.Int("agents", d.Agents, "simulated agents")
@@ -33,8 +33,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	idle := set.Int("idle-sessions", d.IdleSessions, "idle sessions held for the memory figure")
 	pgClients := set.Int("pgbench-clients", d.PgbenchClients, "pgbench clients (-c and -j)")
 	pgSeconds := set.Int("pgbench-seconds", d.PgbenchSeconds, "pgbench -T")
-	script := set.String("pgbench-script", "", "lease transaction script (default: server/testdata/lease.pgbench found from the working directory)")
-	floorScript := set.String("floor-script", "", "the replay of a job's statement mix, run at the peak's concurrency (agents x slots, at most the server pool's 20 connections) as the Postgres floor (default: server/testdata/job.pgbench found from the working directory)")
+	script := set.String("pgbench-script", "", "lease transaction script (default: server/fencing/testdata/lease.pgbench found from the working directory)")
+	floorScript := set.String("floor-script", "", "the replay of a job's statement mix, run at the peak's concurrency (agents x slots, at most the server pool's 20 connections) as the Postgres floor (default: server/fencing/testdata/job.pgbench found from the working directory)")
 	rounds := set.Int("rounds", d.Rounds, "rounds of the peak, each followed by the floor's replay; the full stack is held to the floor by the median round's ratio")
 	jsonOut := set.String("json", "", "also write the result as JSON to this file")
 	cpuprofile := set.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -43,7 +43,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *idleClients {
-		return benchrun.IdleClients(ctx, os.Stdin, stdout, stderr)
+		return bench.IdleClients(ctx, os.Stdin, stdout, stderr)
 	}
 	switch {
 	case *agents < 1 || *agents > 10000:
@@ -86,17 +86,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("find this binary to run the idle clients' process: %w", err)
 	}
-	cfg := benchrun.Config{Agents: *agents, Slots: *slots, TwoProcess: *twoProcess, Jobs: *jobs, Duration: *duration, IdleSessions: *idle,
+	cfg := bench.Config{Agents: *agents, Slots: *slots, TwoProcess: *twoProcess, Jobs: *jobs, Duration: *duration, IdleSessions: *idle,
 		PgbenchClients: *pgClients, PgbenchSeconds: *pgSeconds, PgbenchScript: *script, FloorScript: *floorScript, Rounds: *rounds,
 		ModelSeconds: d.ModelSeconds, DiffSeconds: d.DiffSeconds, Log: stderr,
 		MetricsURL: *metricsURL, MetricsToken: metricsToken}
 	// The idle sessions' clients run in a second copy of this binary.
 	cfg.IdleClientCommand = []string{self, "bench", "--idle-clients"}
-	var res *benchrun.Result
+	var res *bench.Result
 	if *clientOnly {
-		res, err = benchrun.RunClientOnly(ctx, cfg, *url, *db)
+		res, err = bench.RunClientOnly(ctx, cfg, *url, *db)
 	} else {
-		res, err = benchrun.Run(ctx, cfg)
+		res, err = bench.Run(ctx, cfg)
 	}
 	if err != nil {
 		return err

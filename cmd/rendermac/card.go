@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rendermac/rendermac/evidence"
-	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/harness/evidence"
+	"github.com/rendermac/rendermac/harness/fuzz"
 )
 
 const cardUsage = `Usage: rendermac card diff A.json B.json
@@ -187,10 +187,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if len(fl.Events) == 0 {
 			continue
 		}
-		rf := faults.ReplayFile{Target: fl.Target, Variant: fl.Variant}
+		rf := fuzz.ReplayFile{Target: fl.Target, Variant: fl.Variant}
 		rf.Seq.Seed = fl.Seed
 		for i, line := range fl.Events {
-			ev, err := faults.ParseEvent(line)
+			ev, err := fuzz.ParseEvent(line)
 			if err != nil {
 				return usageError{fmt.Sprintf("%s: failure %s event %d: %v", path, fl.Source, i, err)}
 			}

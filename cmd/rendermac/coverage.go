@@ -5,14 +5,14 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/rendermac/rendermac/evidence"
-	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/harness/evidence"
+	"github.com/rendermac/rendermac/harness/fuzz"
 )
 
 // cardCoverage converts a campaign's coverage into the card's, with the
 // gate's required lists and the tables its matrices are drawn against.
-func cardCoverage(c faults.Coverage) *evidence.Coverage {
-	req, tab := faults.RequiredCoverage(), faults.TransitionTables()
+func cardCoverage(c fuzz.Coverage) *evidence.Coverage {
+	req, tab := fuzz.RequiredCoverage(), fuzz.TransitionTables()
 	return &evidence.Coverage{
 		JobTransitions:     maps.Clone(c.JobTransitions),
 		AttemptTransitions: maps.Clone(c.AttemptTransitions),
@@ -23,14 +23,14 @@ func cardCoverage(c faults.Coverage) *evidence.Coverage {
 			AttemptTransitions: req.AttemptTransitions, Replies: req.Replies, Faults: req.Faults},
 		Tables: evidence.CoverageTables{JobStatuses: tab.JobStatuses, AttemptStatuses: tab.AttemptStatuses,
 			JobTransitions: tab.JobTransitions, AttemptTransitions: tab.AttemptTransitions,
-			FaultPhases: faults.FaultPhaseNames()},
+			FaultPhases: fuzz.FaultPhaseNames()},
 	}
 }
 
 // weightFlag is a repeatable --weight op=N: it sets the op's weight in gen
 // and keeps the settings, so that replay commands repeat them.
 type weightFlag struct {
-	gen   *faults.GenConfig
+	gen   *fuzz.GenConfig
 	specs *[]string
 }
 
@@ -50,8 +50,8 @@ func (w weightFlag) Set(s string) error {
 }
 
 // addWeightFlag registers --weight on fs.
-func addWeightFlag(fs *flag.FlagSet, gen *faults.GenConfig, specs *[]string) {
-	*gen = faults.DefaultGenConfig
+func addWeightFlag(fs *flag.FlagSet, gen *fuzz.GenConfig, specs *[]string) {
+	*gen = fuzz.DefaultGenConfig
 	fs.Var(weightFlag{gen: gen, specs: specs}, "weight", "op=N: the generator's weight for op (repeatable; 0 never draws it; ops: "+
-		strings.Join(faults.OpNames(), ", ")+"; default "+faults.DefaultGenConfig.WeightsString()+")")
+		strings.Join(fuzz.OpNames(), ", ")+"; default "+fuzz.DefaultGenConfig.WeightsString()+")")
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rendermac/rendermac/evidence"
+	"github.com/rendermac/rendermac/harness/evidence"
 )
 
 // modelQualify runs a model-only qualify (no Postgres) with extra flags and

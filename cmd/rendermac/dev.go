@@ -11,10 +11,10 @@ import (
 
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/console"
 	"github.com/rendermac/rendermac/server/controlplane"
+	"github.com/rendermac/rendermac/server/fencing"
 )
 
 // Demo data of `rendermac dev`.
@@ -62,7 +62,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	f := serverFlags{db: pg.AdminURL(), listen: *listen, artifacts: filepath.Join(dir, "artifacts"), keyFile: keyFile,
-		leaseTTL: server.DefaultLeaseTTL, heartbeat: 15 * time.Second}
+		leaseTTL: fencing.DefaultLeaseTTL, heartbeat: 15 * time.Second}
 	cfg := f.config(key, log)
 	if cfg.Services, err = loadCatalogue(*catalogue); err != nil {
 		return err

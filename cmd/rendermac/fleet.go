@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rendermac/rendermac/fleet"
+	"github.com/rendermac/rendermac/harness/fleet"
 	"github.com/rendermac/rendermac/internal/s3provider"
 )
 

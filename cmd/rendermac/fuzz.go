@@ -15,12 +15,12 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 
-	"github.com/rendermac/rendermac/faults"
-	"github.com/rendermac/rendermac/faults/targets"
+	"github.com/rendermac/rendermac/harness/fuzz"
+	"github.com/rendermac/rendermac/harness/model"
+	"github.com/rendermac/rendermac/harness/targets"
 	"github.com/rendermac/rendermac/internal/s3provider"
 	"github.com/rendermac/rendermac/internal/shard"
-	"github.com/rendermac/rendermac/server"
-	"github.com/rendermac/rendermac/sim"
+	"github.com/rendermac/rendermac/server/fencing"
 )
 
 type fuzzFlags struct {
@@ -34,7 +34,7 @@ type fuzzFlags struct {
 	s3 bool
 	// gen is the generator's config; weights the --weight settings that
 	// made it, repeated in replay commands.
-	gen     faults.GenConfig
+	gen     fuzz.GenConfig
 	weights []string
 	shard   shard.Spec
 }
@@ -75,7 +75,7 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if f.shard.Sharded() && (f.seed != 0 || f.replay != "") {
 		return usageError{"--shard slices a --seeds campaign; it does not go with --seed or --replay"}
 	}
-	var rf *faults.ReplayFile
+	var rf *fuzz.ReplayFile
 	if f.replay != "" {
 		r, err := readReplay(f.replay)
 		if err != nil {
@@ -102,7 +102,7 @@ func runFuzz(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if f.seed != 0 {
 		seeds = seedSlice{total: 1, first: f.seed, list: []uint64{f.seed}}
 	}
-	c := faults.Campaign{Factory: fac.factory, Options: fac.options, Gen: f.gen, Seeds: seeds.list,
+	c := fuzz.Campaign{Factory: fac.factory, Options: fac.options, Gen: f.gen, Seeds: seeds.list,
 		Steps: f.steps, Workers: f.workers, Tokens: tokenRule()}
 	var prog *progress // nil: no progress; a nil *progress ignores updates
 	if f.progress {
@@ -146,12 +146,12 @@ func defaultWorkers(target string) int {
 
 // fullCompareFlag is --full-compare-every, shared by fuzz and qualify.
 func fullCompareFlag(fs *flag.FlagSet, k *int) {
-	fs.IntVar(k, "full-compare-every", faults.DefaultFullCompareEvery, "K: the differential campaigns compare the targets' whole "+
+	fs.IntVar(k, "full-compare-every", fuzz.DefaultFullCompareEvery, "K: the differential campaigns compare the targets' whole "+
 		"projected rows after every Kth step and the last, and after the other steps the rows the step could have touched "+
 		"(docs/semantics.md, \"Campaign comparisons\"); 1 compares the whole projection after every step")
 }
 
-func printCampaign(w io.Writer, target string, res faults.CampaignResult) {
+func printCampaign(w io.Writer, target string, res fuzz.CampaignResult) {
 	t := tablewriter.NewWriter(w)
 	t.Header("target", "seeds", "steps", "violations", "divergences", "errors")
 	_ = t.Append(target, res.Seeds, res.Steps, res.Violations(), res.Divergences(), res.Errors())
@@ -171,7 +171,7 @@ func printCampaign(w io.Writer, target string, res faults.CampaignResult) {
 	_ = codes.Append("(ticks, sweeps)", fmt.Sprintf("%d, %d", res.Codes["tick"], res.Codes["sweep"]), "")
 	_ = codes.Render()
 	fl := tablewriter.NewWriter(w)
-	phases := faults.FaultPhaseNames()
+	phases := fuzz.FaultPhaseNames()
 	fl.Header(append([]string{"fault", "count"}, phases...))
 	for _, k := range slices.Sorted(maps.Keys(res.Coverage.Faults)) {
 		row := []any{k, res.Coverage.Faults[k]}
@@ -188,7 +188,7 @@ func printCampaign(w io.Writer, target string, res faults.CampaignResult) {
 	}
 }
 
-func reportFailure(w io.Writer, f fuzzFlags, sf faults.SeedFailure) error {
+func reportFailure(w io.Writer, f fuzzFlags, sf fuzz.SeedFailure) error {
 	fmt.Fprintf(w, "\nFAIL seed %d: %s\n", sf.Seed, sf.Result.Failure)
 	fmt.Fprintf(w, "replay the whole run:  %s\n", fuzzCommand(f, fmt.Sprintf("--seed %d --steps %d", sf.Seed, f.steps)))
 	if sf.Shrunk != nil {
@@ -216,13 +216,13 @@ func fuzzCommand(f fuzzFlags, rest string) string {
 	for _, w := range f.weights {
 		cmd += " --weight " + w
 	}
-	if f.fullEvery != faults.DefaultFullCompareEvery && f.fullEvery != 0 {
+	if f.fullEvery != fuzz.DefaultFullCompareEvery && f.fullEvery != 0 {
 		cmd += fmt.Sprintf(" --full-compare-every %d", f.fullEvery)
 	}
 	return cmd + " " + rest
 }
 
-func writeFailure(f fuzzFlags, seq faults.Sequence) (string, error) {
+func writeFailure(f fuzzFlags, seq fuzz.Sequence) (string, error) {
 	if err := os.MkdirAll(f.outDir, 0o755); err != nil {
 		return "", fmt.Errorf("write failure: %w", err)
 	}
@@ -232,28 +232,28 @@ func writeFailure(f fuzzFlags, seq faults.Sequence) (string, error) {
 		return "", fmt.Errorf("write failure: %w", err)
 	}
 	defer file.Close()
-	if err := faults.WriteReplay(file, faults.ReplayFile{Target: f.target, Variant: f.variant, Build: currentBuild(),
+	if err := fuzz.WriteReplay(file, fuzz.ReplayFile{Target: f.target, Variant: f.variant, Build: currentBuild(),
 		Weights: f.gen.WeightsString(), Seq: seq}); err != nil {
 		return "", fmt.Errorf("write failure %s: %w", path, err)
 	}
 	return path, file.Close()
 }
 
-func readReplay(path string) (faults.ReplayFile, error) {
+func readReplay(path string) (fuzz.ReplayFile, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return faults.ReplayFile{}, usageError{err.Error()}
+		return fuzz.ReplayFile{}, usageError{err.Error()}
 	}
 	defer file.Close()
-	rf, err := faults.ReadReplay(file)
+	rf, err := fuzz.ReadReplay(file)
 	if err != nil {
 		return rf, usageError{fmt.Sprintf("%s: %v", path, err)}
 	}
 	return rf, nil
 }
 
-func replaySequence(ctx context.Context, f fuzzFlags, fac fuzzSetup, rf faults.ReplayFile, stdout io.Writer) error {
-	res, err := faults.Run(ctx, fac.factory, 0, rf.Seq, fac.options)
+func replaySequence(ctx context.Context, f fuzzFlags, fac fuzzSetup, rf fuzz.ReplayFile, stdout io.Writer) error {
+	res, err := fuzz.Run(ctx, fac.factory, 0, rf.Seq, fac.options)
 	if err != nil {
 		return err
 	}
@@ -268,16 +268,16 @@ func replaySequence(ctx context.Context, f fuzzFlags, fac fuzzSetup, rf faults.R
 
 // fuzzSetup is what a campaign needs from its target choice.
 type fuzzSetup struct {
-	factory           faults.Factory
-	options           faults.Options
+	factory           fuzz.Factory
+	options           fuzz.Options
 	pgKind, pgVersion string
 }
 
 // modelVariantNames are the model's broken variants, the values --variant
 // takes with --target model.
 func modelVariantNames() []string {
-	return []string{string(sim.VariantCommitFromCancelling), string(sim.VariantNoEpochCheck),
-		string(sim.VariantRequeuePastBudget), string(sim.VariantKeepSlot)}
+	return []string{string(model.VariantCommitFromCancelling), string(model.VariantNoEpochCheck),
+		string(model.VariantRequeuePastBudget), string(model.VariantKeepSlot)}
 }
 
 func fuzzFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup, func(), error) {
@@ -286,9 +286,9 @@ func fuzzFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup,
 		if f.variant != "" && !slices.Contains(modelVariantNames(), f.variant) {
 			return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown model --variant %q (want one of %s)", f.variant, strings.Join(modelVariantNames(), ", "))}
 		}
-		mut := sim.Variant(f.variant)
-		return fuzzSetup{factory: func(_ context.Context, _ int, seed uint64) ([]faults.Target, error) {
-			return []faults.Target{faults.NewModelTarget(seed, mut)}, nil
+		mut := model.Variant(f.variant)
+		return fuzzSetup{factory: func(_ context.Context, _ int, seed uint64) ([]fuzz.Target, error) {
+			return []fuzz.Target{fuzz.NewModelTarget(seed, mut)}, nil
 		}}, func() {}, nil
 	case "both", "stack":
 		return postgresFactory(ctx, f, stderr)
@@ -308,7 +308,7 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 	}
 	if f.variant != "" && !slices.Contains(names, f.variant) {
 		if len(names) == 0 {
-			return fuzzSetup{}, nil, usageError{fmt.Sprintf("server --variant %q: %v", f.variant, server.ErrNoVariants)}
+			return fuzzSetup{}, nil, usageError{fmt.Sprintf("server --variant %q: %v", f.variant, fencing.ErrNoVariants)}
 		}
 		return fuzzSetup{}, nil, usageError{fmt.Sprintf("unknown server --variant %q (want one of %s)", f.variant, strings.Join(names, ", "))}
 	}
@@ -316,9 +316,9 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 	if err != nil {
 		return fuzzSetup{}, nil, err
 	}
-	pgVariant := server.Variant(f.variant)
+	pgVariant := fencing.Variant(f.variant)
 	if f.target == "stack" {
-		pgVariant = server.VariantNone
+		pgVariant = fencing.VariantNone
 	}
 	workers, err := targets.NewPostgresWorkers(ctx, f.workers, pgVariant, pg.NewWorkerDatabase)
 	if err != nil {
@@ -331,7 +331,7 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 	}
 	factory := workers.Factory("")
 	if f.target == "stack" {
-		stack, err := targets.NewStackWorkers(ctx, f.workers, server.Variant(f.variant), pg.NewWorkerDatabase)
+		stack, err := targets.NewStackWorkers(ctx, f.workers, fencing.Variant(f.variant), pg.NewWorkerDatabase)
 		if err != nil {
 			cleanup()
 			return fuzzSetup{}, nil, err
@@ -356,7 +356,7 @@ func postgresFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSe
 		}
 		factory = targets.ThreeWayFactory(workers, stack)
 	}
-	opts := faults.Options{Outputs: targets.SyntheticOutput, CompareState: true, FullCompareEvery: f.fullEvery}
+	opts := fuzz.Options{Outputs: targets.SyntheticOutput, CompareState: true, FullCompareEvery: f.fullEvery}
 	version, _ := pg.Provider.Version(ctx)
 	return fuzzSetup{factory: factory, options: opts, pgKind: pg.Provider.Kind(), pgVersion: version}, cleanup, nil
 }

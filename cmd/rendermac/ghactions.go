@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/rendermac/rendermac/evidence"
+	"github.com/rendermac/rendermac/harness/evidence"
 )
 
 // githubActions reports a card to GitHub Actions when env says the run is

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rendermac/rendermac/evidence"
+	"github.com/rendermac/rendermac/harness/evidence"
 )
 
 // Under GitHub Actions a failing card becomes one ::error annotation per

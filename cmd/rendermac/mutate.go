@@ -12,8 +12,8 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 
-	"github.com/rendermac/rendermac/evidence"
-	"github.com/rendermac/rendermac/mutate"
+	"github.com/rendermac/rendermac/harness/evidence"
+	"github.com/rendermac/rendermac/harness/mutate"
 )
 
 // runMutate is `rendermac mutate`: the source mutation campaign. It needs

@@ -5,18 +5,18 @@ import (
 	"io"
 	"strings"
 
-	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/harness/fuzz"
+	"github.com/rendermac/rendermac/harness/model"
 	"github.com/rendermac/rendermac/internal/provenance"
 	"github.com/rendermac/rendermac/internal/vcsstamp"
 	"github.com/rendermac/rendermac/server/store"
-	"github.com/rendermac/rendermac/sim"
 )
 
 // currentBuild is this binary's provenance, recorded on cards and replay
 // files and compared by replay.
 func currentBuild() provenance.Build {
 	commit, dirty := vcsstamp.Commit()
-	return provenance.Current(commit, dirty, store.SchemaVersion(), sim.ModelVersion(), faults.GeneratorVersion())
+	return provenance.Current(commit, dirty, store.SchemaVersion(), model.ModelVersion(), fuzz.GeneratorVersion())
 }
 
 // checkProvenance refuses (exit 2) to replay what another build recorded,

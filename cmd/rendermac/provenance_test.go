@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rendermac/rendermac/evidence"
-	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/harness/evidence"
+	"github.com/rendermac/rendermac/harness/fuzz"
 )
 
 func TestRecordedCommandLeavesOutWhereAndWhichDatabase(t *testing.T) {
@@ -69,12 +69,12 @@ func TestReplayRefusesAnotherBuild(t *testing.T) {
 	require.Contains(t, se.String(), "--force: replaying anyway")
 
 	// A replay file with another generator.
-	rf := faults.ReplayFile{Target: "model", Build: cur, Seq: faults.Generate(1, 5, faults.DefaultGenConfig)}
+	rf := fuzz.ReplayFile{Target: "model", Build: cur, Seq: fuzz.Generate(1, 5, fuzz.DefaultGenConfig)}
 	rf.Build.GeneratorVersion = "0+000000000000"
 	txt := filepath.Join(dir, "model-seed-1.txt")
 	f, err := os.Create(txt)
 	require.NoError(t, err)
-	require.NoError(t, faults.WriteReplay(f, rf))
+	require.NoError(t, fuzz.WriteReplay(f, rf))
 	require.NoError(t, f.Close())
 	err = runReplay(context.Background(), []string{txt}, &so, &se)
 	require.ErrorAs(t, err, &ue)

@@ -12,15 +12,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rendermac/rendermac/contract"
-	"github.com/rendermac/rendermac/evidence"
-	"github.com/rendermac/rendermac/faults"
-	"github.com/rendermac/rendermac/faults/targets"
-	"github.com/rendermac/rendermac/fleet"
+	"github.com/rendermac/rendermac/harness/contract"
+	"github.com/rendermac/rendermac/harness/evidence"
+	"github.com/rendermac/rendermac/harness/fleet"
+	"github.com/rendermac/rendermac/harness/fuzz"
+	"github.com/rendermac/rendermac/harness/scenarios"
+	"github.com/rendermac/rendermac/harness/targets"
 	"github.com/rendermac/rendermac/internal/s3provider"
 	"github.com/rendermac/rendermac/internal/shard"
 	"github.com/rendermac/rendermac/internal/syncbuf"
-	"github.com/rendermac/rendermac/scenarios"
 )
 
 type qualifyFlags struct {
@@ -36,7 +36,7 @@ type qualifyFlags struct {
 	s3Scenarios                             string
 	noFleet                                 bool
 	fleetDuration                           time.Duration
-	gen                                     faults.GenConfig
+	gen                                     fuzz.GenConfig
 	weights                                 []string
 	shard                                   shard.Spec
 }
@@ -265,7 +265,7 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // contractReplay reruns the contract check alone.
-const contractReplay = "go test -count=1 -run TestProtocolAgreesWithContract ./contract/"
+const contractReplay = "go test -count=1 -run TestProtocolAgreesWithContract ./harness/contract/"
 
 // qualifyContract compares protocol's tables with the contract's text (the
 // embedded docs/SPEC.md and docs/semantics.md) and records every table on
@@ -291,7 +291,7 @@ func qualifyContract(card *evidence.Card, stderr io.Writer) {
 // with no seeds, so that every shard's card has the same rows.
 func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fuzzFlags, seeds seedSlice,
 	gate bool, prog *progress, stderr io.Writer) error {
-	var res faults.CampaignResult
+	var res fuzz.CampaignResult
 	start := time.Now() // reset once the target is set up: the row times the seeds only
 	if len(seeds.list) > 0 {
 		setup, cleanup, err := fuzzFactory(ctx, f, stderr)
@@ -302,7 +302,7 @@ func qualifyCampaign(ctx context.Context, card *evidence.Card, name string, f fu
 		if f.target != "model" && card.Run.PostgresVersion == "" {
 			card.Run.PostgresKind, card.Run.PostgresVersion = setup.pgKind, setup.pgVersion
 		}
-		c := faults.Campaign{Factory: setup.factory, Options: setup.options, Gen: f.gen, Seeds: seeds.list,
+		c := fuzz.Campaign{Factory: setup.factory, Options: setup.options, Gen: f.gen, Seeds: seeds.list,
 			Steps: f.steps, Workers: f.workers, Progress: func(done, total int) { prog.update(name, done, total) },
 			Tokens: tokenRule()}
 		start = time.Now()
@@ -363,7 +363,7 @@ func qualifyDeterminism(ctx context.Context, card *evidence.Card, name string, f
 	if seeds.total <= 0 {
 		return nil
 	}
-	var diffs []faults.Nondeterminism
+	var diffs []fuzz.Nondeterminism
 	start := time.Now() // reset once the target is set up, as for campaigns
 	if len(seeds.list) > 0 {
 		setup, cleanup, err := fuzzFactory(ctx, f, stderr)
@@ -372,7 +372,7 @@ func qualifyDeterminism(ctx context.Context, card *evidence.Card, name string, f
 		}
 		defer cleanup()
 		start = time.Now()
-		diffs, err = faults.CheckDeterminism(ctx, setup.factory, setup.options, f.gen, seeds.list, f.steps)
+		diffs, err = fuzz.CheckDeterminism(ctx, setup.factory, setup.options, f.gen, seeds.list, f.steps)
 		if err != nil {
 			return fmt.Errorf("determinism %s: %w", name, err)
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/harness/fuzz"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 )
 
@@ -29,7 +29,7 @@ func TestRegressionsReplayClean(t *testing.T) {
 		require.NoError(t, err)
 		fac, cleanup, err := fuzzFactory(ctx, fuzzFlags{target: rf.Target, variant: rf.Variant, db: pg.AdminURL(), workers: 1}, io.Discard)
 		require.NoError(t, err, path)
-		res, err := faults.Run(ctx, fac.factory, 0, rf.Seq, fac.options)
+		res, err := fuzz.Run(ctx, fac.factory, 0, rf.Seq, fac.options)
 		cleanup()
 		require.NoError(t, err, path)
 		if res.Failure != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
-	"github.com/rendermac/rendermac/faults/targets"
-	"github.com/rendermac/rendermac/scenarios"
+	"github.com/rendermac/rendermac/harness/scenarios"
+	"github.com/rendermac/rendermac/harness/targets"
 )
 
 type scenariosFlags struct {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rendermac/rendermac/scenarios"
+	"github.com/rendermac/rendermac/harness/scenarios"
 )
 
 func TestScenariosListNamesPrintsOneNameALine(t *testing.T) {

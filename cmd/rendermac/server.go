@@ -10,14 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rendermac/rendermac/evidence"
+	"github.com/rendermac/rendermac/harness/evidence"
 	"github.com/rendermac/rendermac/internal/clock"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/console"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/faultpoint"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/ratelimit"
 )
@@ -91,7 +91,7 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 	set.StringVar(&f.logLevel, "log-level", envOr("RENDERMAC_LOG_LEVEL", "info"), "debug, info, warn or error (env RENDERMAC_LOG_LEVEL)")
 	set.StringVar(&f.logFormat, "log-format", envOr("RENDERMAC_LOG_FORMAT", "text"),
 		"text (logfmt-like key=value lines) or json (one object a line, for journald, Loki, Cloud Logging) (env RENDERMAC_LOG_FORMAT)")
-	leaseTTL, err := envDuration("RENDERMAC_LEASE_TTL", server.DefaultLeaseTTL)
+	leaseTTL, err := envDuration("RENDERMAC_LEASE_TTL", fencing.DefaultLeaseTTL)
 	if err != nil {
 		return f, err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rendermac/rendermac/evidence"
+	"github.com/rendermac/rendermac/harness/evidence"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 )
 

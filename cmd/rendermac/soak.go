@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/rendermac/rendermac/soak"
+	"github.com/rendermac/rendermac/harness/soak"
 )
 
 // runSoak is `rendermac soak`: the whole stack under a bounded mixed load

@@ -3,27 +3,27 @@ package main
 import (
 	"fmt"
 
-	"github.com/rendermac/rendermac/contract"
 	"github.com/rendermac/rendermac/docs"
-	"github.com/rendermac/rendermac/evidence"
-	"github.com/rendermac/rendermac/faults"
+	"github.com/rendermac/rendermac/harness/contract"
+	"github.com/rendermac/rendermac/harness/evidence"
+	"github.com/rendermac/rendermac/harness/fuzz"
 )
 
 // tokenRule is the form the contract's text gives offered commit tokens,
 // which campaigns check every offer against; nil when the text cannot be
 // read (the contract check on the card reports that).
-func tokenRule() *faults.TokenRule {
+func tokenRule() *fuzz.TokenRule {
 	n, alphabet, err := contract.TokenForm(docs.SPEC)
 	if err != nil {
 		return nil
 	}
-	return &faults.TokenRule{Len: n, Alphabet: alphabet}
+	return &fuzz.TokenRule{Len: n, Alphabet: alphabet}
 }
 
 // tokenFailures turns a campaign's token problems into card failures: a
 // token of the wrong form replays with its seed, a token offered twice with
 // the seeds from the first offer's to the second's.
-func tokenFailures(source string, f fuzzFlags, problems []faults.TokenProblem) []evidence.Failure {
+func tokenFailures(source string, f fuzzFlags, problems []fuzz.TokenProblem) []evidence.Failure {
 	var out []evidence.Failure
 	for _, p := range problems {
 		replay := fuzzCommand(f, fmt.Sprintf("--seed %d --steps %d", p.Seed, f.steps))

@@ -72,31 +72,32 @@ func TestInjectedBadImportsAreNamed(t *testing.T) {
 	m := func(p string) string { return Module + "/" + p }
 	pkgs := []Package{
 		{Path: "protocol", Imports: []string{"fmt", "github.com/jackc/pgx/v5"}},
-		{Path: "sim", Imports: []string{m("protocol"), m("server")}},
-		{Path: "faults", Imports: []string{m("sim"), m("internal/vcsstamp")}},
-		{Path: "benchrun", Imports: []string{m("scenarios")}},
+		{Path: "harness/model", Imports: []string{m("protocol"), m("server/fencing")}},
+		{Path: "harness/fuzz", Imports: []string{m("harness/model"), m("internal/vcsstamp")}},
+		{Path: "harness/bench", Imports: []string{m("harness/scenarios")}},
 		{Path: "agent", Imports: []string{m("server/gateway")}},
-		{Path: "server", Imports: []string{m("protocol")}, TestImports: []string{m("loadgen")}},
-		{Path: "loadgen", Imports: []string{m("benchrun")}},
+		{Path: "server/fencing", Imports: []string{m("protocol")}, TestImports: []string{m("harness/loadgen")}},
+		{Path: "harness/loadgen", Imports: []string{m("harness/bench")}},
 		{Path: "newthing"},
 	}
 	require.Equal(t, []string{
 		"agent imports server/gateway: not allowed (the agent talks to the control plane only through protocol; may import protocol, agent/..., internal/clock, internal/mp4)",
-		"benchrun imports scenarios: not allowed (benchmarks and soaks use the targets and load clients, never the scenario catalogue; may import faults/targets, loadgen, benchrun, server/..., server, internal/..., evidence, protocol, sim, faults, internal/provenance)",
-		"faults imports internal/vcsstamp: not allowed (the generator and runner are pure: never pgx, never server; may import protocol, sim, internal/provenance)",
-		"loadgen imports benchrun: not allowed (load clients drive the real stack; they know nothing of the model or the catalogue; may import protocol, server/..., server, internal/...)",
+		"harness/bench imports harness/scenarios: not allowed (benchmarks and soaks use the targets and load clients, never the scenario catalogue; may import harness/targets, harness/loadgen, harness/deviceclient, harness/bench, server/..., internal/..., harness/evidence, protocol, harness/model, harness/fuzz, internal/provenance)",
+		"harness/fuzz imports internal/vcsstamp: not allowed (the generator and runner are pure: never pgx, never server; may import protocol, harness/model, internal/provenance)",
+		"harness/loadgen imports harness/bench: not allowed (load clients drive the real stack; they know nothing of the model or the catalogue; may import protocol, server/..., internal/..., harness/deviceclient)",
+		"harness/model imports server/fencing: not allowed (the model knows only the contract; may import protocol, internal/provenance)",
 		"newthing: not in the import table (internal/archtest.Layers): place it in the architecture",
 		"protocol imports github.com/jackc/pgx/v5: not allowed (the contract is stdlib only)",
-		"sim imports server: not allowed (the model knows only the contract; may import protocol, internal/provenance)",
 	}, CheckLayers(pkgs))
-	require.Equal(t, []string{ // scenarios through benchrun
-		"tests of server link benchrun: the control plane's and the agent's tests must not link the harness",
-		"tests of server link scenarios: the control plane's and the agent's tests must not link the harness",
+	require.Equal(t, []string{ // scenarios through bench
+		"tests of server/fencing link harness/bench: the control plane's and the agent's tests must not link the harness",
+		"tests of server/fencing link harness/loadgen: the control plane's and the agent's tests must not link the harness",
+		"tests of server/fencing link harness/scenarios: the control plane's and the agent's tests must not link the harness",
 	}, CheckTestLinks(pkgs))
 	require.Equal(t, []string{
-		"faults reaches github.com/rendermac/rendermac/internal/vcsstamp: not allowed (the model and the generator are deterministic: they never run a program (git))",
-		"sim reaches os/exec: not allowed (the model and the generator are deterministic: they never run a program (git))",
-	}, CheckReach(map[string][]string{"sim": {"fmt", "os/exec"}, "faults": {m("internal/vcsstamp")}, "benchrun": {"os/exec"}}))
+		"harness/fuzz reaches github.com/rendermac/rendermac/internal/vcsstamp: not allowed (the model and the generator are deterministic: they never run a program (git))",
+		"harness/model reaches os/exec: not allowed (the model and the generator are deterministic: they never run a program (git))",
+	}, CheckReach(map[string][]string{"harness/model": {"fmt", "os/exec"}, "harness/fuzz": {m("internal/vcsstamp")}, "harness/bench": {"os/exec"}}))
 }
 
 // The Docker rule is live: the -tags docker build (make test, make qualify)

@@ -36,51 +36,59 @@ type Package struct {
 	TestImports []string // TestImports and XTestImports together
 }
 
-var core = []string{"protocol", "sim", "faults", "internal/provenance"}
+var core = []string{"protocol", "harness/model", "harness/fuzz", "internal/provenance"}
 
-// Layers is the import table (README, "Architecture").
+// Product is what ships: the control plane, the agent, the contract they
+// share and the leaves they link. The first rule of the table: nothing in
+// it imports the harness.
+var Product = []string{"protocol", "server/...", "agent", "agent/...", "docs"}
+
+// Layers is the import table (docs/architecture.md).
 var Layers = []Layer{
+	// The product.
 	{Pkgs: []string{"protocol"}, Why: "the contract is stdlib only"},
 	{Pkgs: []string{"internal/..."}, May: []string{"internal/..."}, Why: "internal packages are leaves under the project"},
 	{Pkgs: []string{"docs"}, Why: "the contract's text, embedded: stdlib only"},
-	{Pkgs: []string{"contract"}, May: []string{"protocol", "docs"}, Why: "protocol's tables checked against the contract's text"},
-	{Pkgs: []string{"sim"}, May: []string{"protocol", "internal/provenance"}, Why: "the model knows only the contract"},
-	{Pkgs: []string{"faults"}, May: []string{"protocol", "sim", "internal/provenance"}, Why: "the generator and runner are pure: never pgx, never server"},
-	{Pkgs: []string{"faults/conformance"}, May: []string{"protocol", "faults"}, Why: "one suite every Target implementation runs"},
-	{Pkgs: []string{"evidence"}, May: []string{"internal/provenance", "internal/shard"}, Why: "callers convert their results into the card's types"},
-	{Pkgs: []string{"server/...", "server"}, May: []string{"protocol", "server/...", "server", "internal/clock", "internal/dbstat", "internal/mp4"},
+	{Pkgs: []string{"server/..."}, May: []string{"protocol", "server/...", "internal/clock", "internal/dbstat", "internal/mp4"},
 		Why: "the control plane never imports the model or the harness"},
 	{Pkgs: []string{"agent/...", "agent"}, May: []string{"protocol", "agent/...", "internal/clock", "internal/mp4"},
 		Why: "the agent talks to the control plane only through protocol"},
-	{Pkgs: []string{"loadgen/...", "loadgen"}, May: []string{"protocol", "server/...", "server", "internal/..."},
+	// The harness.
+	{Pkgs: []string{"harness/contract"}, May: []string{"protocol", "docs"}, Why: "protocol's tables checked against the contract's text"},
+	{Pkgs: []string{"harness/model"}, May: []string{"protocol", "internal/provenance"}, Why: "the model knows only the contract"},
+	{Pkgs: []string{"harness/fuzz"}, May: []string{"protocol", "harness/model", "internal/provenance"}, Why: "the generator and runner are pure: never pgx, never server"},
+	{Pkgs: []string{"harness/conformance"}, May: []string{"protocol", "harness/fuzz"}, Why: "one suite every Target implementation runs"},
+	{Pkgs: []string{"harness/evidence"}, May: []string{"internal/provenance", "internal/shard"}, Why: "callers convert their results into the card's types"},
+	{Pkgs: []string{"harness/deviceclient"}, May: []string{"protocol"}, Why: "a device's side of the wire protocol, frame by frame"},
+	{Pkgs: []string{"harness/loadgen"}, May: []string{"protocol", "server/...", "internal/...", "harness/deviceclient"},
 		Why: "load clients drive the real stack; they know nothing of the model or the catalogue"},
-	{Pkgs: []string{"faults/targets"}, May: append([]string{"server/...", "server", "internal/...", "evidence", "loadgen"}, core...),
+	{Pkgs: []string{"harness/targets"}, May: append([]string{"server/...", "internal/...", "harness/evidence", "harness/loadgen", "harness/deviceclient"}, core...),
 		Why: "the Postgres and full-stack targets"},
-	{Pkgs: []string{"linearize"}, May: append([]string{"faults/targets", "server/...", "server", "internal/...", "evidence", "loadgen"}, core...),
+	{Pkgs: []string{"harness/linearize"}, May: append([]string{"harness/targets", "server/...", "internal/...", "harness/evidence", "harness/loadgen"}, core...),
 		Why: "the porcupine check over the targets"},
-	{Pkgs: []string{"scenarios"}, May: append([]string{"faults/targets", "linearize", "server/...", "server", "internal/...", "evidence", "loadgen", "agent", "agent/..."}, core...),
+	{Pkgs: []string{"harness/scenarios"}, May: append([]string{"harness/targets", "harness/linearize", "server/...", "internal/...", "harness/evidence", "harness/loadgen", "harness/deviceclient", "agent", "agent/..."}, core...),
 		Why: "the phase-fault catalogue runs on the targets, and runs the shipped agent in process so that qualify checks its rules on the wire"},
-	{Pkgs: []string{"benchrun", "soak"}, May: append([]string{"faults/targets", "loadgen", "benchrun", "server/...", "server", "internal/...", "evidence"}, core...),
+	{Pkgs: []string{"harness/bench", "harness/soak"}, May: append([]string{"harness/targets", "harness/loadgen", "harness/deviceclient", "harness/bench", "server/...", "internal/...", "harness/evidence"}, core...),
 		Why: "benchmarks and soaks use the targets and load clients, never the scenario catalogue"},
-	{Pkgs: []string{"fleet"}, May: append([]string{"faults/targets", "loadgen", "soak", "agent", "server/...", "server", "internal/...", "evidence"}, core...),
+	{Pkgs: []string{"harness/fleet"}, May: append([]string{"harness/targets", "harness/loadgen", "harness/soak", "agent", "server/...", "internal/...", "harness/evidence"}, core...),
 		Why: "the fleet run drives the shipped binaries and reuses the soak's checks; it imports the agent only for its stated bounds"},
-	{Pkgs: []string{"mutate"}, May: []string{"evidence", "internal/..."}, Why: "the mutation campaign edits copies of the tree and runs the CLI"},
+	{Pkgs: []string{"harness/mutate"}, May: []string{"harness/evidence", "internal/..."}, Why: "the mutation campaign edits copies of the tree and runs the CLI"},
+	{Pkgs: []string{"harness/e2e"}, May: []string{"..."}, Why: "end-to-end tests of the shipped binaries"},
 	{Pkgs: []string{"cmd/..."}, May: []string{"..."}, Why: "main packages wire everything"},
-	{Pkgs: []string{"e2e"}, May: []string{"..."}, Why: "end-to-end tests of the shipped binaries"},
 }
 
 // Reaches are the transitive rules.
 var Reaches = []Reach{
-	{Pkgs: []string{"protocol", "sim", "faults", "faults/conformance"}, Deps: []string{"os/exec", Module + "/internal/vcsstamp"},
+	{Pkgs: []string{"protocol", "harness/model", "harness/fuzz", "harness/conformance"}, Deps: []string{"os/exec", Module + "/internal/vcsstamp"},
 		Why: "the model and the generator are deterministic: they never run a program (git)"},
-	{Pkgs: []string{"protocol", "sim", "faults"}, Deps: []string{"github.com/jackc/pgx/v5/...", "net/http"},
+	{Pkgs: []string{"protocol", "harness/model", "harness/fuzz"}, Deps: []string{"github.com/jackc/pgx/v5/...", "net/http"},
 		Why: "the pure core does no I/O"},
-	{Pkgs: []string{"faults/conformance"}, Deps: []string{"github.com/jackc/pgx/v5/...", Module + "/server", Module + "/server/..."},
-		Why: "the conformance suite knows targets only as faults.Target (testify brings net/http, nothing more)"},
-	{Pkgs: []string{"protocol", "sim", "faults", "faults/conformance", "agent", "agent/..."}, Deps: []string{"github.com/aws/..."},
+	{Pkgs: []string{"harness/conformance"}, Deps: []string{"github.com/jackc/pgx/v5/...", Module + "/server/..."},
+		Why: "the conformance suite knows targets only as fuzz.Target (testify brings net/http, nothing more)"},
+	{Pkgs: []string{"protocol", "harness/model", "harness/fuzz", "harness/conformance", "agent", "agent/..."}, Deps: []string{"github.com/aws/..."},
 		Why: "only the control plane's artifact store speaks S3; the agent follows presigned URLs with plain HTTP"},
-	{Pkgs: []string{"server/...", "server", "agent/...", "agent"}, Deps: []string{Module + "/cmd/..."},
-		Why: "nothing imports cmd"},
+	{Pkgs: Product, Deps: []string{Module + "/cmd/...", Module + "/harness/..."},
+		Why: "the product never imports the harness (nor cmd)"},
 	{Pkgs: []string{"..."}, Deps: DockerDeps,
 		Why: "the shipped binary does not link the harness's Docker client: only a -tags docker build (make test, make qualify) does"},
 }
@@ -91,7 +99,12 @@ var DockerDeps = []string{"github.com/testcontainers/testcontainers-go/...", "gi
 	"github.com/docker/...", "github.com/shirou/gopsutil/...", "github.com/sirupsen/logrus"}
 
 // Harness is what the control plane's and the agent's tests must not link.
-var Harness = []string{"sim", "faults", "faults/...", "linearize", "scenarios", "benchrun", "soak", "mutate", "evidence"}
+var Harness = []string{"harness/..."}
+
+// TestClients are the harness packages the product's tests may link: the
+// device's side of the wire protocol (it imports protocol alone), which a
+// gateway test needs as a peer.
+var TestClients = []string{"harness/deviceclient"}
 
 func match(pattern, path string) bool {
 	switch {
@@ -222,12 +235,12 @@ func CheckTestLinks(pkgs []Package) []string {
 	}
 	var out []string
 	for _, p := range pkgs {
-		if !matchAny([]string{"server", "server/...", "agent", "agent/..."}, p.Path) {
+		if !matchAny(Product, p.Path) {
 			continue
 		}
 		roots := append(slices.Clone(p.Imports), p.TestImports...)
 		for d := range closure(graph, roots) {
-			if r, ok := rel(d); ok && matchAny(Harness, r) {
+			if r, ok := rel(d); ok && matchAny(Harness, r) && !matchAny(TestClients, r) {
 				out = append(out, fmt.Sprintf("tests of %s link %s: the control plane's and the agent's tests must not link the harness", p.Path, r))
 			}
 		}

@@ -104,11 +104,11 @@ func RunPgbench(ctx context.Context, db DB, p Pgbench) (PgbenchRun, error) {
 }
 
 // FindScript returns the given path (absolute), else
-// server/testdata/lease.pgbench looked for from the working directory
+// server/fencing/testdata/lease.pgbench looked for from the working directory
 // upwards.
 func FindScript(given string) (string, error) { return FindTestdata(given, "lease.pgbench") }
 
-// FindTestdata returns the given path (absolute), else server/testdata/name
+// FindTestdata returns the given path (absolute), else server/fencing/testdata/name
 // looked for from the working directory upwards.
 func FindTestdata(given, name string) (string, error) {
 	if given != "" {
@@ -122,13 +122,13 @@ func FindTestdata(given, name string) (string, error) {
 		return "", err
 	}
 	for {
-		p := filepath.Join(dir, "server", "testdata", name)
+		p := filepath.Join(dir, "server", "fencing", "testdata", name)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("server/testdata/%s not found from the working directory up (run from the module, or pass its path)", name)
+			return "", fmt.Errorf("server/fencing/testdata/%s not found from the working directory up (run from the module, or pass its path)", name)
 		}
 		dir = parent
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
 	"github.com/rendermac/rendermac/server/ratelimit"
@@ -84,7 +84,7 @@ type Config struct {
 // API serves the HTTP routes of SPEC section 6. It holds no per-request
 // state and is safe for concurrent use.
 type API struct {
-	svc     *server.Service
+	svc     *fencing.Service
 	pool    *pgxpool.Pool
 	store   artifact.Store
 	signer  *grant.Signer
@@ -104,7 +104,7 @@ type apiLimits struct {
 // New returns the API over the service layer svc and its pool (the schema
 // of store.Migrate, at least SchemaVersion), serving artifacts from st
 // under grants signed by signer.
-func New(svc *server.Service, pool *pgxpool.Pool, st artifact.Store, signer *grant.Signer, m *metrics.Metrics,
+func New(svc *fencing.Service, pool *pgxpool.Pool, st artifact.Store, signer *grant.Signer, m *metrics.Metrics,
 	log *slog.Logger, cfg Config) *API {
 	if cfg.MaxInputBytes <= 0 {
 		cfg.MaxInputBytes = DefaultMaxInputBytes

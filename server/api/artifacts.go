@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 )
 
@@ -123,7 +123,7 @@ func (a *API) putArtifact(w http.ResponseWriter, r *http.Request, key string) {
 		obj, err = a.store.Put(r.Context(), key, body)
 	}
 	var tooLarge *http.MaxBytesError
-	var sealed *server.SealedError
+	var sealed *fencing.SealedError
 	switch {
 	case errors.As(err, &sealed):
 		writeError(w, http.StatusConflict, CodeOutputSealed, sealed.Error())

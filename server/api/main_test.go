@@ -20,9 +20,9 @@ import (
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
 	"github.com/rendermac/rendermac/server/store"
@@ -55,7 +55,7 @@ type bundle struct {
 	srv                    *httptest.Server
 	api                    *api.API
 	pool                   *pgxpool.Pool
-	svc                    *server.Service
+	svc                    *fencing.Service
 	store                  *artifact.FS
 	signer                 *grant.Signer
 	stub                   *clock.Stub // the pinned clock
@@ -75,7 +75,7 @@ func setup(t *testing.T, opts ...func(*api.Config)) *bundle {
 	t.Cleanup(func() { _ = fs.Close() })
 	b := &bundle{pool: pool, store: fs}
 	b.stub = clock.NewStub(t0)
-	b.svc = server.NewService(pool, fs, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, server.Config{})
+	b.svc = fencing.NewService(pool, fs, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, fencing.Config{})
 	b.signer, err = grant.NewSigner(signingKey, "http://rendermac.test")
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

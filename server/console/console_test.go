@@ -19,9 +19,9 @@ import (
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/console"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/store"
 )
@@ -127,7 +127,7 @@ func TestJobPageIdentities(t *testing.T) {
 	t.Parallel()
 	b := setup(t, console.Config{})
 	ctx := context.Background()
-	svc := server.NewService(b.pool, nil, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, server.Config{})
+	svc := fencing.NewService(b.pool, nil, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, fencing.Config{})
 	buyer, device := protocol.UUIDFrom(rand.Reader), protocol.UUIDFrom(rand.Reader)
 	require.NoError(t, svc.CreateBuyer(ctx, buyer, "pixel co", 1000))
 	require.NoError(t, svc.CreateDevice(ctx, device, "mac-1", []string{"synthetic.mp4"}, 1, ""))

@@ -13,11 +13,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/fencing"
 )
 
 // Live updates. One hub per console LISTENs on the control plane's
-// existing channels (server.CancelChannel, JobsChannel, LostChannel) while
+// existing channels (fencing.CancelChannel, JobsChannel, LostChannel) while
 // at least one browser watches, and between notifications reads the
 // journal's head every poll interval: an agent's progress and commit
 // notify nobody (a NOTIFY in the commit transaction would serialize
@@ -181,7 +181,7 @@ func (h *hub) listenOnce(ctx context.Context, notes chan<- string) error {
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	for _, ch := range []string{server.CancelChannel, server.JobsChannel, server.LostChannel} {
+	for _, ch := range []string{fencing.CancelChannel, fencing.JobsChannel, fencing.LostChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return fmt.Errorf("listen %s: %w", ch, err)
 		}

@@ -7,10 +7,10 @@ import (
 
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/console"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
@@ -37,7 +37,7 @@ type Parts struct {
 	// Metrics is the registry the gateway and the API count into (nil: a
 	// new one).
 	Metrics *metrics.Metrics
-	Service server.Config
+	Service fencing.Config
 	Gateway gateway.Config
 	// API.Gateway is overwritten with the assembled gateway's handler,
 	// API.Console with the console's.
@@ -51,7 +51,7 @@ type Parts struct {
 // (which also serves the gateway's WebSocket route), run Gateway.Run for
 // the listener, poll and sweep loops, and Gateway.Shutdown to drain.
 type Assembly struct {
-	Service *server.Service
+	Service *fencing.Service
 	Gateway *gateway.Gateway
 	API     *api.API
 	Metrics *metrics.Metrics
@@ -73,7 +73,7 @@ func Assemble(p Parts) *Assembly {
 	if m == nil {
 		m = metrics.New()
 	}
-	svc := server.NewService(p.Pool, p.Store, p.IDs, p.Service)
+	svc := fencing.NewService(p.Pool, p.Store, p.IDs, p.Service)
 	gcfg := p.Gateway
 	gcfg.Clock, gcfg.Grants = p.Clock, p.Grants
 	gw := gateway.New(svc, p.Pool, p.Signer, m, p.Log, gcfg)

@@ -23,10 +23,10 @@ import (
 
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/console"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
@@ -59,12 +59,12 @@ type Config struct {
 	// default http://<listen address>.
 	PublicURL  string
 	SigningKey []byte
-	// LeaseTTL and Heartbeat default to server.DefaultLeaseTTL and 15s.
+	// LeaseTTL and Heartbeat default to fencing.DefaultLeaseTTL and 15s.
 	LeaseTTL, Heartbeat time.Duration
 	// SweepInterval and PollInterval tune the gateway loops (0: defaults).
 	SweepInterval, PollInterval time.Duration
 	// Variant runs a deliberately broken service layer (harness only).
-	Variant server.Variant
+	Variant fencing.Variant
 	// Clock is the gateway's, the API's and the deliverer's (nil:
 	// clock.Real, so every decision takes the database clock).
 	Clock clock.Clock
@@ -97,7 +97,7 @@ type Config struct {
 
 func (f *Config) defaults() error {
 	if f.LeaseTTL == 0 {
-		f.LeaseTTL = server.DefaultLeaseTTL
+		f.LeaseTTL = fencing.DefaultLeaseTTL
 	}
 	if f.Heartbeat == 0 {
 		f.Heartbeat = 15 * time.Second
@@ -119,7 +119,7 @@ func (f *Config) defaults() error {
 // Plane is a running control plane, handed to Run's ready callback.
 type Plane struct {
 	Pool    *pgxpool.Pool
-	Service *server.Service
+	Service *fencing.Service
 	// Gateway is the device gateway (its Wakeups, for the bench).
 	Gateway *gateway.Gateway
 	// BaseURL is the public URL grants point at; Addr is the listen address;
@@ -197,7 +197,7 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 	defer closeStore()
 	as := Assemble(Parts{Pool: pool, Store: fs, Grants: grants, Signer: signer, Clock: f.Clock, Log: log,
 		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader},
-		Service: server.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Variant: f.Variant,
+		Service: fencing.Config{LeaseTTL: f.LeaseTTL, HeartbeatWindow: heartbeatWindows * f.Heartbeat, Variant: f.Variant,
 			Services: f.Services, Prober: prober(f.FFprobe)},
 		Gateway: gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat, SweepInterval: f.SweepInterval,
 			PollInterval: f.PollInterval, Limits: f.Limits},

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 // scrape reads /metrics from p (loopback: no token needed) and returns the
@@ -54,7 +54,7 @@ func TestServerQueueAndFleetGauges(t *testing.T) {
 	require.Equal(t, 0.0, g["rendermac_live_attempts"])
 
 	c := dial(t, p, w.pair(t, p), 1)
-	gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	deviceclient.Expect[protocol.LeaseOffer](t, c)
 	g = scrape(t, w, p)
 	require.Equal(t, 1.0, g[`rendermac_jobs{status="queued"}`])
 	require.Equal(t, 1.0, g[`rendermac_jobs{status="active"}`])

@@ -22,14 +22,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/internal/syncbuf"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/faultpoint"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/store"
 )
@@ -131,7 +131,7 @@ func newWorld(t *testing.T) *world {
 	require.NoError(t, os.WriteFile(w.keyFile, key, 0o600))
 
 	w.buyerID = protocol.UUIDFrom(rand.Reader)
-	svc := server.NewService(pool, nil, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, server.Config{})
+	svc := fencing.NewService(pool, nil, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, fencing.Config{})
 	require.NoError(t, svc.CreateBuyer(ctx, w.buyerID, "buyer", openingCents))
 	w.apiKey, err = api.CreateAPIKey(ctx, pool, w.buyerID)
 	require.NoError(t, err)
@@ -271,14 +271,14 @@ func (w *world) pair(t *testing.T, p *proc) device {
 }
 
 // dial opens the device's WebSocket session at p and says hello.
-func dial(t *testing.T, p *proc, d device, slots int) *gatewaytest.Client {
+func dial(t *testing.T, p *proc, d device, slots int) *deviceclient.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), gatewaytest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), deviceclient.Timeout)
 	defer cancel()
-	c, _, err := gatewaytest.Dial(ctx, gatewaytest.WSURL(p.base, "/v1/provider/ws"), d.token)
+	c, _, err := deviceclient.Dial(ctx, deviceclient.WSURL(p.base, "/v1/provider/ws"), d.token)
 	require.NoError(t, err)
 	t.Cleanup(c.Drop)
-	w := gatewaytest.MustHello(t, c, services, slots, slots)
+	w := deviceclient.MustHello(t, c, services, slots, slots)
 	require.Equal(t, d.id, w.DeviceID)
 	return c
 }
@@ -364,12 +364,12 @@ func (w *world) requireNoViolations(t *testing.T) {
 }
 
 // expectClosed requires that the session ends before any further frame.
-func expectClosed(t *testing.T, c *gatewaytest.Client) {
+func expectClosed(t *testing.T, c *deviceclient.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	msg, err := c.Next(ctx)
-	require.Truef(t, errors.Is(err, gatewaytest.ErrClosed), "expected the session to end, got %T %+v, %v", msg, msg, err)
+	require.Truef(t, errors.Is(err, deviceclient.ErrClosed), "expected the session to end, got %T %+v, %v", msg, msg, err)
 }
 
 // waitLog waits until p's log contains s.

@@ -11,11 +11,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/faultpoint"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 const listeningMsg = `msg="listening for notifications"`
@@ -36,15 +36,15 @@ func TestCancelReachesTheDeviceThroughAnotherServer(t *testing.T) {
 	c := dial(t, b, d, 1)
 
 	jobID := w.createJob(t, a)
-	o := gatewaytest.Expect[protocol.LeaseOffer](t, c) // A's job, offered by B
+	o := deviceclient.Expect[protocol.LeaseOffer](t, c) // A's job, offered by B
 	require.Equal(t, jobID, o.JobID)
-	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptRunning))
-	gatewaytest.Expect[protocol.ProgressOK](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Progress(o, protocol.AttemptRunning))
+	deviceclient.Expect[protocol.ProgressOK](t, c)
 
 	var job api.JobDetail
 	w.call(t, http.MethodPost, a.base+"/v1/jobs/"+jobID+"/cancel", w.apiKey, nil, http.StatusAccepted, &job)
 	require.Equal(t, protocol.JobCancelling, job.Status)
-	cancel := gatewaytest.Expect[protocol.Cancel](t, c)
+	cancel := deviceclient.Expect[protocol.Cancel](t, c)
 	require.Equal(t, protocol.Cancel{Type: protocol.TypeCancel, JobID: jobID, AttemptID: o.AttemptID}, *cancel)
 	waitLog(t, b, `msg="cancel sent"`)
 	require.NotContains(t, a.logs.String(), `msg="cancel sent"`, "A holds no session of the device")
@@ -52,11 +52,11 @@ func TestCancelReachesTheDeviceThroughAnotherServer(t *testing.T) {
 
 	// The attempt has lost its authority; the agent gives it up and the job
 	// ends cancelled, once.
-	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptUploading))
-	conflict := gatewaytest.Expect[protocol.LeaseConflict](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Progress(o, protocol.AttemptUploading))
+	conflict := deviceclient.Expect[protocol.LeaseConflict](t, c)
 	require.Equal(t, protocol.ReasonJobCancelling, conflict.Reason)
-	gatewaytest.MustSend(t, c, gatewaytest.Fail(o, protocol.FailBuyerCancelled))
-	failOK := gatewaytest.Expect[protocol.FailOK](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Fail(o, protocol.FailBuyerCancelled))
+	failOK := deviceclient.Expect[protocol.FailOK](t, c)
 	require.False(t, failOK.Requeued)
 	require.Equal(t, protocol.JobCancelled, w.job(t, a, jobID).Status)
 	w.requireState(t, jobID, o.AttemptID, protocol.JobCancelled, protocol.AttemptFailed, "released", 1)
@@ -86,22 +86,22 @@ func TestCommitResultBeforeTheSlotIsOfferedAgain(t *testing.T) {
 			second := w.createJob(t, p)
 			c := dial(t, p, d, 1)
 
-			o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+			o := deviceclient.Expect[protocol.LeaseOffer](t, c)
 			require.Equal(t, first, o.JobID, "the oldest job first")
 			// Strict frame order from here: an early second offer fails an Expect.
-			gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptUploading))
-			gatewaytest.Expect[protocol.ProgressOK](t, c)
+			deviceclient.MustSend(t, c, deviceclient.Progress(o, protocol.AttemptUploading))
+			deviceclient.Expect[protocol.ProgressOK](t, c)
 			content := mp4.Synthetic(mp4.SyntheticParams{Seed: o.AttemptID})
 			w.upload(t, o, content)
 			sum := sha256.Sum256(content)
-			gatewaytest.MustSend(t, c, gatewaytest.Commit(o, protocol.Output{Key: o.Output.Key, Bytes: int64(len(content)),
+			deviceclient.MustSend(t, c, deviceclient.Commit(o, protocol.Output{Key: o.Output.Key, Bytes: int64(len(content)),
 				SHA256: hex.EncodeToString(sum[:])}))
-			ok := gatewaytest.Expect[protocol.CommitOK](t, c)
+			ok := deviceclient.Expect[protocol.CommitOK](t, c)
 			require.Equal(t, protocol.CommitOK{Type: protocol.TypeCommitOK, JobID: first, AttemptID: o.AttemptID}, *ok)
 			require.Equal(t, protocol.JobSucceeded, w.job(t, p, first).Status)
 
 			if tc.faults == "" {
-				next := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+				next := deviceclient.Expect[protocol.LeaseOffer](t, c)
 				require.Equal(t, second, next.JobID)
 				require.Equal(t, 1, next.AttemptNumber)
 			} else {

@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/faultpoint"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 // A server SIGKILLed between the two commit transactions leaves the attempt
@@ -43,10 +43,10 @@ func TestKillBetweenCommitTransactions(t *testing.T) {
 			jobID := w.createJob(t, first)
 
 			c := dial(t, first, d, 1)
-			o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+			o := deviceclient.Expect[protocol.LeaseOffer](t, c)
 			require.Equal(t, jobID, o.JobID)
-			gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptUploading))
-			gatewaytest.Expect[protocol.ProgressOK](t, c)
+			deviceclient.MustSend(t, c, deviceclient.Progress(o, protocol.AttemptUploading))
+			deviceclient.Expect[protocol.ProgressOK](t, c)
 			content := mp4.Synthetic(mp4.SyntheticParams{Seed: o.AttemptID})
 			w.upload(t, o, content)
 			claimed := sha256.Sum256(content)
@@ -54,7 +54,7 @@ func TestKillBetweenCommitTransactions(t *testing.T) {
 				claimed = sha256.Sum256(append(content, 0))
 			}
 			out := protocol.Output{Key: o.Output.Key, Bytes: int64(len(content)), SHA256: hex.EncodeToString(claimed[:])}
-			gatewaytest.MustSend(t, c, gatewaytest.Commit(o, out))
+			deviceclient.MustSend(t, c, deviceclient.Commit(o, out))
 
 			// The kill point fired: the process died by SIGKILL, after
 			// transaction 1 and before transaction 2, and never answered.
@@ -81,8 +81,8 @@ func TestKillBetweenCommitTransactions(t *testing.T) {
 			// The agent, reconnected, re-sends the commit it never got an
 			// answer to: the attempt is decided, nothing changes.
 			c2 := dial(t, restarted, d, 1)
-			gatewaytest.MustSend(t, c2, gatewaytest.Commit(o, out))
-			rej := gatewaytest.Expect[protocol.CommitRejected](t, c2)
+			deviceclient.MustSend(t, c2, deviceclient.Commit(o, out))
+			rej := deviceclient.Expect[protocol.CommitRejected](t, c2)
 			require.Equal(t, protocol.CodeAttemptNotCommittable, rej.Code)
 			w.requireState(t, jobID, o.AttemptID, tc.job, tc.attempt, tc.hold, 1)
 			w.requireFinishedOnceBySweeper(t, jobID, o.AttemptID, tc.job, tc.attempt)

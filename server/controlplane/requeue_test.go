@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 // The only device online loses its attempt to the sweeper (3s lease) and
@@ -37,7 +37,7 @@ func TestRequeuedJobIsOfferedToTheOnlyDevice(t *testing.T) {
 			d := w.pair(t, p)
 			job := w.createJob(t, p)
 			c := dial(t, p, d, 1)
-			o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+			o := deviceclient.Expect[protocol.LeaseOffer](t, c)
 			require.Equal(t, job, o.JobID)
 			if tc.drop {
 				c.Drop()

@@ -25,7 +25,7 @@
 //
 // Those functions use the process's registry. A harness that shares its
 // process with other users of the service layer arms a registry of its
-// own, New(), and passes it to its services (server.Config.FaultPoints),
+// own, New(), and passes it to its services (fencing.Config.FaultPoints),
 // which then hit it instead: qualify runs the scenarios beside the
 // campaigns, whose services hit the process's registry constantly, so a
 // campaign's commit must neither fire a scenario's block nor count as the

@@ -5,35 +5,35 @@ const EnvVar = "RENDERMAC_FAULTPOINTS"
 
 // The fault points. Each comment says where the server hits it.
 const (
-	// CommitBeforeTx1 is hit at the start of server.Service.CommitBegin,
+	// CommitBeforeTx1 is hit at the start of fencing.Service.CommitBegin,
 	// before commit transaction 1 begins.
 	CommitBeforeTx1 = "commit.before_tx1"
 	// CommitAfterTx1 is hit in CommitBegin once transaction 1 has ended
 	// (committed, or failed with the returned error).
 	CommitAfterTx1 = "commit.after_tx1"
-	// CommitDuringVerify is hit in server.Service.Verify after the claim
+	// CommitDuringVerify is hit in fencing.Service.Verify after the claim
 	// was read and before the artifact is checked, outside any transaction;
 	// the sweeper's re-verification hits it too.
 	CommitDuringVerify = "commit.during_verify"
 	// CommitBeforeTx2 is hit before commit transaction 2 begins, both after
-	// a device's commit (server.Service.CommitFinish) and when the sweeper
+	// a device's commit (fencing.Service.CommitFinish) and when the sweeper
 	// finishes an abandoned one. A Kill here leaves the attempt committing
 	// and the job verifying: the crash the sweeper must recover from.
 	CommitBeforeTx2 = "commit.before_tx2"
 	// CommitAfterTx2 is hit once transaction 2 has ended.
 	CommitAfterTx2 = "commit.after_tx2"
-	// FailBeforeTx is hit in server.Service.Fail before its transaction
+	// FailBeforeTx is hit in fencing.Service.Fail before its transaction
 	// begins (after the failure code was found valid).
 	FailBeforeTx = "fail.before_tx"
 	// FailAfterTx is hit in Fail once its transaction has ended.
 	FailAfterTx = "fail.after_tx"
-	// CancelBeforeTx is hit in server.Service.Cancel before its transaction
+	// CancelBeforeTx is hit in fencing.Service.Cancel before its transaction
 	// begins.
 	CancelBeforeTx = "cancel.before_tx"
 	// CancelAfterTx is hit in Cancel once its transaction (and with it the
 	// cancel notification) has ended.
 	CancelAfterTx = "cancel.after_tx"
-	// SweepBeforeTx is hit in server.Service.Sweep before each of its
+	// SweepBeforeTx is hit in fencing.Service.Sweep before each of its
 	// deciding transactions: each expired lease, each abandoned commit
 	// (after its re-verification, just before CommitBeforeTx2), each
 	// expired admission, and the offline-devices update.
@@ -49,13 +49,13 @@ const (
 	// here holds the offering goroutine while the device answers, e.g.
 	// with a slots report that must count the offer once.
 	GatewayAfterOfferWrite = "gateway.after_offer_write"
-	// CreateBeforeInsert is hit in server.Service.CreateJob inside its
+	// CreateBeforeInsert is hit in fencing.Service.CreateJob inside its
 	// transaction, after the buyer row lock, the idempotency lookup and the
 	// funds check, just before the job row is written. A Block here holds
 	// the buyer's row lock open, so a second create of the same buyer must
 	// wait for it (an in-transaction point: a Kill here rolls it back).
 	CreateBeforeInsert = "create.before_insert"
-	// LeaseBeforePick is hit in server.Service.Lease inside its
+	// LeaseBeforePick is hit in fencing.Service.Lease inside its
 	// transaction, after the device row lock and the count of its live
 	// attempts against its slots, just before a job is picked. A Block
 	// here holds the device's row lock open, so a second lease of the same

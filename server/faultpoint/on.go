@@ -25,7 +25,7 @@ type Action func(ctx context.Context)
 // and EnableFromEnv arms. A harness that shares its process with other
 // users of the service layer (qualify runs the scenarios beside the
 // campaigns) gives its services a registry of their own
-// (server.Config.FaultPoints), so that what it arms fires, and what it
+// (fencing.Config.FaultPoints), so that what it arms fires, and what it
 // counts was hit, in those services only. A nil *Points is the process's.
 type Points struct {
 	// armed maps point names to actions. It is replaced whole on every

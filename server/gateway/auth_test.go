@@ -10,8 +10,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 func TestHandshakeRefusesBadTokensWith401(t *testing.T) {
@@ -49,9 +49,9 @@ func TestHandshakeRefusesBadTokensWith401(t *testing.T) {
 		})
 	}
 	// Through the protocol client too: Dial fails with the 401.
-	ctx, cancel := context.WithTimeout(context.Background(), gatewaytest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), deviceclient.Timeout)
 	defer cancel()
-	_, resp, err := gatewaytest.Dial(ctx, b.wsURL(), "wrong")
+	_, resp, err := deviceclient.Dial(ctx, b.wsURL(), "wrong")
 	require.Error(t, err)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.Equal(t, before, b.snapshot(t), "a refused handshake changes nothing")
@@ -62,7 +62,7 @@ func TestHelloIsAnsweredWithWelcomeAndDescribesTheDevice(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
 	c := b.dial(t, token1)
-	w := gatewaytest.MustHello(t, c, []string{service, "ffmpeg.h264_720p", service}, 2, 2)
+	w := deviceclient.MustHello(t, c, []string{service, "ffmpeg.h264_720p", service}, 2, 2)
 	require.Equal(t, &protocol.Welcome{Type: protocol.TypeWelcome, DeviceID: device1, LeaseTTLMs: ttl.Milliseconds(),
 		HeartbeatMs: (ttl / 3).Milliseconds()}, w)
 	var got struct {
@@ -77,21 +77,21 @@ func TestHelloIsAnsweredWithWelcomeAndDescribesTheDevice(t *testing.T) {
 	require.Equal(t, "online", got.status)
 	require.Equal(t, 1.0, metricValue(b.m.Sessions))
 	c.Close()
-	require.Eventually(t, func() bool { return metricValue(b.m.Sessions) == 0 }, gatewaytest.Timeout, tick)
+	require.Eventually(t, func() bool { return metricValue(b.m.Sessions) == 0 }, deviceclient.Timeout, tick)
 }
 
 func TestFirstFrameMustBeHello(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
 	c := b.dial(t, token1)
-	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
-	e := gatewaytest.Expect[protocol.ErrorMessage](t, c)
+	deviceclient.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	e := deviceclient.Expect[protocol.ErrorMessage](t, c)
 	require.Equal(t, protocol.CodeBadMessage, e.Code)
 	require.Contains(t, e.Message, "first frame must be hello")
-	gatewaytest.MustHello(t, c, services, 1, 1)
-	gatewaytest.MustSend(t, c, &protocol.Hello{Type: protocol.TypeHello, AgentVersion: "x", Services: services,
+	deviceclient.MustHello(t, c, services, 1, 1)
+	deviceclient.MustSend(t, c, &protocol.Hello{Type: protocol.TypeHello, AgentVersion: "x", Services: services,
 		SlotsTotal: 1, SlotsFree: 1})
-	e = gatewaytest.Expect[protocol.ErrorMessage](t, c)
+	e = deviceclient.Expect[protocol.ErrorMessage](t, c)
 	require.Contains(t, e.Message, "already received")
 }
 
@@ -104,8 +104,8 @@ func TestHelloNeverDropsSlotsTotalBelowLiveAttempts(t *testing.T) {
 	b.createJob(t, false)
 	b.createJob(t, false)
 	c := b.connect(t, token1, 2, 2)
-	gatewaytest.Expect[protocol.LeaseOffer](t, c)
-	gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	deviceclient.Expect[protocol.LeaseOffer](t, c)
+	deviceclient.Expect[protocol.LeaseOffer](t, c)
 	c.Drop()
 	c2 := b.connect(t, token1, 1, 1)
 	var slots int
@@ -113,8 +113,8 @@ func TestHelloNeverDropsSlotsTotalBelowLiveAttempts(t *testing.T) {
 	require.Equal(t, 2, slots)
 	// The session believes one slot is free; Lease's count says no_slot,
 	// so nothing is offered: the database's count is the bound.
-	gatewaytest.MustSend(t, c2, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
-	gatewaytest.ExpectNone(t, c2, 300*time.Millisecond, "offered beyond slots_total")
+	deviceclient.MustSend(t, c2, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	deviceclient.ExpectNone(t, c2, 300*time.Millisecond, "offered beyond slots_total")
 	requireLiveAttempts(t, b, device1, 2)
 	// Once the sweeper ends the dropped session's attempts, the new session
 	// is offered the requeued work, although its agent's free count never
@@ -127,7 +127,7 @@ func TestHelloNeverDropsSlotsTotalBelowLiveAttempts(t *testing.T) {
 	// session (the device's), and their slots are free again. The offer
 	// may come before them: it fills the slot this session already counted
 	// free, not one a notice frees (SPEC section 5 orders only the latter).
-	wait, stop := context.WithTimeout(context.Background(), gatewaytest.Timeout)
+	wait, stop := context.WithTimeout(context.Background(), deviceclient.Timeout)
 	defer stop()
 	lost, offered := 0, false
 	for lost == 0 || !offered {
@@ -152,9 +152,9 @@ func TestHelloFromADeviceRevokedMeanwhileCloses1008(t *testing.T) {
 	b := setup(t, Config{})
 	c := b.dial(t, token1)
 	require.NoError(t, b.svc.RevokeDevice(context.Background(), device1))
-	gatewaytest.MustSend(t, c, &protocol.Hello{Type: protocol.TypeHello, AgentVersion: "x", Services: services,
+	deviceclient.MustSend(t, c, &protocol.Hello{Type: protocol.TypeHello, AgentVersion: "x", Services: services,
 		SlotsTotal: 3, SlotsFree: 3})
-	gatewaytest.ExpectClosed(t, c, websocket.StatusPolicyViolation)
+	deviceclient.ExpectClosed(t, c, websocket.StatusPolicyViolation)
 	var slots int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT slots_total FROM devices WHERE id = $1`, device1).Scan(&slots))
 	require.Equal(t, 4, slots)

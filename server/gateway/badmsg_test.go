@@ -8,8 +8,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 // Every kind of bad input gets bad_message naming what is wrong, and the
@@ -19,7 +19,7 @@ func TestBadFramesAreAnsweredAndChangeNothing(t *testing.T) {
 	b := setup(t, Config{MaxBadMessages: 100})
 	b.createJob(t, false)
 	c := b.connect(t, token1, 1, 1)
-	o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	o := deviceclient.Expect[protocol.LeaseOffer](t, c)
 	ids := `"job_id":"` + o.JobID + `","attempt_id":"` + o.AttemptID + `"`
 	cases := []struct{ name, frame, want string }{
 		{"malformed JSON", `{"type":"progress",`, "malformed JSON"},
@@ -36,21 +36,21 @@ func TestBadFramesAreAnsweredAndChangeNothing(t *testing.T) {
 	}
 	before := b.snapshot(t)
 	for _, tc := range cases {
-		gatewaytest.MustSendRaw(t, c, []byte(tc.frame))
-		e := gatewaytest.Expect[protocol.ErrorMessage](t, c)
+		deviceclient.MustSendRaw(t, c, []byte(tc.frame))
+		e := deviceclient.Expect[protocol.ErrorMessage](t, c)
 		require.Equal(t, protocol.CodeBadMessage, e.Code, tc.name)
 		require.Contains(t, e.Message, tc.want, tc.name)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), gatewaytest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), deviceclient.Timeout)
 	defer cancel()
 	require.NoError(t, c.SendBinary(ctx, []byte(`{"type":"slots","slots_free":1}`)))
-	e := gatewaytest.Expect[protocol.ErrorMessage](t, c)
+	e := deviceclient.Expect[protocol.ErrorMessage](t, c)
 	require.Contains(t, e.Message, "JSON text")
 	require.Equal(t, before, b.snapshot(t), "bad frames changed rows")
 	require.Equal(t, float64(len(cases)+1), metricValue(b.m.BadMessages))
 	// The session is still good for real frames.
-	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptRunning))
-	gatewaytest.Expect[protocol.ProgressOK](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Progress(o, protocol.AttemptRunning))
+	deviceclient.Expect[protocol.ProgressOK](t, c)
 }
 
 func TestRepeatedBadFramesCloseWith1008(t *testing.T) {
@@ -59,12 +59,12 @@ func TestRepeatedBadFramesCloseWith1008(t *testing.T) {
 	c := b.connect(t, token1, 1, 1)
 	before := b.snapshot(t)
 	for range 3 {
-		gatewaytest.MustSendRaw(t, c, []byte(`{"type":`))
+		deviceclient.MustSendRaw(t, c, []byte(`{"type":`))
 	}
 	for range 3 {
-		require.Equal(t, protocol.CodeBadMessage, gatewaytest.Expect[protocol.ErrorMessage](t, c).Code)
+		require.Equal(t, protocol.CodeBadMessage, deviceclient.Expect[protocol.ErrorMessage](t, c).Code)
 	}
-	gatewaytest.ExpectClosed(t, c, websocket.StatusPolicyViolation)
+	deviceclient.ExpectClosed(t, c, websocket.StatusPolicyViolation)
 	require.Equal(t, before, b.snapshot(t))
 	require.Equal(t, 3.0, metricValue(b.m.BadMessages))
 }
@@ -75,8 +75,8 @@ func TestOversizedFrameClosesWith1009(t *testing.T) {
 	c := b.connect(t, token1, 1, 1)
 	before := b.snapshot(t)
 	big := `{"type":"slots","slots_free":1,"pad":"` + strings.Repeat("x", protocol.ReadLimitBytes) + `"}`
-	gatewaytest.MustSendRaw(t, c, []byte(big))
-	gatewaytest.ExpectClosed(t, c, websocket.StatusMessageTooBig)
+	deviceclient.MustSendRaw(t, c, []byte(big))
+	deviceclient.ExpectClosed(t, c, websocket.StatusMessageTooBig)
 	require.Equal(t, before, b.snapshot(t))
 }
 
@@ -88,6 +88,6 @@ func TestFrameAtTheLimitIsRead(t *testing.T) {
 	prefix, suffix := `{"type":"slots","slots_free":1,"pad":"`, `"}`
 	frame := prefix + strings.Repeat("x", protocol.ReadLimitBytes-len(prefix)-len(suffix)) + suffix
 	require.Len(t, frame, protocol.ReadLimitBytes)
-	gatewaytest.MustSendRaw(t, c, []byte(frame))
-	require.Contains(t, gatewaytest.Expect[protocol.ErrorMessage](t, c).Message, `"pad": unknown field`)
+	deviceclient.MustSendRaw(t, c, []byte(frame))
+	require.Contains(t, deviceclient.Expect[protocol.ErrorMessage](t, c).Message, `"pad": unknown field`)
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 func (b *bundle) cancel(t *testing.T, jobID string) {
@@ -25,9 +25,9 @@ func TestCancelReachesTheDevice(t *testing.T) {
 	c, o := b.leased(t)
 	b.cancel(t, o.JobID)
 	require.Equal(t, &protocol.Cancel{Type: protocol.TypeCancel, JobID: o.JobID, AttemptID: o.AttemptID},
-		gatewaytest.Expect[protocol.Cancel](t, c))
-	gatewaytest.MustSend(t, c, gatewaytest.Fail(o, protocol.FailBuyerCancelled))
-	require.False(t, gatewaytest.Expect[protocol.FailOK](t, c).Requeued)
+		deviceclient.Expect[protocol.Cancel](t, c))
+	deviceclient.MustSend(t, c, deviceclient.Fail(o, protocol.FailBuyerCancelled))
+	require.False(t, deviceclient.Expect[protocol.FailOK](t, c).Requeued)
 	require.Equal(t, protocol.JobCancelled, b.jobStatus(t, o.JobID))
 }
 
@@ -42,14 +42,14 @@ func TestCancelCrossesGatewaysThroughNotify(t *testing.T) {
 	b := a.peer(t, Config{})
 	a.createJob(t, false)
 	c := b.connect(t, token1, 1, 1)
-	o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	o := deviceclient.Expect[protocol.LeaseOffer](t, c)
 	require.Empty(t, a.gw.sessionsOf(device1), "the device is not on gateway A")
 	a.cancel(t, o.JobID)
-	got := gatewaytest.Expect[protocol.Cancel](t, c)
+	got := deviceclient.Expect[protocol.Cancel](t, c)
 	require.Equal(t, o.AttemptID, got.AttemptID)
 	// The rest of the attempt goes on through B as usual.
-	gatewaytest.MustSend(t, c, gatewaytest.Fail(o, protocol.FailBuyerCancelled))
-	gatewaytest.Expect[protocol.FailOK](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Fail(o, protocol.FailBuyerCancelled))
+	deviceclient.Expect[protocol.FailOK](t, c)
 	require.Equal(t, protocol.JobCancelled, a.jobStatus(t, o.JobID))
 }
 
@@ -60,10 +60,10 @@ func TestPendingCancelIsSentOnReconnect(t *testing.T) {
 	b := setup(t, Config{})
 	c, o := b.leased(t)
 	c.Drop()
-	require.Eventually(t, func() bool { return len(b.gw.sessionsOf(device1)) == 0 }, gatewaytest.Timeout, tick)
+	require.Eventually(t, func() bool { return len(b.gw.sessionsOf(device1)) == 0 }, deviceclient.Timeout, tick)
 	b.cancel(t, o.JobID)
 	c2 := b.connect(t, token1, 1, 0)
-	require.Equal(t, o.AttemptID, gatewaytest.Expect[protocol.Cancel](t, c2).AttemptID)
+	require.Equal(t, o.AttemptID, deviceclient.Expect[protocol.Cancel](t, c2).AttemptID)
 }
 
 // The listener survives losing its connection: it resubscribes, and a
@@ -79,14 +79,14 @@ func TestListenerReconnectsAndCatchesUp(t *testing.T) {
 		WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()`).Scan(&killed))
 	require.Equal(t, 1, killed)
 	b.cancel(t, o.JobID)
-	require.Equal(t, o.AttemptID, gatewaytest.Expect[protocol.Cancel](t, c).AttemptID)
-	require.Eventually(t, func() bool { return b.gw.subscriptions.Load() >= 2 }, gatewaytest.Timeout, tick)
+	require.Equal(t, o.AttemptID, deviceclient.Expect[protocol.Cancel](t, c).AttemptID)
+	require.Eventually(t, func() bool { return b.gw.subscriptions.Load() >= 2 }, deviceclient.Timeout, tick)
 	// Subscribed again: a new cancel arrives by NOTIFY.
 	second := b.createJob(t, false)
-	gatewaytest.MustSend(t, c, gatewaytest.Fail(o, protocol.FailBuyerCancelled))
-	gatewaytest.Expect[protocol.FailOK](t, c)
-	o2 := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Fail(o, protocol.FailBuyerCancelled))
+	deviceclient.Expect[protocol.FailOK](t, c)
+	o2 := deviceclient.Expect[protocol.LeaseOffer](t, c)
 	require.Equal(t, second, o2.JobID)
 	b.cancel(t, second)
-	require.Equal(t, o2.AttemptID, gatewaytest.Expect[protocol.Cancel](t, c).AttemptID)
+	require.Equal(t, o2.AttemptID, deviceclient.Expect[protocol.Cancel](t, c).AttemptID)
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 func TestCommitOK(t *testing.T) {
@@ -17,9 +17,9 @@ func TestCommitOK(t *testing.T) {
 	c, o := b.leased(t)
 	uploading(t, c, o)
 	out := b.putOutput(t, o)
-	gatewaytest.MustSend(t, c, gatewaytest.Commit(o, out))
+	deviceclient.MustSend(t, c, deviceclient.Commit(o, out))
 	require.Equal(t, &protocol.CommitOK{Type: protocol.TypeCommitOK, JobID: o.JobID, AttemptID: o.AttemptID},
-		gatewaytest.Expect[protocol.CommitOK](t, c))
+		deviceclient.Expect[protocol.CommitOK](t, c))
 	require.Equal(t, protocol.JobSucceeded, b.jobStatus(t, o.JobID))
 	var sha string
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT output_sha256 FROM jobs WHERE id = $1`, o.JobID).Scan(&sha))
@@ -30,7 +30,7 @@ func TestCommitOK(t *testing.T) {
 // commitWorld is a device1 session holding an offer.
 type commitWorld struct {
 	b *bundle
-	c *gatewaytest.Client
+	c *deviceclient.Client
 	o *protocol.LeaseOffer
 }
 
@@ -39,7 +39,7 @@ type commitRejection struct {
 	name string
 	code protocol.Code
 	// act arranges the situation and returns the session and frame to send.
-	act func(t *testing.T, w commitWorld) (*gatewaytest.Client, *protocol.Commit)
+	act func(t *testing.T, w commitWorld) (*deviceclient.Client, *protocol.Commit)
 	// unchanged says the rejected commit must not change any row.
 	unchanged bool
 	job       protocol.JobStatus
@@ -48,51 +48,51 @@ type commitRejection struct {
 // commitRejections are the commit outcomes of SPEC section 3 other than
 // success.
 var commitRejections = []commitRejection{
-	{"foreign device", protocol.CodeCommitConflict, func(t *testing.T, w commitWorld) (*gatewaytest.Client, *protocol.Commit) {
+	{"foreign device", protocol.CodeCommitConflict, func(t *testing.T, w commitWorld) (*deviceclient.Client, *protocol.Commit) {
 		uploading(t, w.c, w.o)
 		thief := w.b.connect(t, token2, 1, 0)
-		return thief, gatewaytest.Commit(w.o, w.b.putOutput(t, w.o))
+		return thief, deviceclient.Commit(w.o, w.b.putOutput(t, w.o))
 	}, true, protocol.JobActive},
-	{"wrong epoch", protocol.CodeCommitConflict, func(t *testing.T, w commitWorld) (*gatewaytest.Client, *protocol.Commit) {
+	{"wrong epoch", protocol.CodeCommitConflict, func(t *testing.T, w commitWorld) (*deviceclient.Client, *protocol.Commit) {
 		uploading(t, w.c, w.o)
-		m := gatewaytest.Commit(w.o, w.b.putOutput(t, w.o))
+		m := deviceclient.Commit(w.o, w.b.putOutput(t, w.o))
 		m.LeaseEpoch = 2
 		return w.c, m
 	}, true, protocol.JobActive},
-	{"wrong token", protocol.CodeCommitConflict, func(t *testing.T, w commitWorld) (*gatewaytest.Client, *protocol.Commit) {
+	{"wrong token", protocol.CodeCommitConflict, func(t *testing.T, w commitWorld) (*deviceclient.Client, *protocol.Commit) {
 		uploading(t, w.c, w.o)
-		m := gatewaytest.Commit(w.o, w.b.putOutput(t, w.o))
+		m := deviceclient.Commit(w.o, w.b.putOutput(t, w.o))
 		m.CommitToken = "not-the-token"
 		return w.c, m
 	}, true, protocol.JobActive},
-	{"not uploading", protocol.CodeAttemptNotCommittable, func(t *testing.T, w commitWorld) (*gatewaytest.Client, *protocol.Commit) {
-		return w.c, gatewaytest.Commit(w.o, w.b.putOutput(t, w.o))
+	{"not uploading", protocol.CodeAttemptNotCommittable, func(t *testing.T, w commitWorld) (*deviceclient.Client, *protocol.Commit) {
+		return w.c, deviceclient.Commit(w.o, w.b.putOutput(t, w.o))
 	}, true, protocol.JobActive},
-	{"replay after commit_ok", protocol.CodeAttemptNotCommittable, func(t *testing.T, w commitWorld) (*gatewaytest.Client, *protocol.Commit) {
+	{"replay after commit_ok", protocol.CodeAttemptNotCommittable, func(t *testing.T, w commitWorld) (*deviceclient.Client, *protocol.Commit) {
 		uploading(t, w.c, w.o)
-		m := gatewaytest.Commit(w.o, w.b.putOutput(t, w.o))
-		gatewaytest.MustSend(t, w.c, m)
-		gatewaytest.Expect[protocol.CommitOK](t, w.c)
+		m := deviceclient.Commit(w.o, w.b.putOutput(t, w.o))
+		deviceclient.MustSend(t, w.c, m)
+		deviceclient.Expect[protocol.CommitOK](t, w.c)
 		return w.c, m
 	}, true, protocol.JobSucceeded},
-	{"after expiry", protocol.CodeLeaseExpired, func(t *testing.T, w commitWorld) (*gatewaytest.Client, *protocol.Commit) {
+	{"after expiry", protocol.CodeLeaseExpired, func(t *testing.T, w commitWorld) (*deviceclient.Client, *protocol.Commit) {
 		uploading(t, w.c, w.o)
 		w.b.clock.Advance(ttl)
-		return w.c, gatewaytest.Commit(w.o, w.b.putOutput(t, w.o))
+		return w.c, deviceclient.Commit(w.o, w.b.putOutput(t, w.o))
 	}, true, protocol.JobActive},
-	{"after cancel", protocol.CodeJobCancelled, func(t *testing.T, w commitWorld) (*gatewaytest.Client, *protocol.Commit) {
+	{"after cancel", protocol.CodeJobCancelled, func(t *testing.T, w commitWorld) (*deviceclient.Client, *protocol.Commit) {
 		uploading(t, w.c, w.o)
 		r, err := w.b.svc.Cancel(context.Background(), w.b.now(), buyerID, w.o.JobID)
 		require.NoError(t, err)
 		require.Equal(t, protocol.CodeCancelling, r.Code)
-		gatewaytest.Expect[protocol.Cancel](t, w.c)
-		return w.c, gatewaytest.Commit(w.o, w.b.putOutput(t, w.o))
+		deviceclient.Expect[protocol.Cancel](t, w.c)
+		return w.c, deviceclient.Commit(w.o, w.b.putOutput(t, w.o))
 	}, false, protocol.JobCancelled},
-	{"bad output", protocol.CodeVerificationFailed, func(t *testing.T, w commitWorld) (*gatewaytest.Client, *protocol.Commit) {
+	{"bad output", protocol.CodeVerificationFailed, func(t *testing.T, w commitWorld) (*deviceclient.Client, *protocol.Commit) {
 		uploading(t, w.c, w.o)
 		out := w.b.putOutput(t, w.o)
 		out.Bytes++
-		return w.c, gatewaytest.Commit(w.o, out)
+		return w.c, deviceclient.Commit(w.o, out)
 	}, false, protocol.JobFailed},
 }
 
@@ -107,8 +107,8 @@ func TestCommitRejections(t *testing.T) {
 			c, o := b.leased(t)
 			sender, m := tc.act(t, commitWorld{b, c, o})
 			before := b.snapshot(t)
-			gatewaytest.MustSend(t, sender, m)
-			got := gatewaytest.Expect[protocol.CommitRejected](t, sender)
+			deviceclient.MustSend(t, sender, m)
+			got := deviceclient.Expect[protocol.CommitRejected](t, sender)
 			require.Equal(t, tc.code, got.Code, got.Message)
 			require.Equal(t, o.JobID, got.JobID)
 			require.Equal(t, o.AttemptID, got.AttemptID)
@@ -131,13 +131,13 @@ func TestCommitResultPrecedesTheNextOffer(t *testing.T) {
 	b.clock.Advance(time.Millisecond)
 	second := b.createJob(t, false)
 	c := b.connect(t, token1, 1, 1)
-	o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	o := deviceclient.Expect[protocol.LeaseOffer](t, c)
 	require.Equal(t, first, o.JobID)
 	uploading(t, c, o)
-	gatewaytest.MustSend(t, c, gatewaytest.Commit(o, b.putOutput(t, o)))
-	ok := gatewaytest.Expect[protocol.CommitOK](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Commit(o, b.putOutput(t, o)))
+	ok := deviceclient.Expect[protocol.CommitOK](t, c)
 	require.Equal(t, first, ok.JobID)
-	next := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	next := deviceclient.Expect[protocol.LeaseOffer](t, c)
 	require.Equal(t, second, next.JobID)
 	require.Equal(t, protocol.JobSucceeded, b.jobStatus(t, first))
 	requireLiveAttempts(t, b, device1, 1)
@@ -152,9 +152,9 @@ func TestVerificationFailureFreesTheSlot(t *testing.T) {
 	uploading(t, c, o)
 	out := b.putOutput(t, o)
 	out.SHA256 = inputSHA
-	gatewaytest.MustSend(t, c, gatewaytest.Commit(o, out))
-	require.Equal(t, protocol.CodeVerificationFailed, gatewaytest.Expect[protocol.CommitRejected](t, c).Code)
-	require.Equal(t, second, gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	deviceclient.MustSend(t, c, deviceclient.Commit(o, out))
+	require.Equal(t, protocol.CodeVerificationFailed, deviceclient.Expect[protocol.CommitRejected](t, c).Code)
+	require.Equal(t, second, deviceclient.Expect[protocol.LeaseOffer](t, c).JobID)
 }
 
 func TestFailOutcomes(t *testing.T) {
@@ -177,25 +177,25 @@ func TestFailOutcomes(t *testing.T) {
 			t.Parallel()
 			b := setup(t, Config{})
 			c, o := b.leased(t)
-			m := gatewaytest.Fail(o, tc.code)
+			m := deviceclient.Fail(o, tc.code)
 			if tc.token != "" {
 				m.CommitToken = tc.token
 			}
 			before := b.snapshot(t)
-			gatewaytest.MustSend(t, c, m)
+			deviceclient.MustSend(t, c, m)
 			if tc.reply == protocol.CodeFailOK {
-				got := gatewaytest.Expect[protocol.FailOK](t, c)
+				got := deviceclient.Expect[protocol.FailOK](t, c)
 				require.Equal(t, &protocol.FailOK{Type: protocol.TypeFailOK, JobID: o.JobID, AttemptID: o.AttemptID,
 					Requeued: tc.requeued}, got)
 			} else {
-				got := gatewaytest.Expect[protocol.FailRejected](t, c)
+				got := deviceclient.Expect[protocol.FailRejected](t, c)
 				require.Equal(t, &protocol.FailRejected{Type: protocol.TypeFailRejected, JobID: o.JobID,
 					AttemptID: o.AttemptID, Code: tc.reply}, got)
 				requireUnchanged(t, before, b.snapshot(t))
 			}
 			if tc.requeued {
 				// The requeued job comes back into the freed slot as attempt 2.
-				again := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+				again := deviceclient.Expect[protocol.LeaseOffer](t, c)
 				require.Equal(t, o.JobID, again.JobID)
 				require.Equal(t, 2, again.AttemptNumber)
 				require.NotEqual(t, o.CommitToken, again.CommitToken)
@@ -215,21 +215,21 @@ func TestRepliesAboutOneAttemptKeepFrameOrder(t *testing.T) {
 	b := setup(t, Config{})
 	c, o := b.leased(t)
 	uploading(t, c, o)
-	m := gatewaytest.Commit(o, b.putOutput(t, o))
+	m := deviceclient.Commit(o, b.putOutput(t, o))
 	opened, release := b.store.holdReads()
-	gatewaytest.MustSend(t, c, m)
+	deviceclient.MustSend(t, c, m)
 	<-opened
-	gatewaytest.MustSend(t, c, m)
-	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptUploading))
+	deviceclient.MustSend(t, c, m)
+	deviceclient.MustSend(t, c, deviceclient.Progress(o, protocol.AttemptUploading))
 	// Both are queued behind the commit (three workers busy) before
 	// verification may end, so the test takes the queueing branch.
-	require.Eventually(t, func() bool { return busyWorkers(b, device1) == 3 }, gatewaytest.Timeout, tick)
+	require.Eventually(t, func() bool { return busyWorkers(b, device1) == 3 }, deviceclient.Timeout, tick)
 	release()
-	gatewaytest.Expect[protocol.CommitOK](t, c)
-	dup := gatewaytest.Expect[protocol.CommitRejected](t, c)
+	deviceclient.Expect[protocol.CommitOK](t, c)
+	dup := deviceclient.Expect[protocol.CommitRejected](t, c)
 	require.Equal(t, protocol.CodeAttemptNotCommittable, dup.Code)
 	require.Contains(t, dup.Message, "succeeded")
-	require.Equal(t, protocol.ReasonAttemptTerminal, gatewaytest.Expect[protocol.LeaseConflict](t, c).Reason)
+	require.Equal(t, protocol.ReasonAttemptTerminal, deviceclient.Expect[protocol.LeaseConflict](t, c).Reason)
 }
 
 // busyWorkers counts the frame workers of the device's session.
@@ -249,11 +249,11 @@ func TestFailNoCapacityOffersNothingUntilASlotsReport(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
 	c, o := b.leased(t)
-	gatewaytest.MustSend(t, c, gatewaytest.Fail(o, protocol.FailNoCapacity))
-	require.True(t, gatewaytest.Expect[protocol.FailOK](t, c).Requeued)
-	gatewaytest.ExpectNone(t, c, 500*time.Millisecond, "offered after a fail no_capacity without a slots report")
-	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
-	again := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Fail(o, protocol.FailNoCapacity))
+	require.True(t, deviceclient.Expect[protocol.FailOK](t, c).Requeued)
+	deviceclient.ExpectNone(t, c, 500*time.Millisecond, "offered after a fail no_capacity without a slots report")
+	deviceclient.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	again := deviceclient.Expect[protocol.LeaseOffer](t, c)
 	require.Equal(t, o.JobID, again.JobID)
 	require.Equal(t, 2, again.AttemptNumber)
 }

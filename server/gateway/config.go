@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rendermac/rendermac/internal/clock"
-	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/ratelimit"
 )
@@ -20,7 +20,7 @@ const Path = "/v1/provider/ws"
 // service layer notifies on it when a job is created or requeued; the
 // gateway LISTENs and wakes the sessions that offer the service, and the
 // polling fallback covers notifications lost while the listener reconnects.
-const JobsChannel = server.JobsChannel
+const JobsChannel = fencing.JobsChannel
 
 // Defaults for the zero fields of Config.
 const (
@@ -31,7 +31,7 @@ const (
 )
 
 // Variant names a deliberately broken gateway, to prove the scenario
-// harness can fail (see server.Variant). The broken gateways exist only in
+// harness can fail (see fencing.Variant). The broken gateways exist only in
 // a build with -tags mutations (mutation_on.go); production runs with
 // VariantNone, the only one a default build has.
 type Variant string
@@ -45,7 +45,7 @@ const VariantNone Variant = ""
 type Config struct {
 	// LeaseTTL is announced in welcome and is what offers' grant times are
 	// derived from; it must equal the service layer's LeaseTTL
-	// (default server.DefaultLeaseTTL).
+	// (default fencing.DefaultLeaseTTL).
 	LeaseTTL time.Duration
 	// Heartbeat is announced in welcome as the agent's renewal interval and
 	// is the gateway's WebSocket ping interval (default LeaseTTL/3).
@@ -103,7 +103,7 @@ func (c Config) withDefaults() Config {
 		c.Clock = clock.Real{}
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = server.DefaultLeaseTTL
+		c.LeaseTTL = fencing.DefaultLeaseTTL
 	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = c.LeaseTTL / 3

@@ -11,7 +11,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -45,7 +45,7 @@ func (g *Gateway) describeDevice(ctx context.Context, deviceID string, h *protoc
 
 // pendingCancels lists the live attempts on the given devices whose job is
 // cancelling.
-func (g *Gateway) pendingCancels(ctx context.Context, deviceIDs []string) ([]server.CancelNotice, error) {
+func (g *Gateway) pendingCancels(ctx context.Context, deviceIDs []string) ([]fencing.CancelNotice, error) {
 	if len(deviceIDs) == 0 {
 		return nil, nil
 	}
@@ -53,8 +53,8 @@ func (g *Gateway) pendingCancels(ctx context.Context, deviceIDs []string) ([]ser
 	if err != nil {
 		return nil, fmt.Errorf("pending cancels: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.CancelNotice, error) {
-		var n server.CancelNotice
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (fencing.CancelNotice, error) {
+		var n fencing.CancelNotice
 		return n, r.Scan(&n.JobID, &n.AttemptID, &n.DeviceID)
 	})
 	if err != nil {
@@ -66,7 +66,7 @@ func (g *Gateway) pendingCancels(ctx context.Context, deviceIDs []string) ([]ser
 // sendCancel tells every session of the notice's device on this gateway to
 // stop the attempt. Writes run in the sessions' goroutines, so one slow
 // socket never holds up the listener.
-func (g *Gateway) sendCancel(n server.CancelNotice) {
+func (g *Gateway) sendCancel(n fencing.CancelNotice) {
 	for _, s := range g.sessionsOf(n.DeviceID) {
 		s.spawn(func() {
 			s.g.wakes.notices.Add(1)

@@ -8,8 +8,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/faultpoint"
+	"github.com/rendermac/rendermac/server/fencing"
 )
 
 // onHello describes the device from its hello, welcomes it, supersedes the
@@ -243,7 +243,7 @@ func (s *session) retry(op func(context.Context) (protocol.Reply, error)) (proto
 	wait := retryBackoff
 	for try := 0; ; try++ {
 		r, err := op(s.g.ctx)
-		if err == nil || try >= finalRetries || errors.Is(err, server.ErrInternal) || s.g.ctx.Err() != nil {
+		if err == nil || try >= finalRetries || errors.Is(err, fencing.ErrInternal) || s.g.ctx.Err() != nil {
 			return r, err
 		}
 		s.log.Warn("service call failed; retrying", "err", err, "in", wait)

@@ -19,7 +19,7 @@ import (
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
 	"github.com/rendermac/rendermac/server/ratelimit"
@@ -31,7 +31,7 @@ import (
 // authenticated device, and fans cancel notices out to the devices it
 // holds. Several Gateways (processes) may share one database.
 type Gateway struct {
-	svc    *server.Service
+	svc    *fencing.Service
 	pool   *pgxpool.Pool
 	signer *grant.Signer
 	m      *metrics.Metrics
@@ -82,7 +82,7 @@ type Gateway struct {
 // New returns a Gateway over the service layer svc and its pool, signing
 // artifact grants with signer and counting into m. Serve Handler, run Run
 // for the background loops, and call Shutdown to drain.
-func New(svc *server.Service, pool *pgxpool.Pool, signer *grant.Signer, m *metrics.Metrics, log *slog.Logger, cfg Config) *Gateway {
+func New(svc *fencing.Service, pool *pgxpool.Pool, signer *grant.Signer, m *metrics.Metrics, log *slog.Logger, cfg Config) *Gateway {
 	cfg = cfg.withDefaults()
 	if cfg.Grants == nil {
 		cfg.Grants = signer

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
+	"github.com/rendermac/rendermac/harness/deviceclient"
 )
 
 // An idle session is its reader and one pending heartbeat timer: no offerer
@@ -27,7 +27,7 @@ func TestIdleSessionIsOneGoroutineWokenOnlyByItsHeartbeat(t *testing.T) {
 		n, stacks := sessionGoroutines()
 		assert.Equal(c, int64(2), b.gw.Wakeups().Offers, "one offer pass per hello")
 		assert.Equal(c, 2, n, "one goroutine per idle session, the reader; running session code:\n%s", stacks)
-	}, gatewaytest.Timeout, 5*time.Millisecond)
+	}, deviceclient.Timeout, 5*time.Millisecond)
 	require.Equal(t, 2, b.clock.Waiters(), "one heartbeat timer per session")
 	w0 := b.gw.Wakeups()
 	time.Sleep(300 * time.Millisecond)
@@ -39,7 +39,7 @@ func TestIdleSessionIsOneGoroutineWokenOnlyByItsHeartbeat(t *testing.T) {
 	require.Eventually(t, func() bool {
 		n, _ := sessionGoroutines()
 		return b.gw.Wakeups().Sub(w0).Pings == 2 && b.clock.Waiters() == 2 && n == 2
-	}, gatewaytest.Timeout, 5*time.Millisecond, "each session pings once and re-arms")
+	}, deviceclient.Timeout, 5*time.Millisecond, "each session pings once and re-arms")
 	w = b.gw.Wakeups().Sub(w0)
 	require.Zero(t, w.Idle(), "the heartbeat woke nothing else: %+v", w)
 	var seen time.Time

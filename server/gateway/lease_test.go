@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 	"github.com/rendermac/rendermac/server/grant"
 )
 
@@ -19,7 +19,7 @@ func TestLeaseOfferCarriesWhatTheAgentNeeds(t *testing.T) {
 	b := setup(t, Config{})
 	jobID := b.createJob(t, false)
 	c := b.connect(t, token1, 1, 1)
-	o := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	o := deviceclient.Expect[protocol.LeaseOffer](t, c)
 	require.Equal(t, jobID, o.JobID)
 	require.True(t, protocol.ValidID(o.AttemptID))
 	require.Equal(t, 1, o.AttemptNumber)
@@ -49,7 +49,7 @@ func TestLeaseOfferCarriesWhatTheAgentNeeds(t *testing.T) {
 	require.ErrorIs(t, b.signer.Check(grant.Put, protocol.OutputKey(jobID, jobID), outQ, t0), grant.ErrBadSig)
 	// The counter is bumped once the write returned, which may be just
 	// after the client read the frame.
-	require.Eventually(t, func() bool { return metricValue(b.m.Leases) == 1.0 }, gatewaytest.Timeout, tick)
+	require.Eventually(t, func() bool { return metricValue(b.m.Leases) == 1.0 }, deviceclient.Timeout, tick)
 }
 
 func parseGrant(t *testing.T, raw string) (string, url.Values) {
@@ -67,12 +67,12 @@ func TestOffersFillOnlyFreeSlotsOldestFirst(t *testing.T) {
 	b := setup(t, Config{})
 	jobs := queuedInOrder(t, b, 3)
 	c := b.connect(t, token1, 4, 2)
-	require.Equal(t, jobs[0], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
-	require.Equal(t, jobs[1], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
-	require.Eventually(t, func() bool { return sessionFree(b, device1) == 0 }, gatewaytest.Timeout, tick)
+	require.Equal(t, jobs[0], deviceclient.Expect[protocol.LeaseOffer](t, c).JobID)
+	require.Equal(t, jobs[1], deviceclient.Expect[protocol.LeaseOffer](t, c).JobID)
+	require.Eventually(t, func() bool { return sessionFree(b, device1) == 0 }, deviceclient.Timeout, tick)
 	requireLiveAttempts(t, b, device1, 2)
-	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
-	require.Equal(t, jobs[2], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	deviceclient.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	require.Equal(t, jobs[2], deviceclient.Expect[protocol.LeaseOffer](t, c).JobID)
 	requireLiveAttempts(t, b, device1, 3)
 }
 
@@ -82,7 +82,7 @@ func TestJobsNotificationWakesAnIdleSession(t *testing.T) {
 	b := setup(t, Config{})
 	c := b.connect(t, token1, 1, 1)
 	jobID := b.createJob(t, true)
-	require.Equal(t, jobID, gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	require.Equal(t, jobID, deviceclient.Expect[protocol.LeaseOffer](t, c).JobID)
 }
 
 // Without any notification the poll finds the job (database clock, real timers).
@@ -91,7 +91,7 @@ func TestPollFallbackFindsUnannouncedJobs(t *testing.T) {
 	b := setup(t, Config{Clock: realClock, PollInterval: 20 * time.Millisecond})
 	c := b.connect(t, token1, 1, 1)
 	jobID := b.createJob(t, false)
-	require.Equal(t, jobID, gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	require.Equal(t, jobID, deviceclient.Expect[protocol.LeaseOffer](t, c).JobID)
 }
 
 // A device offering another service is not offered the job.
@@ -100,9 +100,9 @@ func TestOffersMatchTheServicesOfHello(t *testing.T) {
 	b := setup(t, Config{})
 	b.createJob(t, false)
 	c := b.dial(t, token1)
-	gatewaytest.MustHello(t, c, []string{"ffmpeg.h264_720p"}, 1, 1)
+	deviceclient.MustHello(t, c, []string{"ffmpeg.h264_720p"}, 1, 1)
 	require.Eventually(t, func() bool { return sessionFree(b, device1) == 1 && !offering(b, device1) },
-		gatewaytest.Timeout, tick)
+		deviceclient.Timeout, tick)
 	requireLiveAttempts(t, b, device1, 0)
 }
 

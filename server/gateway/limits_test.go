@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/internal/clock"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
@@ -26,15 +26,15 @@ func limitsConfig(c *clock.Stub, perIP, perDevice ratelimit.Rule) Config {
 // hello, expects welcome and closes the session.
 func (b *bundle) dialFrom(t *testing.T, ip, token string) *http.Response {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), gatewaytest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), deviceclient.Timeout)
 	defer cancel()
-	c, resp, err := gatewaytest.DialFrom(ctx, b.wsURL(), token, ip)
+	c, resp, err := deviceclient.DialFrom(ctx, b.wsURL(), token, ip)
 	if err != nil {
 		require.NotNil(t, resp, "dial from %s: %v", ip, err)
 		return resp
 	}
 	defer c.Close()
-	gatewaytest.MustHello(t, c, services, 1, 1)
+	deviceclient.MustHello(t, c, services, 1, 1)
 	return resp
 }
 

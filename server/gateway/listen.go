@@ -12,7 +12,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/fencing"
 )
 
 // listenLoop keeps one dedicated connection LISTENing on the cancel and
@@ -49,7 +49,7 @@ func (g *Gateway) listenOnce(ctx context.Context, connected func()) error {
 		return fmt.Errorf("connect listener: %w", err)
 	}
 	defer release()
-	for _, ch := range []string{server.CancelChannel, JobsChannel, server.LostChannel} {
+	for _, ch := range []string{fencing.CancelChannel, JobsChannel, fencing.LostChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return fmt.Errorf("listen %s: %w", ch, err)
 		}
@@ -79,9 +79,9 @@ func (g *Gateway) dispatchNotification(ctx context.Context, n *pgconn.Notificati
 		(*hook)(n.Channel)
 	}
 	switch n.Channel {
-	case server.CancelChannel:
+	case fencing.CancelChannel:
 		g.onCancelNotice(ctx, n.Payload)
-	case server.LostChannel:
+	case fencing.LostChannel:
 		g.onLostNotice(n.Payload)
 	case JobsChannel:
 		if g.ignoreJobs.Load() {
@@ -98,7 +98,7 @@ func (g *Gateway) dispatchNotification(ctx context.Context, n *pgconn.Notificati
 // onCancelNotice routes one cancel to the device's sessions here, if any;
 // the gateway holding the device's session is whichever one finds it.
 func (g *Gateway) onCancelNotice(ctx context.Context, payload string) {
-	var n server.CancelNotice
+	var n fencing.CancelNotice
 	if err := json.Unmarshal([]byte(payload), &n); err != nil || !protocol.ValidID(n.JobID) {
 		g.log.Warn("ignoring malformed cancel notice", "err", err)
 		return
@@ -127,7 +127,7 @@ func (g *Gateway) onCancelNotice(ctx context.Context, payload string) {
 // session's slot count was free already (a restarted agent reports its
 // slots free while the database still holds its old attempts live).
 func (g *Gateway) onLostNotice(payload string) {
-	var n server.CancelNotice
+	var n fencing.CancelNotice
 	if err := json.Unmarshal([]byte(payload), &n); err != nil || !protocol.ValidID(n.JobID) ||
 		!protocol.ValidID(n.AttemptID) || !protocol.ValidID(n.DeviceID) {
 		g.log.Warn("ignoring malformed lost notice", "err", err)
@@ -144,7 +144,7 @@ func (g *Gateway) onLostNotice(payload string) {
 
 // writeLost writes one attempt_lost frame onLostNotice counted pending,
 // then frees the slot the attempt held.
-func (s *session) writeLost(n server.CancelNotice) {
+func (s *session) writeLost(n fencing.CancelNotice) {
 	if hook := s.g.beforeLostFrame.Load(); hook != nil {
 		(*hook)()
 	}

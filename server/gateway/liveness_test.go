@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 // lastSeen reads a device's devices.last_seen_at.
@@ -32,40 +32,40 @@ func TestRejectedFramesDoNotHeartbeat(t *testing.T) {
 	leasedAt := b.now()
 	b.clock.Advance(5 * time.Second)
 
-	wrongEpoch := gatewaytest.Progress(o, protocol.AttemptRunning)
+	wrongEpoch := deviceclient.Progress(o, protocol.AttemptRunning)
 	wrongEpoch.LeaseEpoch = 2
-	gatewaytest.MustSend(t, c, wrongEpoch)
-	require.Equal(t, protocol.ReasonIdentityMismatch, gatewaytest.Expect[protocol.LeaseConflict](t, c).Reason)
+	deviceclient.MustSend(t, c, wrongEpoch)
+	require.Equal(t, protocol.ReasonIdentityMismatch, deviceclient.Expect[protocol.LeaseConflict](t, c).Reason)
 
-	wrongToken := gatewaytest.Commit(o, protocol.Output{Key: protocol.OutputKey(o.JobID, o.AttemptID), Bytes: 1,
+	wrongToken := deviceclient.Commit(o, protocol.Output{Key: protocol.OutputKey(o.JobID, o.AttemptID), Bytes: 1,
 		SHA256: protocol.HashCommitToken("x")})
 	wrongToken.CommitToken = "not-the-token"
-	gatewaytest.MustSend(t, c, wrongToken)
-	require.Equal(t, protocol.CodeCommitConflict, gatewaytest.Expect[protocol.CommitRejected](t, c).Code)
+	deviceclient.MustSend(t, c, wrongToken)
+	require.Equal(t, protocol.CodeCommitConflict, deviceclient.Expect[protocol.CommitRejected](t, c).Code)
 
 	notYet := *wrongToken
 	notYet.CommitToken = o.CommitToken // the attempt is leased, not uploading
-	gatewaytest.MustSend(t, c, &notYet)
-	require.Equal(t, protocol.CodeAttemptNotCommittable, gatewaytest.Expect[protocol.CommitRejected](t, c).Code)
+	deviceclient.MustSend(t, c, &notYet)
+	require.Equal(t, protocol.CodeAttemptNotCommittable, deviceclient.Expect[protocol.CommitRejected](t, c).Code)
 
-	gatewaytest.MustSend(t, c, gatewaytest.Fail(o, "exploded"))
-	require.Equal(t, protocol.CodeBadFailureCode, gatewaytest.Expect[protocol.FailRejected](t, c).Code)
-	forged := gatewaytest.Fail(o, protocol.FailRunnerFailed)
+	deviceclient.MustSend(t, c, deviceclient.Fail(o, "exploded"))
+	require.Equal(t, protocol.CodeBadFailureCode, deviceclient.Expect[protocol.FailRejected](t, c).Code)
+	forged := deviceclient.Fail(o, protocol.FailRunnerFailed)
 	forged.CommitToken = "not-the-token"
-	gatewaytest.MustSend(t, c, forged)
-	require.Equal(t, protocol.CodeFailConflict, gatewaytest.Expect[protocol.FailRejected](t, c).Code)
+	deviceclient.MustSend(t, c, forged)
+	require.Equal(t, protocol.CodeFailConflict, deviceclient.Expect[protocol.FailRejected](t, c).Code)
 
-	gatewaytest.MustSendRaw(t, c, []byte(`{"type":"progress",`))
-	require.Equal(t, protocol.CodeBadMessage, gatewaytest.Expect[protocol.ErrorMessage](t, c).Code)
+	deviceclient.MustSendRaw(t, c, []byte(`{"type":"progress",`))
+	require.Equal(t, protocol.CodeBadMessage, deviceclient.Expect[protocol.ErrorMessage](t, c).Code)
 
 	require.Equal(t, leasedAt, b.lastSeen(t, device1), "a rejected frame heartbeated the device")
 
-	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 0})
-	require.Eventually(t, func() bool { return b.lastSeen(t, device1).Equal(b.now()) }, gatewaytest.Timeout, tick,
+	deviceclient.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 0})
+	require.Eventually(t, func() bool { return b.lastSeen(t, device1).Equal(b.now()) }, deviceclient.Timeout, tick,
 		"a slots report heartbeats the device")
 	b.clock.Advance(5 * time.Second)
-	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptRunning))
-	gatewaytest.Expect[protocol.ProgressOK](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Progress(o, protocol.AttemptRunning))
+	deviceclient.Expect[protocol.ProgressOK](t, c)
 	require.Equal(t, b.now(), b.lastSeen(t, device1), "an accepted progress heartbeats the device")
 }
 
@@ -75,7 +75,7 @@ func TestAcceptedFailHeartbeats(t *testing.T) {
 	b := setup(t, Config{Heartbeat: 24 * time.Hour})
 	c, o := b.leased(t)
 	b.clock.Advance(5 * time.Second)
-	gatewaytest.MustSend(t, c, gatewaytest.Fail(o, protocol.FailRunnerFailed))
-	gatewaytest.Expect[protocol.FailOK](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Fail(o, protocol.FailRunnerFailed))
+	deviceclient.Expect[protocol.FailOK](t, c)
 	require.Equal(t, b.now(), b.lastSeen(t, device1))
 }

@@ -18,16 +18,16 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/internal/syncbuf"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/faultpoint"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
 	"github.com/rendermac/rendermac/server/store"
@@ -63,7 +63,7 @@ var (
 type bundle struct {
 	url    string
 	pool   *pgxpool.Pool
-	svc    *server.Service
+	svc    *fencing.Service
 	store  *testStore
 	signer *grant.Signer
 	m      *metrics.Metrics
@@ -128,8 +128,8 @@ func newBundle(t *testing.T, url string, st *testStore, cfg Config) *bundle {
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = -1
 	}
-	b.svc = server.NewService(pool, st, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader},
-		server.Config{LeaseTTL: ttl, FaultPoints: faultpoint.New()})
+	b.svc = fencing.NewService(pool, st, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader},
+		fencing.Config{LeaseTTL: ttl, FaultPoints: faultpoint.New()})
 	b.signer, err = grant.NewSigner([]byte(strings.Repeat("k", grant.MinKeyBytes)), "http://artifacts.test")
 	require.NoError(t, err)
 	b.logs = &syncbuf.Buffer{}
@@ -148,7 +148,7 @@ func newBundle(t *testing.T, url string, st *testStore, cfg Config) *bundle {
 	})
 	select {
 	case <-b.gw.Listening():
-	case <-time.After(gatewaytest.Timeout):
+	case <-time.After(deviceclient.Timeout):
 		t.Fatal("gateway never started listening")
 	}
 	return b
@@ -173,24 +173,24 @@ func (b *bundle) now() time.Time {
 	return b.clock.Now()
 }
 
-func (b *bundle) wsURL() string { return gatewaytest.WSURL(b.srv.URL, Path) }
+func (b *bundle) wsURL() string { return deviceclient.WSURL(b.srv.URL, Path) }
 
 // dial opens a session for token and closes it when the test ends.
-func (b *bundle) dial(t *testing.T, token string) *gatewaytest.Client {
+func (b *bundle) dial(t *testing.T, token string) *deviceclient.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), gatewaytest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), deviceclient.Timeout)
 	defer cancel()
-	c, _, err := gatewaytest.Dial(ctx, b.wsURL(), token)
+	c, _, err := deviceclient.Dial(ctx, b.wsURL(), token)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
 }
 
 // connect dials and says hello with the given slots.
-func (b *bundle) connect(t *testing.T, token string, total, free int) *gatewaytest.Client {
+func (b *bundle) connect(t *testing.T, token string, total, free int) *deviceclient.Client {
 	t.Helper()
 	c := b.dial(t, token)
-	gatewaytest.MustHello(t, c, services, total, free)
+	deviceclient.MustHello(t, c, services, total, free)
 	return c
 }
 
@@ -212,10 +212,10 @@ func (b *bundle) createJob(t *testing.T, notify bool) string {
 }
 
 // uploading reports the uploading phase of an offer and expects progress_ok.
-func uploading(t *testing.T, c *gatewaytest.Client, o *protocol.LeaseOffer) {
+func uploading(t *testing.T, c *deviceclient.Client, o *protocol.LeaseOffer) {
 	t.Helper()
-	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptUploading))
-	ok := gatewaytest.Expect[protocol.ProgressOK](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Progress(o, protocol.AttemptUploading))
+	ok := deviceclient.Expect[protocol.ProgressOK](t, c)
 	require.Equal(t, o.AttemptID, ok.AttemptID)
 }
 

@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/faultpoint"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 )
 
@@ -184,7 +184,7 @@ func (s *session) unclaim(free int) {
 // deliver sends a leased attempt. An offer that cannot be built or sent is
 // given back at once with a retryable fail (the token is still in hand),
 // so the job is requeued now instead of when the lease would expire.
-func (s *session) deliver(r protocol.Reply, job server.OfferJob) bool {
+func (s *session) deliver(r protocol.Reply, job fencing.OfferJob) bool {
 	offer, err := s.g.buildOffer(s.ctx, r, job)
 	if err != nil {
 		// No grant, no offer: the job goes back to the queue now.
@@ -237,7 +237,7 @@ func (s *session) giveBack(r protocol.Reply, code protocol.FailureCode) {
 // own), and grants scoped to the job's input key (get) and the attempt's
 // output key (put). Grants are issued at the lease's own instant (the
 // database's clock, through the reply), not at this process's clock.
-func (g *Gateway) buildOffer(ctx context.Context, r protocol.Reply, job server.OfferJob) (*protocol.LeaseOffer, error) {
+func (g *Gateway) buildOffer(ctx context.Context, r protocol.Reply, job fencing.OfferJob) (*protocol.LeaseOffer, error) {
 	o := &protocol.LeaseOffer{Type: protocol.TypeLeaseOffer, JobID: r.JobID, AttemptID: r.AttemptID,
 		AttemptNumber: r.AttemptNumber, LeaseEpoch: r.LeaseEpoch, CommitToken: r.CommitToken,
 		LeaseExpiresAt: r.LeaseExpiresAt, Service: job.Service, Params: job.Params}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/faultpoint"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 // A slots report the device sends once it has an offer already counts
@@ -30,14 +30,14 @@ func TestASlotsReportAfterAnOfferCountsTheOfferOnce(t *testing.T) {
 	t.Cleanup(func() { let.Do(func() { close(reported) }) })
 
 	c := b.connect(t, token1, 4, 1)
-	require.Equal(t, jobs[0], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	require.Equal(t, jobs[0], deviceclient.Expect[protocol.LeaseOffer](t, c).JobID)
 	// The device has the offer and one more free slot, and says so while
 	// the gateway's writer is still behind its write.
-	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
-	require.Eventually(t, func() bool { return offerAgain(b, device1) }, gatewaytest.Timeout, tick,
+	deviceclient.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	require.Eventually(t, func() bool { return offerAgain(b, device1) }, deviceclient.Timeout, tick,
 		"the slots report was not handled")
 	let.Do(func() { close(reported) })
-	require.Equal(t, jobs[1], gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	require.Equal(t, jobs[1], deviceclient.Expect[protocol.LeaseOffer](t, c).JobID)
 	requireLiveAttempts(t, b, device1, 2)
 }
 

@@ -7,16 +7,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 // leased is a device1 session with one slot holding the offer of a fresh job.
-func (b *bundle) leased(t *testing.T) (*gatewaytest.Client, *protocol.LeaseOffer) {
+func (b *bundle) leased(t *testing.T) (*deviceclient.Client, *protocol.LeaseOffer) {
 	t.Helper()
 	b.createJob(t, false)
 	c := b.connect(t, token1, 1, 1)
-	return c, gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	return c, deviceclient.Expect[protocol.LeaseOffer](t, c)
 }
 
 func TestProgressRenewsTheLease(t *testing.T) {
@@ -24,8 +24,8 @@ func TestProgressRenewsTheLease(t *testing.T) {
 	b := setup(t, Config{})
 	c, o := b.leased(t)
 	b.clock.Advance(5 * time.Second)
-	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptDownloading))
-	ok := gatewaytest.Expect[protocol.ProgressOK](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Progress(o, protocol.AttemptDownloading))
+	ok := deviceclient.Expect[protocol.ProgressOK](t, c)
 	require.Equal(t, &protocol.ProgressOK{Type: protocol.TypeProgressOK, JobID: o.JobID, AttemptID: o.AttemptID,
 		LeaseExpiresAt: t0.Add(5*time.Second + ttl)}, ok)
 	var status protocol.AttemptStatus
@@ -43,33 +43,33 @@ func TestProgressConflicts(t *testing.T) {
 	cases := []struct {
 		reason protocol.ConflictReason
 		// arrange prepares the situation and returns the progress to send.
-		arrange func(t *testing.T, b *bundle, c *gatewaytest.Client, o *protocol.LeaseOffer) *protocol.Progress
+		arrange func(t *testing.T, b *bundle, c *deviceclient.Client, o *protocol.LeaseOffer) *protocol.Progress
 	}{
-		{protocol.ReasonIdentityMismatch, func(t *testing.T, b *bundle, c *gatewaytest.Client, o *protocol.LeaseOffer) *protocol.Progress {
-			p := gatewaytest.Progress(o, protocol.AttemptRunning)
+		{protocol.ReasonIdentityMismatch, func(t *testing.T, b *bundle, c *deviceclient.Client, o *protocol.LeaseOffer) *protocol.Progress {
+			p := deviceclient.Progress(o, protocol.AttemptRunning)
 			p.LeaseEpoch = 2
 			return p
 		}},
-		{protocol.ReasonPhaseRegression, func(t *testing.T, b *bundle, c *gatewaytest.Client, o *protocol.LeaseOffer) *protocol.Progress {
+		{protocol.ReasonPhaseRegression, func(t *testing.T, b *bundle, c *deviceclient.Client, o *protocol.LeaseOffer) *protocol.Progress {
 			uploading(t, c, o)
-			return gatewaytest.Progress(o, protocol.AttemptRunning)
+			return deviceclient.Progress(o, protocol.AttemptRunning)
 		}},
-		{protocol.ReasonAttemptTerminal, func(t *testing.T, b *bundle, c *gatewaytest.Client, o *protocol.LeaseOffer) *protocol.Progress {
+		{protocol.ReasonAttemptTerminal, func(t *testing.T, b *bundle, c *deviceclient.Client, o *protocol.LeaseOffer) *protocol.Progress {
 			uploading(t, c, o)
-			gatewaytest.MustSend(t, c, gatewaytest.Commit(o, b.putOutput(t, o)))
-			gatewaytest.Expect[protocol.CommitOK](t, c)
-			return gatewaytest.Progress(o, protocol.AttemptUploading)
+			deviceclient.MustSend(t, c, deviceclient.Commit(o, b.putOutput(t, o)))
+			deviceclient.Expect[protocol.CommitOK](t, c)
+			return deviceclient.Progress(o, protocol.AttemptUploading)
 		}},
-		{protocol.ReasonJobCancelling, func(t *testing.T, b *bundle, c *gatewaytest.Client, o *protocol.LeaseOffer) *protocol.Progress {
+		{protocol.ReasonJobCancelling, func(t *testing.T, b *bundle, c *deviceclient.Client, o *protocol.LeaseOffer) *protocol.Progress {
 			r, err := b.svc.Cancel(context.Background(), b.now(), buyerID, o.JobID)
 			require.NoError(t, err)
 			require.Equal(t, protocol.CodeCancelling, r.Code)
-			gatewaytest.Expect[protocol.Cancel](t, c)
-			return gatewaytest.Progress(o, protocol.AttemptRunning)
+			deviceclient.Expect[protocol.Cancel](t, c)
+			return deviceclient.Progress(o, protocol.AttemptRunning)
 		}},
-		{protocol.ReasonLeaseExpired, func(t *testing.T, b *bundle, c *gatewaytest.Client, o *protocol.LeaseOffer) *protocol.Progress {
+		{protocol.ReasonLeaseExpired, func(t *testing.T, b *bundle, c *deviceclient.Client, o *protocol.LeaseOffer) *protocol.Progress {
 			b.clock.Advance(ttl)
-			return gatewaytest.Progress(o, protocol.AttemptRunning)
+			return deviceclient.Progress(o, protocol.AttemptRunning)
 		}},
 	}
 	for _, tc := range cases {
@@ -79,8 +79,8 @@ func TestProgressConflicts(t *testing.T) {
 			c, o := b.leased(t)
 			p := tc.arrange(t, b, c, o)
 			before := b.snapshot(t)
-			gatewaytest.MustSend(t, c, p)
-			got := gatewaytest.Expect[protocol.LeaseConflict](t, c)
+			deviceclient.MustSend(t, c, p)
+			got := deviceclient.Expect[protocol.LeaseConflict](t, c)
 			require.Equal(t, &protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: o.JobID,
 				AttemptID: o.AttemptID, Reason: tc.reason}, got)
 			requireUnchanged(t, before, b.snapshot(t))

@@ -5,9 +5,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -18,22 +18,22 @@ func TestNoJobIsRememberedUntilAJobIsAnnounced(t *testing.T) {
 	b := setup(t, Config{})
 	counter := store.DBCounter(b.pool)
 	require.NotNil(t, counter)
-	leases := func() int64 { return counter.Snapshot()[server.OpLease].Transactions }
+	leases := func() int64 { return counter.Snapshot()[fencing.OpLease].Transactions }
 	c := b.connect(t, token1, 4, 1) // the welcome's offer pass leases and finds nothing
-	require.Eventually(t, func() bool { return b.gw.queues.known(services) }, gatewaytest.Timeout, tick)
+	require.Eventually(t, func() bool { return b.gw.queues.known(services) }, deviceclient.Timeout, tick)
 	require.Equal(t, int64(1), leases())
 
 	// Two slots reports later, still one Lease: both passes were skipped.
 	for i := range 2 {
-		gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+		deviceclient.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
 		require.Eventually(t, func() bool { return metricValue(b.m.LeasesSkipped) == float64(i+1) },
-			gatewaytest.Timeout, tick)
+			deviceclient.Timeout, tick)
 	}
 	require.Equal(t, int64(1), leases())
 
 	// A created job is announced, and the announcement leases it.
 	jobID := b.createJob(t, true)
-	require.Equal(t, jobID, gatewaytest.Expect[protocol.LeaseOffer](t, c).JobID)
+	require.Equal(t, jobID, deviceclient.Expect[protocol.LeaseOffer](t, c).JobID)
 	require.Equal(t, int64(2), leases())
 }
 

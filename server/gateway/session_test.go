@@ -8,8 +8,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 )
 
 // An agent that reconnects goes on with the attempt it holds: the new
@@ -21,14 +21,14 @@ func TestReconnectedAgentContinuesItsAttempt(t *testing.T) {
 	c1, o := b.leased(t)
 	b.createJob(t, false)
 	c2 := b.connect(t, token1, 1, 0)
-	gatewaytest.ExpectClosed(t, c1, websocket.StatusGoingAway)
-	gatewaytest.MustSend(t, c2, gatewaytest.Progress(o, protocol.AttemptRunning))
+	deviceclient.ExpectClosed(t, c1, websocket.StatusGoingAway)
+	deviceclient.MustSend(t, c2, deviceclient.Progress(o, protocol.AttemptRunning))
 	// The first frame after welcome answers the progress: no offer came.
-	require.Equal(t, o.AttemptID, gatewaytest.Expect[protocol.ProgressOK](t, c2).AttemptID)
+	require.Equal(t, o.AttemptID, deviceclient.Expect[protocol.ProgressOK](t, c2).AttemptID)
 	uploading(t, c2, o)
-	gatewaytest.MustSend(t, c2, gatewaytest.Commit(o, b.putOutput(t, o)))
-	gatewaytest.Expect[protocol.CommitOK](t, c2)
-	next := gatewaytest.Expect[protocol.LeaseOffer](t, c2)
+	deviceclient.MustSend(t, c2, deviceclient.Commit(o, b.putOutput(t, o)))
+	deviceclient.Expect[protocol.CommitOK](t, c2)
+	next := deviceclient.Expect[protocol.LeaseOffer](t, c2)
 	require.NotEqual(t, o.JobID, next.JobID)
 	require.Equal(t, 1.0, metricValue(b.m.Sessions))
 }
@@ -42,19 +42,19 @@ func TestShutdownDrainsInFlightFramesThenCloses1001(t *testing.T) {
 	uploading(t, c, o)
 	out := b.putOutput(t, o)
 	opened, release := b.store.holdReads()
-	gatewaytest.MustSend(t, c, gatewaytest.Commit(o, out))
+	deviceclient.MustSend(t, c, deviceclient.Commit(o, out))
 	<-opened // verification is in flight
 	shut := make(chan error, 1)
 	go func() { shut <- b.gw.Shutdown(context.Background()) }()
 	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), gatewaytest.Timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), deviceclient.Timeout)
 		defer cancel()
-		_, resp, err := gatewaytest.Dial(ctx, b.wsURL(), token2)
+		_, resp, err := deviceclient.Dial(ctx, b.wsURL(), token2)
 		return err != nil && resp != nil && resp.StatusCode == http.StatusServiceUnavailable
-	}, gatewaytest.Timeout, tick, "a draining gateway refuses new sessions")
+	}, deviceclient.Timeout, tick, "a draining gateway refuses new sessions")
 	release()
-	gatewaytest.Expect[protocol.CommitOK](t, c)
-	gatewaytest.ExpectClosed(t, c, websocket.StatusGoingAway)
+	deviceclient.Expect[protocol.CommitOK](t, c)
+	deviceclient.ExpectClosed(t, c, websocket.StatusGoingAway)
 	require.NoError(t, <-shut)
 	require.Equal(t, protocol.JobSucceeded, b.jobStatus(t, o.JobID))
 }
@@ -67,7 +67,7 @@ func TestRevokedDeviceGetsNoMoreOffers(t *testing.T) {
 	c, o := b.leased(t)
 	require.NoError(t, b.svc.RevokeDevice(context.Background(), device1))
 	b.createJob(t, false)
-	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	deviceclient.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
 	require.Eventually(t, func() bool {
 		s := b.gw.sessionsOf(device1)
 		if len(s) != 1 {
@@ -76,15 +76,15 @@ func TestRevokedDeviceGetsNoMoreOffers(t *testing.T) {
 		s[0].mu.Lock()
 		defer s[0].mu.Unlock()
 		return s[0].revoked
-	}, gatewaytest.Timeout, tick)
+	}, deviceclient.Timeout, tick)
 	requireLiveAttempts(t, b, device1, 1)
 	uploading(t, c, o)
-	gatewaytest.MustSend(t, c, gatewaytest.Commit(o, b.putOutput(t, o)))
-	gatewaytest.Expect[protocol.CommitOK](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Commit(o, b.putOutput(t, o)))
+	deviceclient.Expect[protocol.CommitOK](t, c)
 	// And a new session is refused before the upgrade.
-	ctx, cancel := context.WithTimeout(context.Background(), gatewaytest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), deviceclient.Timeout)
 	defer cancel()
-	_, resp, err := gatewaytest.Dial(ctx, b.wsURL(), token1)
+	_, resp, err := deviceclient.Dial(ctx, b.wsURL(), token1)
 	require.Error(t, err)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 }
@@ -97,20 +97,20 @@ func TestTokensNeverReachTheLogs(t *testing.T) {
 	c, o := b.leased(t)
 	second := b.createJob(t, false)
 	uploading(t, c, o)
-	bad := gatewaytest.Commit(o, b.putOutput(t, o))
+	bad := deviceclient.Commit(o, b.putOutput(t, o))
 	bad.Output.SHA256 = "not-hex"
-	gatewaytest.MustSend(t, c, bad)
-	gatewaytest.Expect[protocol.ErrorMessage](t, c)
-	wrong := gatewaytest.Commit(o, b.putOutput(t, o))
+	deviceclient.MustSend(t, c, bad)
+	deviceclient.Expect[protocol.ErrorMessage](t, c)
+	wrong := deviceclient.Commit(o, b.putOutput(t, o))
 	wrong.LeaseEpoch = 7
-	gatewaytest.MustSend(t, c, wrong)
-	gatewaytest.Expect[protocol.CommitRejected](t, c)
-	gatewaytest.MustSend(t, c, gatewaytest.Commit(o, b.putOutput(t, o)))
-	gatewaytest.Expect[protocol.CommitOK](t, c)
-	o2 := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	deviceclient.MustSend(t, c, wrong)
+	deviceclient.Expect[protocol.CommitRejected](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Commit(o, b.putOutput(t, o)))
+	deviceclient.Expect[protocol.CommitOK](t, c)
+	o2 := deviceclient.Expect[protocol.LeaseOffer](t, c)
 	require.Equal(t, second, o2.JobID)
-	gatewaytest.MustSend(t, c, gatewaytest.Fail(o2, protocol.FailRunnerFailed))
-	gatewaytest.Expect[protocol.FailOK](t, c)
+	deviceclient.MustSend(t, c, deviceclient.Fail(o2, protocol.FailRunnerFailed))
+	deviceclient.Expect[protocol.FailOK](t, c)
 	logs := b.logs.String()
 	require.Contains(t, logs, o.AttemptID, "the test must see the session's logs")
 	for _, secret := range []string{token1, o.CommitToken, o2.CommitToken} {

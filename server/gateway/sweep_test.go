@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
+	"github.com/rendermac/rendermac/server/fencing"
 )
 
 // Only the holder of the advisory lock sweeps: while another process holds
@@ -52,8 +52,8 @@ func TestSweptLeaseIsRequeuedAndOfferedAgain(t *testing.T) {
 	require.Equal(t, 1.0, metricValue(b.m.SweepChanges.WithLabelValues("lost")))
 	require.Equal(t, 1.0, metricValue(b.m.SweepChanges.WithLabelValues("requeued")))
 	expectLostThenOfferedAgain(t, c, o)
-	gatewaytest.MustSend(t, c, gatewaytest.Progress(o, protocol.AttemptRunning))
-	require.Equal(t, protocol.ReasonAttemptTerminal, gatewaytest.Expect[protocol.LeaseConflict](t, c).Reason)
+	deviceclient.MustSend(t, c, deviceclient.Progress(o, protocol.AttemptRunning))
+	require.Equal(t, protocol.ReasonAttemptTerminal, deviceclient.Expect[protocol.LeaseConflict](t, c).Reason)
 }
 
 // A restarted agent reports its slot free while the database still holds
@@ -76,8 +76,8 @@ func TestLostFrameGoesOutBeforeTheOfferForItsSlot(t *testing.T) {
 		var status protocol.JobStatus
 		require.NoError(t, b.pool.QueryRow(ctx, `SELECT status FROM jobs WHERE id = $1`, o.JobID).Scan(&status))
 		return status == protocol.JobActive
-	}, gatewaytest.Timeout, tick, "the requeued job is leased again")
-	gatewaytest.ExpectNone(t, c, 200*time.Millisecond, "a frame overtook the pending attempt_lost frame")
+	}, deviceclient.Timeout, tick, "the requeued job is leased again")
+	deviceclient.ExpectNone(t, c, 200*time.Millisecond, "a frame overtook the pending attempt_lost frame")
 
 	let()
 	expectLostThenOfferedAgain(t, c, o)
@@ -85,12 +85,12 @@ func TestLostFrameGoesOutBeforeTheOfferForItsSlot(t *testing.T) {
 
 // expectLostThenOfferedAgain reads attempt_lost for offer o's attempt,
 // then the offer of its job's attempt 2.
-func expectLostThenOfferedAgain(t *testing.T, c *gatewaytest.Client, o *protocol.LeaseOffer) {
+func expectLostThenOfferedAgain(t *testing.T, c *deviceclient.Client, o *protocol.LeaseOffer) {
 	t.Helper()
-	lost := gatewaytest.Expect[protocol.LeaseConflict](t, c)
+	lost := deviceclient.Expect[protocol.LeaseConflict](t, c)
 	require.Equal(t, protocol.ReasonAttemptLost, lost.Reason)
 	require.Equal(t, o.AttemptID, lost.AttemptID)
-	again := gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	again := deviceclient.Expect[protocol.LeaseOffer](t, c)
 	require.Equal(t, o.JobID, again.JobID)
 	require.Equal(t, 2, again.AttemptNumber)
 }
@@ -99,7 +99,7 @@ func expectLostThenOfferedAgain(t *testing.T, c *gatewaytest.Client, o *protocol
 func TestRunSweepsPeriodically(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Clock: realClock, SweepInterval: 10 * time.Millisecond})
-	require.Eventually(t, func() bool { return metricValue(b.m.Sweeps) >= 2 }, gatewaytest.Timeout, tick)
+	require.Eventually(t, func() bool { return metricValue(b.m.Sweeps) >= 2 }, deviceclient.Timeout, tick)
 }
 
 // The gateway that sweeps learns of the lost attempt, like every other,
@@ -113,7 +113,7 @@ func TestSweepingGatewayOffersNothingBeforeItsListenerHeardTheLoss(t *testing.T)
 	b, c, o, release, let := leasedWithSlotFree(t)
 	ctx := context.Background()
 	hold := func(channel string) {
-		if channel == server.LostChannel {
+		if channel == fencing.LostChannel {
 			<-release
 		}
 	}
@@ -124,7 +124,7 @@ func TestSweepingGatewayOffersNothingBeforeItsListenerHeardTheLoss(t *testing.T)
 	require.NoError(t, err)
 	require.True(t, ran)
 	// Nothing is leased (and so nothing offered) while the loss is unheard.
-	gatewaytest.ExpectNone(t, c, 300*time.Millisecond, "a frame went out before the listener heard of the loss")
+	deviceclient.ExpectNone(t, c, 300*time.Millisecond, "a frame went out before the listener heard of the loss")
 
 	let()
 	expectLostThenOfferedAgain(t, c, o)
@@ -135,12 +135,12 @@ func TestSweepingGatewayOffersNothingBeforeItsListenerHeardTheLoss(t *testing.T)
 // (reportSlotFree), and a gate for a test's hook: let closes release, and
 // runs at cleanup before the gateway's shutdown, which waits for the hooked
 // goroutine.
-func leasedWithSlotFree(t *testing.T) (b *bundle, c *gatewaytest.Client, o *protocol.LeaseOffer, release <-chan struct{}, let func()) {
+func leasedWithSlotFree(t *testing.T) (b *bundle, c *deviceclient.Client, o *protocol.LeaseOffer, release <-chan struct{}, let func()) {
 	t.Helper()
 	b = setup(t, Config{})
 	b.createJob(t, true)
 	c = b.connect(t, token2, 1, 1)
-	o = gatewaytest.Expect[protocol.LeaseOffer](t, c)
+	o = deviceclient.Expect[protocol.LeaseOffer](t, c)
 	reportSlotFree(t, b, c)
 	gate := make(chan struct{})
 	let = sync.OnceFunc(func() { close(gate) })
@@ -157,7 +157,7 @@ func leasedWithSlotFree(t *testing.T) (b *bundle, c *gatewaytest.Client, o *prot
 // window the README lists as open). The report is sent once the offer of
 // attempt 1 is off the session's books: a report read while an offer is in
 // flight counts that offer's slot taken.
-func reportSlotFree(t *testing.T, b *bundle, c *gatewaytest.Client) {
+func reportSlotFree(t *testing.T, b *bundle, c *deviceclient.Client) {
 	t.Helper()
 	settled := func(idle func(s *session) bool) func() bool {
 		return func() bool {
@@ -173,9 +173,9 @@ func reportSlotFree(t *testing.T, b *bundle, c *gatewaytest.Client) {
 			return len(sessions) == 1
 		}
 	}
-	require.Eventually(t, settled(func(s *session) bool { return s.offering == 0 }), gatewaytest.Timeout, tick,
+	require.Eventually(t, settled(func(s *session) bool { return s.offering == 0 }), deviceclient.Timeout, tick,
 		"the offer of attempt 1 is settled")
-	gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
-	require.Eventually(t, settled(func(s *session) bool { return s.slotsFree == 1 }), gatewaytest.Timeout, tick,
+	deviceclient.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+	require.Eventually(t, settled(func(s *session) bool { return s.slotsFree == 1 }), deviceclient.Timeout, tick,
 		"the slots report's offer pass ends with the slot counted free")
 }

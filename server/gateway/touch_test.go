@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/gateway/gatewaytest"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -32,10 +32,10 @@ func TestTouchIsCoalescedPerWindow(t *testing.T) {
 	// reader has handled the report.
 	refused := func() {
 		t.Helper()
-		gatewaytest.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 0}) // 0: no offer pass, whose lease would heartbeat too
-		gatewaytest.MustSend(t, c, &protocol.Progress{Type: protocol.TypeProgress, JobID: protocol.UUIDFrom(rand.Reader),
+		deviceclient.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 0}) // 0: no offer pass, whose lease would heartbeat too
+		deviceclient.MustSend(t, c, &protocol.Progress{Type: protocol.TypeProgress, JobID: protocol.UUIDFrom(rand.Reader),
 			AttemptID: protocol.UUIDFrom(rand.Reader), LeaseEpoch: 1, Phase: protocol.AttemptRunning})
-		require.Equal(t, protocol.ReasonIdentityMismatch, gatewaytest.Expect[protocol.LeaseConflict](t, c).Reason)
+		require.Equal(t, protocol.ReasonIdentityMismatch, deviceclient.Expect[protocol.LeaseConflict](t, c).Reason)
 	}
 	lastSeen := func() time.Time {
 		var at time.Time

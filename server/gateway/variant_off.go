@@ -5,7 +5,7 @@ package gateway
 import (
 	"fmt"
 
-	"github.com/rendermac/rendermac/server"
+	"github.com/rendermac/rendermac/server/fencing"
 )
 
 // variant is empty in the default build: its hooks are the constant false,
@@ -27,7 +27,7 @@ func Variants() []Variant { return nil }
 // CheckVariant accepts only VariantNone in the default build.
 func CheckVariant(m Variant) error {
 	if m != VariantNone {
-		return fmt.Errorf("gateway variant %q: %w", m, server.ErrNoVariants)
+		return fmt.Errorf("gateway variant %q: %w", m, fencing.ErrNoVariants)
 	}
 	return nil
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/metrics"
 	"github.com/rendermac/rendermac/server/store"
 	"github.com/rendermac/rendermac/server/webhook"
@@ -99,7 +99,7 @@ func (rc *receiver) deliveries() []delivery {
 
 type bundle struct {
 	pool *pgxpool.Pool
-	svc  *server.Service
+	svc  *fencing.Service
 	m    *metrics.Metrics
 }
 
@@ -116,7 +116,7 @@ func setup(t *testing.T, rc *receiver) *bundle {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = fs.Close() })
 	b := &bundle{pool: pool, m: metrics.New(),
-		svc: server.NewService(pool, fs, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, server.Config{})}
+		svc: fencing.NewService(pool, fs, protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, fencing.Config{})}
 	require.NoError(t, b.svc.CreateBuyer(ctx, buyerID, "loud", 1000))
 	require.NoError(t, b.svc.CreateBuyer(ctx, quietBuyerID, "quiet", 1000))
 	if rc != nil {

@@ -1,5 +1,0 @@
-package targets
-
-import "github.com/rendermac/rendermac/sim"
-
-func simVariant(m string) sim.Variant { return sim.Variant(m) }

@@ -1,0 +1,481 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/protocol"
+)
+
+// cmdCreate has the buyer create a job through the HTTP API (POST /v1/jobs
+// on gateway `via`, default gw1) and names it. With `async` the request
+// runs in the background and `created` awaits its outcome (scenario_concurrent.go).
+// Example: create j1 max_attempts=2 window=1s
+// input=NAME sends the upload `input NAME` made (input_id) instead of the
+// inline input; `-> CODE` expects the create refused with that code
+// (`create j2 input=u2 -> validation_error`).
+func cmdCreate(r *scRun, st scStep) error {
+	name := arg(st, 0)
+	if name == "" || strings.Contains(name, "#") || (arg(st, 1) != "" && arg(st, 1) != "async") {
+		return fmt.Errorf("want: create JOB [async] (a name without #)")
+	}
+	maxAttempts, err := optInt(st, "max_attempts", protocol.MaxAttemptsDefault)
+	if err != nil {
+		return err
+	}
+	window, err := time.ParseDuration(st.opt("window", "1h"))
+	if err != nil {
+		return err
+	}
+	req := loadgen.JobRequest{Service: scService, Params: map[string]string{"seed": name},
+		Input: []byte("input of " + name), MaxAttempts: new(maxAttempts), AdmissionWindowS: new(int64(window / time.Second))}
+	if in := st.opt("input", ""); in != "" {
+		id, ok := r.surfaceState().inputs[in]
+		if !ok {
+			return fmt.Errorf("create %s: no input %q (declare it with `input %s`)", name, in, in)
+		}
+		req.Input, req.InputID = nil, id
+	}
+	gw, err := r.stack(st.opt("via", "gw1"))
+	if err != nil {
+		return err
+	}
+	if arg(st, 1) == "async" {
+		return r.background(name, "POST /v1/jobs ("+name+")", func() (string, error) {
+			got, _, err := r.postJob(gw, name, req)
+			return got, err
+		})
+	}
+	got, detail, err := r.postJob(gw, name, req)
+	if err != nil {
+		return err
+	}
+	want := "created"
+	if len(st.arrow) > 0 {
+		want = st.arrow[0]
+	}
+	if got != want {
+		return fmt.Errorf("create %s: want %s, got %s", name, want, detail)
+	}
+	if got != "created" {
+		r.count("create.refused", 1)
+	}
+	return nil
+}
+
+// postJob sends the create and, on 201, names the job. It returns
+// "created" or the refusal's code, and the reply for error messages.
+func (r *scRun) postJob(gw *scStack, name string, req loadgen.JobRequest) (got, detail string, err error) {
+	status, job, err := r.buyer(gw.baseURL(), r.apiKey).CreateJob(r.ctx, req)
+	detail = fmt.Sprintf("HTTP %d %s", status, job.ID)
+	if err != nil {
+		detail = err.Error() // a refusal's status and body, or why there was no reply
+	}
+	status, code, err := replyOf(status, err)
+	if err != nil {
+		return "", "", err
+	}
+	r.tl.add(laneGateway, fmt.Sprintf("buyer -> POST /v1/jobs (%s): %d %s%s", name, status, job.Status, code))
+	if status != http.StatusCreated || !protocol.ValidID(job.ID) {
+		if code == "" {
+			code = "http_" + strconv.Itoa(status)
+		}
+		return code, detail, nil
+	}
+	r.mu.Lock()
+	r.jobs[name] = job.ID
+	r.mu.Unlock()
+	r.setName(job.ID, name)
+	return "created", detail, nil
+}
+
+// cmdCancel has the buyer cancel a job through the HTTP API and checks the
+// outcome: cancelled (200), cancelling (202), job_terminal (409), not_found.
+// Example: cancel j1 via=gw2 -> cancelling
+func cmdCancel(r *scRun, st scStep) error {
+	id, gw, err := r.jobVia(st, 0)
+	if err != nil {
+		return err
+	}
+	got, err := r.cancelJob(gw.baseURL(), id)
+	if err != nil {
+		return err
+	}
+	r.reply("cancel -> " + got)
+	if len(st.arrow) > 0 && st.arrow[0] != got {
+		return fmt.Errorf("cancel: want %s, got %s", st.arrow[0], got)
+	}
+	return nil
+}
+
+func (r *scRun) cancelJob(base, id string) (string, error) {
+	status, job, err := r.buyer(base, r.apiKey).Cancel(r.ctx, id)
+	status, code, err := replyOf(status, err)
+	if err != nil {
+		return "", err
+	}
+	// The refusal's code, or the cancel's outcome, which the status says:
+	// 200 cancelled, 202 cancelling. The body is the job as read after the
+	// cancel committed, which a device's fail at once may already have
+	// ended (a 202 with a cancelled job).
+	got := code
+	if code == "" {
+		got = map[int]string{http.StatusOK: string(protocol.JobCancelled), http.StatusAccepted: string(protocol.JobCancelling)}[status]
+		if got == "" {
+			return "", fmt.Errorf("cancel answered %d with no error code", status)
+		}
+	}
+	r.tl.add(laneGateway, fmt.Sprintf("buyer -> POST /v1/jobs/%s/cancel: %d %s (job %s)", r.name(id), status, got, job.Status))
+	return got, nil
+}
+
+// jobVia resolves the step's i-th argument to a job id and its via=
+// option (default gw1) to a stack.
+func (r *scRun) jobVia(st scStep, i int) (string, *scStack, error) {
+	id, err := r.jobID(arg(st, i))
+	if err != nil {
+		return "", nil, err
+	}
+	gw, err := r.stack(st.opt("via", "gw1"))
+	return id, gw, err
+}
+
+// buyer is the API client of the gateway at base, authenticated by key.
+func (r *scRun) buyer(base, key string) *loadgen.Buyer {
+	return &loadgen.Buyer{BaseURL: base, Key: key, HTTP: r.httpc}
+}
+
+// replyOf is a buyer call's outcome as the HTTP status and, for a
+// refusal, the API's error code: status is the one of a call the client
+// accepted; a call that got no reply is an error.
+func replyOf(status int, err error) (int, string, error) {
+	var se *loadgen.StatusError
+	switch {
+	case err == nil:
+		return status, "", nil
+	case errors.As(err, &se):
+		return se.Status, se.API.Code, nil
+	}
+	return 0, "", err
+}
+
+// cmdAdvance moves the pinned clock every stack decides by.
+// Example: advance 31s
+func cmdAdvance(r *scRun, st scStep) error {
+	d, err := time.ParseDuration(arg(st, 0))
+	if err != nil {
+		return err
+	}
+	r.clock.Advance(d)
+	r.tl.add(laneGateway, fmt.Sprintf("clock jumps %s (now t0+%s)", d, r.clock.Now().Sub(scT0)))
+	return nil
+}
+
+// cmdSweep runs the sweeper of gateway `via` (default gw1) at the pinned
+// instant and checks the counts after `->`; `error` there expects the sweep
+// to report trouble (an artifact store outage while re-verifying).
+// Example: sweep -> lost=1 requeued=1
+func cmdSweep(r *scRun, st scStep) error {
+	gw, err := r.stack(st.opt("via", "gw1"))
+	if err != nil {
+		return err
+	}
+	res, serr := gw.svc.Sweep(r.ctx, r.clock.Now())
+	r.sweptAt = time.Now()
+	got := map[string]int{"lost": res.Lost, "requeued": res.Requeued, "reverified": res.Reverified,
+		"admission_expired": res.AdmissionExpired, "succeeded": res.Succeeded, "failed": res.Failed,
+		"cancelled": res.Cancelled, "offline": res.Offline}
+	r.count("sweep.reverified", int64(res.Reverified))
+	label := fmt.Sprintf("%s sweep: lost=%d requeued=%d reverified=%d admission_expired=%d succeeded=%d failed=%d cancelled=%d",
+		gw.name, res.Lost, res.Requeued, res.Reverified, res.AdmissionExpired, res.Succeeded, res.Failed, res.Cancelled)
+	if serr != nil {
+		label += " error: " + serr.Error()
+	}
+	r.tl.add(laneGateway, label)
+	wantErr := false
+	for _, w := range st.arrow {
+		if w == "error" {
+			wantErr = true
+			continue
+		}
+		k, v, _ := strings.Cut(w, "=")
+		n, err := strconv.Atoi(v)
+		if _, known := got[k]; !known || err != nil {
+			return fmt.Errorf("sweep: bad expectation %q", w)
+		}
+		if got[k] != n {
+			return fmt.Errorf("sweep: want %s, got %s=%d (%s)", w, k, got[k], label)
+		}
+	}
+	switch {
+	case serr != nil && !wantErr:
+		return fmt.Errorf("sweep: %w", serr)
+	case serr == nil && wantErr:
+		return fmt.Errorf("sweep: expected an error, got none (%s)", label)
+	}
+	return nil
+}
+
+// cmdGateway starts a gateway process (a second one on the same database,
+// or a restart of a killed one), kills one (sessions cut, in-flight calls
+// cancelled) or stops one gracefully (sessions drained).
+// Example: gateway kill gw1
+func cmdGateway(r *scRun, st scStep) error {
+	name := arg(st, 1)
+	switch arg(st, 0) {
+	case "start":
+		_, err := r.startStack(name)
+		return err
+	case "kill", "stop":
+		gw, err := r.stack(name)
+		if err != nil {
+			return err
+		}
+		gw.stop(r, arg(st, 0) == "kill")
+		return nil
+	}
+	return fmt.Errorf("want: gateway start|kill|stop NAME")
+}
+
+// cmdStore takes the artifact store down (every call fails with an I/O
+// error) or brings it back.
+// Example: store down
+func cmdStore(r *scRun, st scStep) error {
+	switch arg(st, 0) {
+	case "down", "up":
+		if r.s3 != nil { // the real thing: stop or start the S3 server process
+			if err := r.setS3(arg(st, 0) == "up"); err != nil {
+				return err
+			}
+			break
+		}
+		r.store.down.Store(arg(st, 0) == "down")
+	case "full":
+		r.store.full.Store(true)
+	case "space":
+		r.store.full.Store(false)
+	default:
+		return fmt.Errorf("want: store down|up|full|space")
+	}
+	r.tl.add(laneDatabase, "artifact store "+arg(st, 0))
+	return nil
+}
+
+// cmdPostgres stops (fast shutdown), crashes (SIGKILL) or restarts the
+// scenario's dedicated cluster on the same port; start waits until every
+// running gateway's /readyz answers 200, as an orchestrator would.
+// Example: postgres stop
+func cmdPostgres(r *scRun, st scStep) error {
+	if r.s.pg != "dedicated" {
+		return fmt.Errorf("postgres %s needs `postgres: dedicated` in the header", arg(st, 0))
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, 60*time.Second)
+	defer cancel()
+	p := r.pg.Provider
+	var err error
+	switch arg(st, 0) {
+	case "stop":
+		err = p.Stop(ctx)
+	case "crash":
+		err = p.Crash()
+	case "start":
+		if err = p.Start(ctx); err == nil {
+			r.pgDown = false
+			r.tl.add(laneDatabase, "postgres started on the same port")
+			return r.awaitReady()
+		}
+	default:
+		return fmt.Errorf("want: postgres stop|crash|start")
+	}
+	if err != nil {
+		return err
+	}
+	r.pgDown = true
+	r.tl.add(laneDatabase, "postgres "+map[string]string{"stop": "stopped (fast shutdown)", "crash": "crashed (SIGKILL)"}[arg(st, 0)])
+	return nil
+}
+
+// awaitReady polls /readyz of every running gateway until it answers 200.
+func (r *scRun) awaitReady() error {
+	deadline := time.Now().Add(2 * r.timeout)
+	for _, gw := range r.stacks {
+		if gw.stopped {
+			continue
+		}
+		probes := 0
+		for {
+			probes++
+			req, _ := http.NewRequestWithContext(r.ctx, http.MethodGet, gw.baseURL()+"/readyz", nil)
+			resp, err := r.httpc.Do(req)
+			if err == nil {
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s never became ready after the restart", gw.name)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		r.tl.add(laneGateway, fmt.Sprintf("%s /readyz 200 after %d probe(s)", gw.name, probes))
+	}
+	return nil
+}
+
+// cmdProxy resets every connection through the TCP proxy now.
+// Example: proxy cut
+func cmdProxy(r *scRun, st scStep) error {
+	if r.proxy == nil || arg(st, 0) != "cut" {
+		return fmt.Errorf("want: proxy cut, with `postgres: proxy` in the header")
+	}
+	r.cutProxy()
+	return nil
+}
+
+// cmdPool warms a gateway's pool: N connections are acquired at once (so
+// the pool opens that many) and released idle, as under load.
+// Example: pool warm 8 gw1
+func cmdPool(r *scRun, st scStep) error {
+	n, err := strconv.Atoi(arg(st, 1))
+	if arg(st, 0) != "warm" || err != nil || n < 1 {
+		return fmt.Errorf("want: pool warm N [GATEWAY]")
+	}
+	name := arg(st, 2)
+	if name == "" {
+		name = "gw1"
+	}
+	gw, err := r.stack(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := gw.pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("pool warm: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	r.tl.add(laneDatabase, fmt.Sprintf("%s pool warmed to %d idle connection(s)", name, n))
+	return nil
+}
+
+func (r *scRun) cutProxy() {
+	n := r.proxy.Cut()
+	r.count("proxy.resets", int64(n))
+	r.tl.add(laneDatabase, fmt.Sprintf("TCP proxy reset %d pool connection(s)", n))
+}
+
+// cmdArm arms a server fault point, at its first hit: block (until
+// `release`, or until the caller's context ends, e.g. its gateway is
+// killed), cut-db (reset every pooled connection through the proxy), or
+// cancel J (the buyer cancels J through the API, then the caller goes on).
+// Example: arm commit.during_verify block
+func cmdArm(r *scRun, st scStep) error {
+	point, action := arg(st, 0), arg(st, 1)
+	fired := func() { r.tl.add(laneGateway, "fault point "+point+" fired: "+action) }
+	switch action {
+	case "block":
+		ch := make(chan struct{})
+		r.mu.Lock()
+		r.blocks[point] = ch
+		r.mu.Unlock()
+		r.fpArm(point, func(ctx context.Context) {
+			fired()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+			}
+		}, true)
+	case "cut-db":
+		if r.proxy == nil {
+			return fmt.Errorf("cut-db needs `postgres: proxy` in the header")
+		}
+		r.fpArm(point, func(context.Context) { fired(); r.cutProxy() }, true)
+	case "cancel":
+		id, err := r.jobID(arg(st, 2))
+		if err != nil {
+			return err
+		}
+		gw, err := r.stack(st.opt("via", "gw1"))
+		if err != nil {
+			return err
+		}
+		base := gw.baseURL()
+		r.fpArm(point, func(context.Context) {
+			fired()
+			got, err := r.cancelJob(base, id)
+			r.reply("cancel -> " + got)
+			if err != nil {
+				r.tl.add(laneGateway, "injected cancel failed: "+err.Error())
+			}
+		}, true)
+	default:
+		return fmt.Errorf("want: arm POINT block|cut-db|cancel JOB")
+	}
+	r.tl.add(laneGateway, "armed "+point+": "+strings.Join(st.args[1:], " "))
+	return nil
+}
+
+// cmdAwait waits until a fault point has been hit n times (default 1);
+// `await lock NAME` waits until a transaction waits on a row lock or the
+// background operation NAME has finished (scenario_concurrent.go).
+// Example: await commit.before_tx2
+func cmdAwait(r *scRun, st scStep) error {
+	point := arg(st, 0)
+	if point == "lock" {
+		return r.awaitLock(arg(st, 1))
+	}
+	n, err := optInt(st, "n", 1)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(r.timeout)
+	for r.fpHits(point) < int64(n) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("fault point %s was hit %d times, want %d", point, r.fpHits(point), n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return nil
+}
+
+// cmdRelease lets a blocked fault point go; later hits pass through.
+// Example: release commit.during_verify
+func cmdRelease(r *scRun, st scStep) error {
+	r.mu.Lock()
+	ch, ok := r.blocks[arg(st, 0)]
+	delete(r.blocks, arg(st, 0))
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%s is not blocked", arg(st, 0))
+	}
+	close(ch)
+	r.tl.add(laneGateway, "released "+arg(st, 0))
+	return nil
+}
+
+func (r *scRun) releaseBlocks() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, ch := range r.blocks {
+		close(ch)
+		delete(r.blocks, k)
+	}
+}
