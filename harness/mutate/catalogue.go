@@ -11,6 +11,10 @@ type Mutant struct {
 	Old  string
 	New  string
 	What string
+	// Rules are the ids of the contract's rules the mutant breaks
+	// (docs/SPEC.md and docs/semantics.md, `[R:area.name]`): its kill by
+	// qualify alone is what proves qualify checks them.
+	Rules []string
 }
 
 // Catalogue is the source mutation campaign's list of mutants.

@@ -40,6 +40,9 @@ type Scenario struct {
 	// Proposed describes the server variant that would break the scenario
 	// when no available variant does; empty when BrokenBy is not.
 	Proposed string
+	// Rules are the ids of the contract's rules the scenario checks
+	// (header `rules:`): its pass is their check on the card.
+	Rules []string
 	// Needs lists what the scenario requires beyond the shared Postgres:
 	// NeedFaultpoints, NeedDedicatedPostgres, NeedProxy.
 	Needs []string

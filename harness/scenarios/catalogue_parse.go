@@ -18,6 +18,8 @@ import (
 //	expect:    the asserted outcome in words (required)
 //	broken-by: comma-separated variants the scenario must fail against
 //	proposed:  the server variant that would break it, when no variant does
+//	rules:     comma-separated ids of the contract's rules the scenario
+//	           checks (docs/SPEC.md and docs/semantics.md, `[R:area.name]`)
 //	postgres:  shared (default), dedicated (own cluster, may be stopped) or
 //	           proxy (the service's pool goes through the harness's TCP proxy)
 //	pings:     on (default) or off: the gateways send no WebSocket pings, so
@@ -56,7 +58,7 @@ func (st scStep) opt(key, def string) string {
 	return def
 }
 
-var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "postgres", "pings"}
+var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings"}
 
 func parseScenario(file, text string) (Scenario, error) {
 	s := Scenario{File: file, pg: "shared"}
@@ -127,6 +129,12 @@ func (s *Scenario) setHeader(key, val string) error {
 		for _, v := range strings.Split(val, ",") {
 			if v = strings.TrimSpace(v); v != "" {
 				s.BrokenBy = append(s.BrokenBy, v)
+			}
+		}
+	case "rules":
+		for _, v := range strings.Split(val, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				s.Rules = append(s.Rules, v)
 			}
 		}
 	case "postgres":
