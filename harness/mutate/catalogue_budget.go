@@ -34,5 +34,5 @@ var budgetMutants = []Mutant{
 		Old:   "if !ok || a.Status != protocol.AttemptLeased {",
 		New:   "if !ok || !a.Status.LeasePhase() {",
 		What:  "Withdraw takes back an attempt the device already acted on (downloading, running, uploading): its work is thrown away and the job runs twice",
-		Rules: []string{"withdraw.fenced-to-leased"}},
+		Rules: []string{"withdraw.fenced-to-leased", "withdraw.order"}},
 }
