@@ -200,7 +200,7 @@ func (p *serverProcess) pair(t *testing.T, services ...string) agent.Credentials
 	ctx := context.Background()
 	code, _, err := api.CreatePairingCode(ctx, p.pool, time.Time{}, 10*time.Minute)
 	require.NoError(t, err)
-	creds, err := agent.Pair(ctx, p.base, code, "e2e-mac", services)
+	creds, err := agent.Pair(ctx, agent.Transport{}, p.base, code, "e2e-mac", services)
 	require.NoError(t, err)
 	return creds
 }

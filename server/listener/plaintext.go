@@ -3,7 +3,8 @@ package listener
 import (
 	"fmt"
 	"net"
-	"net/netip"
+
+	"github.com/rendermac/rendermac/internal/loopback"
 )
 
 // CheckPlaintext refuses to serve plain HTTP on addr unless addr is a
@@ -23,12 +24,5 @@ func CheckPlaintext(flag, addr string, insecure bool) error {
 // only loopback interfaces.
 func Loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.Unmap().IsLoopback()
+	return err == nil && loopback.Host(host)
 }
