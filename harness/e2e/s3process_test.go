@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -139,6 +140,8 @@ type serverProcess struct {
 	// log is the process's stderr; transport is how clients reach it.
 	log       *logBuffer
 	transport agent.Transport
+	// addr is the listen address (the base URL's host may be a name).
+	addr string
 }
 
 // startServerProcess starts `rendermac server` with storeArgs (its
@@ -157,6 +160,9 @@ type serverProcessOptions struct {
 	logLevel  string
 	https     bool
 	caFile    string
+	// host, when set, is the name in the base URL (an ACME certificate's),
+	// which the clients dial at the loopback address the server listens on.
+	host string
 }
 
 func startServerProcessWith(t *testing.T, o serverProcessOptions) *serverProcess {
@@ -176,6 +182,10 @@ func startServerProcessWith(t *testing.T, o serverProcessOptions) *serverProcess
 	base := "http://" + addr
 	if o.https {
 		base = "https://" + addr
+	}
+	if o.host != "" {
+		_, port, _ := net.SplitHostPort(addr)
+		base = "https://" + net.JoinHostPort(o.host, port)
 	}
 
 	// The server as an operator runs it, credentials from the environment.
@@ -203,6 +213,12 @@ func startServerProcessWith(t *testing.T, o serverProcessOptions) *serverProcess
 	client, err := tr.Client()
 	require.NoError(t, err)
 	client.Timeout = 10 * time.Minute
+	if o.host != "" {
+		var d net.Dialer
+		client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		}
+	}
 	t.Cleanup(client.CloseIdleConnections)
 	waitServerReady(t, client, base, exited)
 
@@ -214,7 +230,7 @@ func startServerProcessWith(t *testing.T, o serverProcessOptions) *serverProcess
 	require.NoError(t, svc.CreateBuyer(ctx, buyerID, "e2e buyer", buyerBalanceCents))
 	apiKey, err := api.CreateAPIKey(ctx, pool, buyerID)
 	require.NoError(t, err)
-	return &serverProcess{cmd: cmd, base: base, client: client, pool: pool, svc: svc, log: log, transport: tr,
+	return &serverProcess{cmd: cmd, base: base, client: client, pool: pool, svc: svc, log: log, transport: tr, addr: addr,
 		buyer: &loadgen.Buyer{BaseURL: base, Key: apiKey, HTTP: client}}
 }
 

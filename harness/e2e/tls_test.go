@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
+	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +22,7 @@ import (
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/harness/testca"
+	"github.com/rendermac/rendermac/internal/pebbleprovider"
 	"github.com/rendermac/rendermac/server/api"
 )
 
@@ -222,4 +226,65 @@ func TestPlaintextListenRefused(t *testing.T) {
 	for _, want := range []string{"--listen 0.0.0.0:8080", "--tls-cert", "--acme-domain", "--insecure-plaintext"} {
 		require.Contains(t, string(out), want)
 	}
+}
+
+// `rendermac server --acme-domain` against Pebble, Let's Encrypt's test
+// CA: the first handshake for the name obtains a certificate under
+// Pebble's root (cached in --state-dir), which the agent's verification
+// (agent.Transport with --ca-file Pebble's root) accepts; the shipped agent
+// then runs a job over it.
+func TestACMECertificateFromPebble(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	peb, err := pebbleprovider.Open(ctx, pebbleprovider.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = peb.Close() })
+	dir, state := t.TempDir(), t.TempDir()
+	rootFile := filepath.Join(dir, "pebble-root.pem")
+	require.NoError(t, os.WriteFile(rootFile, peb.IssuerRootPEM, 0o644))
+	const domain = "rendermac.test"
+	p := startServerProcessWith(t, serverProcessOptions{https: true, host: domain, caFile: rootFile, logLevel: "info",
+		args: []string{"--artifacts", t.TempDir(), "--acme-domain", domain, "--acme-email", "ops@rendermac.test",
+			"--acme-ca", peb.DirectoryURL, "--acme-ca-root", peb.TLSRootFile, "--state-dir", state}})
+	// The certificate is Pebble's, for the domain, and cached.
+	conn, err := tls.Dial("tcp", p.addr, &tls.Config{ServerName: domain, InsecureSkipVerify: true}) //nolint:gosec // only read, never trusted
+	require.NoError(t, err)
+	leaf := conn.ConnectionState().PeerCertificates[0]
+	conn.Close()
+	require.Equal(t, []string{domain}, leaf.DNSNames)
+	t.Logf("ACME certificate for %v issued by %q, serial %s", leaf.DNSNames, leaf.Issuer.String(), leaf.SerialNumber)
+	cached, err := os.ReadDir(filepath.Join(state, "acme"))
+	require.NoError(t, err)
+	require.NotEmpty(t, cached, "the account and certificate are cached in --state-dir/acme")
+	// Without Pebble's root the agent's verification refuses it.
+	bare, err := agent.Transport{}.TLSConfig()
+	require.NoError(t, err)
+	bare.ServerName = domain
+	_, err = tls.Dial("tcp", p.addr, bare)
+	require.Error(t, err, "the system roots do not hold Pebble's")
+
+	// Pairing as agent.Pair does it, through the client that dials the
+	// name at loopback (this machine has no DNS for it).
+	code, _, err := api.CreatePairingCode(ctx, p.pool, time.Time{}, 10*time.Minute)
+	require.NoError(t, err)
+	body, _ := json.Marshal(map[string]any{"code": code, "name": "acme-mac", "services": []string{runner.ServiceSynthetic}})
+	resp, err := p.client.Post(p.base+"/v1/provider/pair", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	var creds struct {
+		DeviceToken string `json:"device_token"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&creds))
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	a, err := agent.New(agent.Config{ServerURL: p.base, DeviceToken: creds.DeviceToken, Services: []string{runner.ServiceSynthetic},
+		Slots: 1, WorkDir: t.TempDir(), Rand: mrand.New(mrand.NewPCG(1, 2)), Logger: debugLogger(newLogBuffer(t, "agent")),
+		HTTPClient: p.client, BackoffBase: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond})
+	require.NoError(t, err)
+	actx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(actx) }()
+	t.Cleanup(func() { stop(); <-done })
+	_, d, err := p.buyer.CreateJob(ctx, loadgen.JobRequest{Service: runner.ServiceSynthetic, Params: map[string]string{"seed": "acme"}})
+	require.NoError(t, err)
+	p.waitSucceeded(t, d.ID)
 }
