@@ -25,7 +25,7 @@ var tlsMutants = []Mutant{
 		What: "responses over TLS no longer carry Strict-Transport-Security (killed by tls_listener)", Rules: []string{"tls.hsts"}},
 	{ID: "tls-files-not-watched", Kind: "tls-listener", File: "server/listener/certs.go",
 		Old:   "if !sameFile(fi, k.seen[i]) {",
-		New:   "if false {",
+		New:   "if !sameFile(fi, fi) {",
 		What:  "replaced certificate files are not noticed: the old certificate is served until a restart or SIGHUP (killed by tls_listener)",
 		Rules: []string{"tls.reload"}},
 	{ID: "agent-tls-skip-verify", Kind: "agent-transport", File: "agent/transport.go",
