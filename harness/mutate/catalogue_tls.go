@@ -39,7 +39,7 @@ var tlsMutants = []Mutant{
 		What: "the agent ignores --server-pin (killed by agent_refuses_unverified_server)", Rules: []string{"agent.server-pin"}},
 	{ID: "agent-plaintext-anywhere", Kind: "agent-transport", File: "agent/transport.go",
 		Old:   "if u.Scheme != \"http\" || t.InsecurePlaintext || loopback.Host(u.Hostname()) {",
-		New:   "if true {",
+		New:   "if u.Scheme != \"http\" || t.InsecurePlaintext || loopback.Host(u.Hostname()) || u.Scheme == \"http\" {",
 		What:  "the agent dials plain http to any host, its token in clear (killed by agent_refuses_unverified_server)",
 		Rules: []string{"agent.plaintext-loopback"}},
 	{ID: "limit-xff-from-anyone", Kind: "client-address", File: "server/clientaddr/clientaddr.go",
