@@ -216,7 +216,7 @@ func (k *keyPair) loadLocked(why string) error {
 	k.cert = &cert
 	leaf := cert.Leaf
 	k.log.Info("TLS certificate loaded", "why", why, "file", k.certFile, "subject", leaf.Subject.String(),
-		"names", leaf.DNSNames, "not_after", leaf.NotAfter.UTC().Format(time.RFC3339), "serial", leaf.SerialNumber.String())
+		"names", leaf.DNSNames, "ips", leaf.IPAddresses, "not_after", leaf.NotAfter.UTC().Format(time.RFC3339), "serial", leaf.SerialNumber.String())
 	return nil
 }
 
