@@ -32,6 +32,9 @@ type Fleet struct {
 	DrainBoundMs int64 `json:"drain_bound_ms"`
 	// Violations are what the checks found (empty: passed).
 	Violations []string `json:"violations"`
+	// Checks are the IDs of the checks the run made (fleet.CheckIDs), as
+	// the rule trace names them (fleet:ID).
+	Checks []string `json:"checks,omitempty"`
 }
 
 // Count is a named count.
