@@ -46,7 +46,7 @@ var tlsMutants = []Mutant{
 		Old:   "\tif !t.trusts(client) {\n\t\treturn client\n\t}\n",
 		New:   "",
 		What:  "X-Forwarded-For is believed from any peer: a guesser names a fresh address per request and escapes the limits (killed by forwarded_header_untrusted)",
-		Rules: []string{"limit.client-address"}},
+		Rules: []string{"limit.client-address", "limit.client-ip"}},
 	{ID: "limit-xff-left-most", Kind: "client-address", File: "server/clientaddr/clientaddr.go",
 		Old:   "\tfor i := len(entries) - 1; i >= 0; i-- {\n",
 		New:   "\tfor i := 0; i < len(entries); i++ {\n",
