@@ -49,6 +49,15 @@ func newTLSFiles(t *testing.T) tlsFiles {
 	return f
 }
 
+// startTLSServerProcess runs `rendermac server --tls-cert` with files,
+// trusting 127.0.0.1 as a proxy; its clients trust the CA.
+func startTLSServerProcess(t *testing.T, files tlsFiles) *serverProcess {
+	t.Helper()
+	return startServerProcessWith(t, serverProcessOptions{https: true, caFile: files.caFile, logLevel: "info",
+		args: []string{"--artifacts", t.TempDir(), "--tls-cert", files.certFile, "--tls-key", files.keyFile,
+			"--trusted-proxies", "127.0.0.1/32"}})
+}
+
 // agentProcess is a `rendermac agent` process and its log.
 type agentProcess struct {
 	cmd    *exec.Cmd
@@ -113,9 +122,7 @@ func TestTLSServerAndAgentProcesses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	files := newTLSFiles(t)
-	p := startServerProcessWith(t, serverProcessOptions{https: true, caFile: files.caFile, logLevel: "info",
-		args: []string{"--artifacts", t.TempDir(), "--tls-cert", files.certFile, "--tls-key", files.keyFile,
-			"--trusted-proxies", "127.0.0.1/32"}})
+	p := startTLSServerProcess(t, files)
 	addr := strings.TrimPrefix(p.base, "https://")
 	serial, version := handshakeSerial(t, addr, files.ca)
 	require.Equal(t, files.leaf.Cert.SerialNumber.String(), serial)
@@ -190,9 +197,7 @@ func TestTrustedProxyLimitsTheForwardedClient(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	files := newTLSFiles(t)
-	p := startServerProcessWith(t, serverProcessOptions{https: true, caFile: files.caFile, logLevel: "info",
-		args: []string{"--artifacts", t.TempDir(), "--tls-cert", files.certFile, "--tls-key", files.keyFile,
-			"--trusted-proxies", "127.0.0.1/32"}})
+	p := startTLSServerProcess(t, files)
 	get := func(key, xff string) int {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/v1/jobs", nil)
 		require.NoError(t, err)

@@ -216,6 +216,21 @@ func (t *scTLS) clientConfig(ca string) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// tlsClientOf is the state, the server the step's first word names, and a
+// client configuration trusting its ca= option.
+func (r *scRun) tlsClientOf(st scStep) (*scTLS, *scTLSServer, *tls.Config, error) {
+	t, err := r.tlsState()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s, err := t.server(arg(st, 0))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg, err := t.clientConfig(st.opt("ca", ""))
+	return t, s, cfg, err
+}
+
 // tlsVersions maps the script's versions to crypto/tls's.
 var tlsVersions = map[string]uint16{"1.0": tls.VersionTLS10, "1.1": tls.VersionTLS11, "1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}
 
@@ -225,15 +240,7 @@ var tlsVersions = map[string]uint16{"1.0": tls.VersionTLS10, "1.1": tls.VersionT
 // Example: tls-handshake s1 max=1.1 ca=ca1 -> refused
 // Example: tls-handshake s1 ca=ca1 -> ok cert=c1 alpn=h2
 func cmdTLSHandshake(r *scRun, st scStep) error {
-	t, err := r.tlsState()
-	if err != nil {
-		return err
-	}
-	s, err := t.server(arg(st, 0))
-	if err != nil {
-		return err
-	}
-	cfg, err := t.clientConfig(st.opt("ca", ""))
+	t, s, cfg, err := r.tlsClientOf(st)
 	if err != nil {
 		return err
 	}
@@ -287,15 +294,7 @@ func cmdTLSHandshake(r *scRun, st scStep) error {
 // Strict-Transport-Security.
 // Example: tls-get s1 /console ca=ca1 -> hsts
 func cmdTLSGet(r *scRun, st scStep) error {
-	t, err := r.tlsState()
-	if err != nil {
-		return err
-	}
-	s, err := t.server(arg(st, 0))
-	if err != nil {
-		return err
-	}
-	cfg, err := t.clientConfig(st.opt("ca", ""))
+	_, s, cfg, err := r.tlsClientOf(st)
 	if err != nil {
 		return err
 	}
@@ -326,21 +325,13 @@ func cmdTLSGet(r *scRun, st scStep) error {
 // certificate is for a tls-handshake step to check.
 // Example: tls-rotate s1 cert=c2 ca=ca1
 func cmdTLSRotate(r *scRun, st scStep) error {
-	t, err := r.tlsState()
-	if err != nil {
-		return err
-	}
-	s, err := t.server(arg(st, 0))
+	t, s, cfg, err := r.tlsClientOf(st)
 	if err != nil {
 		return err
 	}
 	leaf := t.leaves[st.opt("cert", "")]
 	if leaf == nil {
 		return errors.New("want: tls-rotate NAME cert=CERT ca=CA")
-	}
-	cfg, err := t.clientConfig(st.opt("ca", ""))
-	if err != nil {
-		return err
 	}
 	c := &http.Client{Timeout: r.timeout, Transport: &http.Transport{TLSClientConfig: cfg, MaxConnsPerHost: 1}}
 	defer c.CloseIdleConnections()

@@ -148,3 +148,13 @@ func FindBin(b Binary, explicit string) (string, error) {
 	return "", fmt.Errorf("%w (looked in %s); install it with `%s` or set %s to its path",
 		b.NotFound, strings.Join(tried, ", "), b.Install, b.Env)
 }
+
+// LogTail is the last 2,000 bytes of a server's log file, trimmed, for an
+// error saying why it did not come up ("" when it cannot be read).
+func LogTail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}

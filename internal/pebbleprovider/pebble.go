@@ -166,13 +166,7 @@ func get(ctx context.Context, c *http.Client, url string) ([]byte, error) {
 	return b, err
 }
 
-func (s *Server) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(s.dir, "pebble.log"))
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
-}
+func (s *Server) logTail() string { return localserver.LogTail(filepath.Join(s.dir, "pebble.log")) }
 
 // Close stops Pebble and removes its directory.
 func (s *Server) Close() error {

@@ -156,13 +156,7 @@ func (s *Server) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	}
 }
 
-func (s *Server) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(s.dir, "versitygw.log"))
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return strings.TrimSpace(string(b))
-}
+func (s *Server) logTail() string { return localserver.LogTail(filepath.Join(s.dir, "versitygw.log")) }
 
 // Stop stops the server process (SIGTERM, then SIGKILL after 5s); objects
 // stay in the directory for the next Start. Requests meanwhile fail with
