@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/harness/loadgen"
@@ -338,6 +340,48 @@ func cmdProxy(r *scRun, st scStep) error {
 		return fmt.Errorf("want: proxy cut, with `postgres: proxy` in the header")
 	}
 	r.cutProxy()
+	return nil
+}
+
+// cmdDB makes the scenario's database answer as a standby does, or as a
+// primary again: `db read-only` sets default_transaction_read_only for
+// every new connection to it and resets every connection through the
+// proxy, so the gateways' pools reconnect to a server that refuses every
+// write with SQLSTATE 25006 (as a demoted primary, or a standby a proxy
+// routed them to, does); `db writable` resets the setting, for new
+// connections only: one opened meanwhile stays read-only, as a connection
+// to a standby stays on the standby.
+// Example: db read-only
+func cmdDB(r *scRun, st scStep) error {
+	if r.proxy == nil {
+		return fmt.Errorf("db %s needs `postgres: proxy` in the header", arg(st, 0))
+	}
+	var set string
+	switch arg(st, 0) {
+	case "read-only":
+		set = "SET default_transaction_read_only = on"
+	case "writable":
+		set = "RESET default_transaction_read_only"
+	default:
+		return fmt.Errorf("want: db read-only|writable")
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	u, err := url.Parse(r.dbURL)
+	if err != nil {
+		return err
+	}
+	sql := "ALTER DATABASE " + pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize() + " " + set
+	if err := pgx.BeginTxFunc(ctx, r.observer, pgx.TxOptions{AccessMode: pgx.ReadWrite}, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, sql)
+		return err
+	}); err != nil {
+		return fmt.Errorf("db %s: %w", arg(st, 0), err)
+	}
+	r.tl.add(laneDatabase, "database "+arg(st, 0)+" for new connections")
+	if arg(st, 0) == "read-only" {
+		r.cutProxy()
+	}
 	return nil
 }
 

@@ -52,7 +52,7 @@ func init() {
 		"agent": cmdAgent,
 		// scenario_control.go
 		"create": cmdCreate, "cancel": cmdCancel, "advance": cmdAdvance, "sweep": cmdSweep, "gateway": cmdGateway,
-		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "arm": cmdArm, "await": cmdAwait,
+		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "db": cmdDB, "arm": cmdArm, "await": cmdAwait,
 		"release": cmdRelease, "race": cmdRace,
 		// scenario_concurrent.go
 		"created": cmdCreated, "funds": cmdFunds, "register": cmdRegister, "lease": cmdLease, "leased": cmdLeased,

@@ -273,9 +273,12 @@ func sendBegun(ctx context.Context, conn interface {
 	return tx, nil
 }
 
+// retryable: a serialization failure or deadlock, or a write refused as
+// read-only (the pool has dropped that connection, see store.PoolConfig,
+// so the re-run gets a fresh one, on whichever host takes writes now).
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") || store.ReadOnly(err)
 }
 
 // at is t + d in the stored form.
