@@ -576,7 +576,16 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 		return err
 	}
 	cfg.Bin = bin
-	fmt.Fprintf(stderr, "qualify: fleet campaign (%s of load, %d agents, %d gateways)\n", cfg.Duration, cfg.Agents, cfg.Gateways)
+	switch perr := fleet.PatroniAvailable(); {
+	case perr == nil:
+		cfg.Postgres = fleet.PostgresPatroni
+	case os.Getenv("CI") == "true":
+		return fmt.Errorf("fleet campaign: the Patroni cluster is required under CI=true: %w", perr)
+	default:
+		card.NotCovered = append(card.NotCovered, "The fleet campaign ran on one local Postgres (no primary kill, no switchover): "+perr.Error()+".")
+	}
+	fmt.Fprintf(stderr, "qualify: fleet campaign (%s of load, %d agents, %d gateways, postgres %s)\n", cfg.Duration, cfg.Agents,
+		cfg.Gateways, cfg.Postgres)
 	rep, err := fleet.Run(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("fleet campaign: %w", err)
@@ -589,6 +598,14 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 		DrainMs: rep.DrainTime.Milliseconds(), DrainBoundMs: rep.DrainBound.Milliseconds(), Violations: []string{}}
 	for _, k := range fleet.FaultKinds() {
 		sec.Faults = append(sec.Faults, evidence.Count{Name: k, N: rep.Faults[k], Note: rep.NotInjected(k)})
+	}
+	sec.Postgres = rep.PostgresLabel()
+	for _, l := range rep.PrimaryLosses {
+		out := l.Outage().Milliseconds()
+		if l.FirstCommit.IsZero() {
+			out = -1
+		}
+		sec.PrimaryLosses = append(sec.PrimaryLosses, evidence.PrimaryLoss{Kind: l.Kind, From: l.From, To: l.To, OutageMs: out})
 	}
 	sec.Jobs = []evidence.Count{{Name: "accepted", N: int(rep.Accepted)}, {Name: "succeeded", N: rep.Soak.Succeeded},
 		{Name: "cancelled", N: rep.Soak.Cancelled}, {Name: "failed", N: rep.Soak.Failed}}

@@ -20,11 +20,16 @@ const (
 	FaultGatewayKill  = "gateway SIGKILL + restart"
 	FaultPostgresKill = "postgres crash + restart"
 	FaultStoreOutage  = "object-store outage (versitygw stopped, restarted)"
+	// FaultPrimaryKill and FaultSwitchover need the Patroni cluster
+	// (Config.Postgres patroni), where they replace FaultPostgresKill.
+	FaultPrimaryKill = "primary killed (standbys' WAL held back, leader's Patroni + Postgres SIGKILL, promotion, rejoin)"
+	FaultSwitchover  = "switchover (planned, to the synchronous standby)"
 )
 
 // FaultKinds lists the kinds in report order.
 func FaultKinds() []string {
-	return []string{FaultMacSleep, FaultWiFiLoss, FaultDiskFull, FaultGatewayKill, FaultPostgresKill, FaultStoreOutage}
+	return []string{FaultMacSleep, FaultWiFiLoss, FaultDiskFull, FaultGatewayKill, FaultPostgresKill, FaultStoreOutage,
+		FaultPrimaryKill, FaultSwitchover}
 }
 
 // injectFaults injects one fault at a time, at seeded pauses, until
@@ -77,6 +82,10 @@ func (r *run) injectable(kind string) bool {
 		return r.tmpfsOK
 	case FaultStoreOutage:
 		return r.s3 != nil
+	case FaultPostgresKill:
+		return r.pat == nil
+	case FaultPrimaryKill, FaultSwitchover:
+		return r.pat != nil
 	}
 	return true
 }
@@ -138,6 +147,10 @@ func (r *run) inject(ctx context.Context, kind string, outage time.Duration, vic
 		return r.pg.Start(sctx)
 	case FaultStoreOutage:
 		return r.storeOutage(rctx, outage)
+	case FaultPrimaryKill:
+		return r.primaryKill(rctx, outage)
+	case FaultSwitchover:
+		return r.switchover(rctx)
 	}
 	return fmt.Errorf("unknown fault kind %q", kind)
 }

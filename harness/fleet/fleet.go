@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,10 @@ type Config struct {
 	// Store is the gateways' artifact store: StoreAuto (""), StoreFS or
 	// StoreS3; only S3 has the object-store outage fault.
 	Store string
+	// Postgres is the gateways' database: PostgresLocal ("") or
+	// PostgresPatroni; PGVariant ("" or PGVariantAsyncHoldback) breaks
+	// the Patroni cluster on purpose, and the run must then fail.
+	Postgres, PGVariant string
 	// AgentVariant runs every agent as a broken variant (a -tags mutations
 	// binary only); the run must then fail.
 	AgentVariant string
@@ -97,6 +102,9 @@ func (c *Config) defaults() {
 	if c.Store == "" {
 		c.Store = StoreAuto
 	}
+	if c.Postgres == "" {
+		c.Postgres = PostgresLocal
+	}
 }
 
 // Timings of the fleet: a short lease so that sleeps and losses expire
@@ -134,6 +142,7 @@ type run struct {
 	cfg     Config
 	dir     string
 	pg      *pgprovider.Provider
+	pat     *patroniState // the Patroni cluster (Config.Postgres patroni), else nil
 	dbURL   string
 	obs     *pgxpool.Pool
 	hook    *soak.Receiver
@@ -171,6 +180,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	if cfg.Bin == "" {
 		return nil, errors.New("fleet: Config.Bin (the rendermac binary) is required")
+	}
+	if err := cfg.checkPostgres(); err != nil {
+		return nil, err
 	}
 	began := time.Now()
 	r := &run{cfg: cfg, httpc: &http.Client{Timeout: 15 * time.Second}}
@@ -217,6 +229,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Faults: r.faults.Counts(FaultKinds()), TmpfsDisks: r.tmpfsOK, FFmpeg: r.ffmpeg, Store: r.store, StoreNote: r.storeNote,
 		Submitted: r.submitted.Load(), Accepted: r.accepted.Count(), Refused: r.refused.Load(), Cancels: r.cancels.Load()}
 	rep.Soak.Stats.Faults = r.faults.Total()
+	rep.Postgres, rep.PGVariant, rep.Began = cfg.Postgres, cfg.PGVariant, loadStart
+	if rep.PrimaryLosses, err = r.primaryLosses(ctx); err != nil {
+		return nil, err
+	}
 	st, err := r.checkStore(ctx)
 	if err != nil {
 		return nil, err
@@ -245,16 +261,7 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.openStore(ctx); err != nil {
 		return err
 	}
-	if r.pg, err = pgprovider.Open(ctx, pgprovider.Options{IgnoreEnv: true, DisableDocker: true}); err != nil {
-		return err
-	}
-	if r.pg.Kind() != "local" {
-		return fmt.Errorf("fleet needs a local Postgres cluster it can crash, got %s", r.pg.Kind())
-	}
-	if err := r.pg.Template(ctx, targets.TemplateName, store.Migrate); err != nil {
-		return fmt.Errorf("migrate template: %w", err)
-	}
-	if r.dbURL, err = r.pg.NewDatabase(ctx, targets.TemplateName); err != nil {
+	if err := r.openPostgres(ctx); err != nil {
 		return err
 	}
 	if r.obs, err = store.OpenPool(ctx, r.dbURL); err != nil {
@@ -303,6 +310,39 @@ func (r *run) setup(ctx context.Context) error {
 		}
 	}
 	return r.awaitAgentsOnline(ctx)
+}
+
+// openPostgres starts the run's Postgres (Config.Postgres) and sets
+// r.dbURL to a migrated database on it.
+func (r *run) openPostgres(ctx context.Context) error {
+	if r.cfg.Postgres == PostgresPatroni {
+		return r.openPatroni(ctx)
+	}
+	var err error
+	if r.pg, err = pgprovider.Open(ctx, pgprovider.Options{IgnoreEnv: true, DisableDocker: true}); err != nil {
+		return err
+	}
+	if r.pg.Kind() != "local" {
+		return fmt.Errorf("fleet needs a local Postgres cluster it can crash, got %s", r.pg.Kind())
+	}
+	if err := r.pg.Template(ctx, targets.TemplateName, store.Migrate); err != nil {
+		return fmt.Errorf("migrate template: %w", err)
+	}
+	r.dbURL, err = r.pg.NewDatabase(ctx, targets.TemplateName)
+	return err
+}
+
+// checkPostgres refuses an unknown Postgres or variant.
+func (c *Config) checkPostgres() error {
+	switch {
+	case !slices.Contains(Postgreses(), c.Postgres):
+		return fmt.Errorf("fleet: postgres %q: want one of %v", c.Postgres, Postgreses())
+	case !slices.Contains(PGVariants(), c.PGVariant):
+		return fmt.Errorf("fleet: postgres variant %q: want one of %v", c.PGVariant, PGVariants()[1:])
+	case c.PGVariant != "" && c.Postgres != PostgresPatroni:
+		return fmt.Errorf("fleet: postgres variant %s needs the Patroni cluster (postgres %s)", c.PGVariant, PostgresPatroni)
+	}
+	return nil
 }
 
 func (r *run) seedBuyers(ctx context.Context) error {
@@ -419,6 +459,9 @@ func (r *run) close() {
 	if r.pg != nil {
 		_ = r.pg.Close()
 	}
+	if r.pat != nil {
+		_ = r.pat.cluster.Close()
+	}
 	if r.s3 != nil {
 		_ = r.s3.Close()
 	}
@@ -513,7 +556,7 @@ func (r *run) violation(format string, args ...any) {
 // heal makes the stack whole: Postgres up, every gateway running, every
 // agent awake on an open path with its disk free.
 func (r *run) heal(ctx context.Context) error {
-	if err := r.pg.Start(ctx); err != nil {
+	if err := r.healPostgres(ctx); err != nil {
 		return err
 	}
 	if r.s3 != nil {
@@ -542,6 +585,20 @@ func (r *run) heal(ctx context.Context) error {
 		_ = os.Remove(filepath.Join(a.work, "ballast"))
 	}
 	return nil
+}
+
+// healPostgres starts what is down: the local cluster, or every Patroni
+// node, then waits for the Patroni cluster to be whole.
+func (r *run) healPostgres(ctx context.Context) error {
+	if r.pat == nil {
+		return r.pg.Start(ctx)
+	}
+	for _, i := range r.pat.cluster.Down() {
+		if err := r.pat.cluster.StartNode(i); err != nil {
+			return err
+		}
+	}
+	return r.awaitHealthy(ctx)
 }
 
 // drain waits until no job is live and no webhook is pending, or d passes.

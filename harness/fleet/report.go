@@ -24,11 +24,19 @@ type Report struct {
 	FFmpeg           bool
 	// Store is the gateways' artifact store (StoreFS or StoreS3);
 	// StoreNote says why StoreAuto fell back to the filesystem.
-	Store, StoreNote  string
-	Faults            map[string]int
-	Submitted         int64
-	Accepted, Refused int64
-	Cancels           int64
+	Store, StoreNote string
+	// Postgres is the gateways' database (PostgresLocal, PostgresPatroni)
+	// and PGVariant its broken variant, if any; PrimaryLosses are the
+	// primaries a Patroni run killed or switched over, each with its
+	// outage.
+	Postgres, PGVariant string
+	PrimaryLosses       []PrimaryLoss
+	// Began is when load began (PrimaryLoss times are shown from it).
+	Began time.Time
+	Faults              map[string]int
+	Submitted           int64
+	Accepted, Refused   int64
+	Cancels             int64
 	// Drained says every job ended and every webhook was delivered;
 	// DrainTime is how long that took after the last fault healed.
 	Drained    bool
@@ -52,6 +60,10 @@ func (r *Report) NotInjected(kind string) string {
 		return "not injected (no tmpfs: mount refused)"
 	case kind == FaultStoreOutage && r.Store != StoreS3:
 		return "not injected (filesystem store)"
+	case kind == FaultPostgresKill && r.Postgres == PostgresPatroni:
+		return "not injected (Patroni cluster: primary kills instead)"
+	case (kind == FaultPrimaryKill || kind == FaultSwitchover) && r.Postgres != PostgresPatroni:
+		return "not injected (one local Postgres; --postgres patroni)"
 	}
 	return ""
 }
@@ -91,6 +103,7 @@ func (r *Report) PrintTable(w io.Writer) error {
 	if r.StoreNote != "" {
 		fmt.Fprintf(w, "fleet: %s\n", r.StoreNote)
 	}
+	fmt.Fprintf(w, "fleet: postgres %s\n", r.PostgresLabel())
 	f := tablewriter.NewWriter(w)
 	f.Header("fault injected", "count")
 	total := 0
@@ -134,6 +147,9 @@ func (r *Report) PrintTable(w io.Writer) error {
 	if err := ww.Render(); err != nil {
 		return err
 	}
+	if err := r.printLosses(w); err != nil {
+		return err
+	}
 	c := tablewriter.NewWriter(w)
 	c.Header("check", "over", "violations", "result")
 	for _, ch := range r.AllChecks() {
@@ -152,4 +168,50 @@ func (r *Report) PrintTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// PostgresLabel says which Postgres the run had, in words.
+func (r *Report) PostgresLabel() string {
+	switch {
+	case r.Postgres != PostgresPatroni:
+		return "one local cluster (crashed and restarted in place)"
+	case r.PGVariant == PGVariantAsyncHoldback:
+		return "Patroni, 3 nodes, ASYNCHRONOUS replication, standbys' WAL held back before each primary kill (broken on purpose: must fail)"
+	}
+	return "Patroni, 3 nodes, synchronous_mode (multi-host URL, target_session_attrs=read-write)"
+}
+
+// printLosses writes one row per primary loss: when, from and to which
+// node, and the outage to the first committed job after it.
+func (r *Report) printLosses(w io.Writer) error {
+	if len(r.PrimaryLosses) == 0 {
+		return nil
+	}
+	t := tablewriter.NewWriter(w)
+	t.Header("primary loss", "at (load time)", "from -> to", "WAL held back / success visible", "failover outage (to first committed job)")
+	for _, l := range r.PrimaryLosses {
+		held := "-"
+		if l.HeldBack {
+			held = fmt.Sprintf("yes / %v", l.Visible)
+		}
+		out := "no job committed after it"
+		if !l.FirstCommit.IsZero() {
+			out = l.Outage().Round(time.Millisecond).String()
+		}
+		kind := "primary killed"
+		if l.Kind == FaultSwitchover {
+			kind = "switchover"
+		}
+		_ = t.Append(kind, l.At.Sub(r.Began).Round(time.Millisecond).String(), l.From+" -> "+l.To, held, out)
+	}
+	return t.Render()
+}
+
+// MaxOutage is the longest failover outage of the run (0: none).
+func (r *Report) MaxOutage() time.Duration {
+	var m time.Duration
+	for _, l := range r.PrimaryLosses {
+		m = max(m, l.Outage())
+	}
+	return m
 }

@@ -351,8 +351,18 @@ func cmdProxy(r *scRun, st scStep) error {
 // routed them to, does); `db writable` resets the setting, for new
 // connections only: one opened meanwhile stays read-only, as a connection
 // to a standby stays on the standby.
+//
+// `db standby-silent` (a dedicated cluster) names a synchronous standby
+// that never connects (synchronous_standby_names), so every commit waits
+// for a confirmation that does not come, as it does on a primary whose
+// synchronous standby has not received its WAL; `db standby-confirms`
+// clears it, which releases the waiting commits.
 // Example: db read-only
 func cmdDB(r *scRun, st scStep) error {
+	switch arg(st, 0) {
+	case "standby-silent", "standby-confirms":
+		return r.syncStandby(arg(st, 0) == "standby-silent")
+	}
 	if r.proxy == nil {
 		return fmt.Errorf("db %s needs `postgres: proxy` in the header", arg(st, 0))
 	}
@@ -382,6 +392,33 @@ func cmdDB(r *scRun, st scStep) error {
 	if arg(st, 0) == "read-only" {
 		r.cutProxy()
 	}
+	return nil
+}
+
+// syncStandby sets or clears a synchronous standby that never confirms,
+// and waits until every backend of the cluster has reloaded its settings.
+func (r *scRun) syncStandby(silent bool) error {
+	if r.s.pg != "dedicated" {
+		return fmt.Errorf("db standby-silent|standby-confirms needs `postgres: dedicated` in the header")
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	sql := "ALTER SYSTEM RESET synchronous_standby_names"
+	what := "synchronous standby confirms (none named)"
+	if silent {
+		sql = "ALTER SYSTEM SET synchronous_standby_names = 'rendermac_silent_standby'"
+		what = "synchronous standby named that never confirms: commits wait"
+	}
+	for _, q := range []string{sql, "SELECT pg_reload_conf()"} {
+		if _, err := r.observer.Exec(ctx, q); err != nil {
+			return fmt.Errorf("db standby: %s: %w", q, err)
+		}
+	}
+	// A backend rereads the settings when it next goes idle; the
+	// gateways' pooled connections are idle, so a short settle covers
+	// them (pg_reload_conf only signals).
+	time.Sleep(300 * time.Millisecond)
+	r.tl.add(laneDatabase, what)
 	return nil
 }
 
