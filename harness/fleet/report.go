@@ -32,11 +32,11 @@ type Report struct {
 	Postgres, PGVariant string
 	PrimaryLosses       []PrimaryLoss
 	// Began is when load began (PrimaryLoss times are shown from it).
-	Began time.Time
-	Faults              map[string]int
-	Submitted           int64
-	Accepted, Refused   int64
-	Cancels             int64
+	Began             time.Time
+	Faults            map[string]int
+	Submitted         int64
+	Accepted, Refused int64
+	Cancels           int64
 	// Drained says every job ended and every webhook was delivered;
 	// DrainTime is how long that took after the last fault healed.
 	Drained    bool
