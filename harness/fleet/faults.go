@@ -65,10 +65,13 @@ func (r *run) injectFaults(ctx context.Context, start time.Time) {
 		if !r.injectable(kind) {
 			continue // reported as not injected
 		}
+		began := time.Now()
 		if err := r.inject(ctx, kind, outage, victim, gw); err != nil {
 			fmt.Fprintf(r.cfg.Log, "fleet: fault %s: %v\n", kind, err)
 			continue
 		}
+		fmt.Fprintf(r.cfg.Log, "fleet: %s at %s of load, healed in %s\n", kind, began.Sub(start).Round(time.Millisecond),
+			time.Since(began).Round(time.Millisecond))
 		r.faults.Add(kind)
 		r.lastHeal.Store(time.Now().UnixNano())
 	}

@@ -178,7 +178,7 @@ func (r *run) primaryKill(ctx context.Context, outage time.Duration) error {
 	if err := c.StartNode(leader); err != nil {
 		return err
 	}
-	return r.awaitHealthy(ctx)
+	return r.awaitServing(ctx)
 }
 
 // switchover is a planned switchover to the synchronous standby.
@@ -190,11 +190,21 @@ func (r *run) switchover(ctx context.Context) error {
 		return err
 	}
 	r.pat.add(PrimaryLoss{Kind: FaultSwitchover, From: c.Name(from), To: c.Name(to), At: at})
-	return r.awaitHealthy(ctx)
+	return r.awaitServing(ctx)
 }
 
-func (r *run) awaitHealthy(ctx context.Context) error {
+// awaitServing waits for a leader and a synchronous standby: what the
+// next fault needs. A killed node may still be rejoining; the run's last
+// heal waits for it (awaitHealthy).
+func (r *run) awaitServing(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return r.pat.cluster.WaitServing(hctx)
+}
+
+// awaitHealthy waits for the whole cluster: every killed node rejoined.
+func (r *run) awaitHealthy(ctx context.Context) error {
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	return r.pat.cluster.WaitHealthy(hctx)
 }

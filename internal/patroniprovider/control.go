@@ -188,10 +188,17 @@ func (c *Cluster) Switchover(ctx context.Context) (from, to int, err error) {
 // WaitHealthy waits until Patroni reports a leader that takes writes,
 // every node running, and (in synchronous mode) a synchronous standby, or
 // ctx ends.
-func (c *Cluster) WaitHealthy(ctx context.Context) error {
+func (c *Cluster) WaitHealthy(ctx context.Context) error { return c.wait(ctx, true) }
+
+// WaitServing waits until Patroni reports a leader that takes writes and
+// (in synchronous mode) a synchronous standby, or ctx ends: a node that
+// is still rejoining does not hold it up.
+func (c *Cluster) WaitServing(ctx context.Context) error { return c.wait(ctx, false) }
+
+func (c *Cluster) wait(ctx context.Context, all bool) error {
 	var why string
 	for {
-		if why = c.unhealthy(ctx); why == "" {
+		if why = c.unhealthy(ctx, all); why == "" {
 			return nil
 		}
 		select {
@@ -203,7 +210,7 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 }
 
 // unhealthy says what keeps the cluster from being healthy ("" when it is).
-func (c *Cluster) unhealthy(ctx context.Context) string {
+func (c *Cluster) unhealthy(ctx context.Context, all bool) string {
 	ms, err := c.Members(ctx)
 	if err != nil {
 		return err.Error()
@@ -223,7 +230,7 @@ func (c *Cluster) unhealthy(ctx context.Context) string {
 	switch {
 	case leader == "":
 		return fmt.Sprintf("no leader: %+v", ms)
-	case running < Nodes:
+	case all && running < Nodes:
 		return fmt.Sprintf("%d of %d nodes running: %+v", running, Nodes, ms)
 	case !c.opts.Asynchronous && sync == 0:
 		return fmt.Sprintf("no synchronous standby: %+v", ms)
