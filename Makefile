@@ -78,7 +78,7 @@ qualify:
 # tests. Score card in evidence-out/; exits 1 if a mutant survives or is
 # killed only by package tests (a gap in qualify, which is the one gate).
 mutate:
-	$(GO) run ./cmd/rendermac mutate --workers 2 --tests --out evidence-out
+	$(GO) run ./cmd/rendermac mutate --workers 2 --tests --out evidence-out --record docs/mutation-score.json
 
 clean:
 	rm -rf bin rendermac-failures

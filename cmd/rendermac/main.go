@@ -27,6 +27,7 @@ func commands() []command {
 		{"qualify", "run the qualification campaigns and write the dated evidence card", runQualify},
 		{"mutate", "run the source mutation campaign: each mutant through the bounded qualify gate", runMutate},
 		{"replay", "replay the failures recorded in a card's JSON, or a replay file", runReplay},
+		{"rules", "list the contract's rules with the checks of qualify and the mutants that reach each", runRules},
 		{"card", "compare two qualification cards (card diff A B) or merge shard cards (card merge SHARDS...)", runCard},
 		{"bench", "load the whole stack beside pgbench and check the performance goals", runBench},
 		{"soak", "run the whole stack under load with random faults, then check nothing was lost", runSoak},

@@ -29,6 +29,8 @@ func runMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	gate := fs.String("gate", strings.Join(mutate.DefaultQualifyArgs, " "), "the bounded qualify flags each mutant runs")
 	out := fs.String("out", "evidence-out", "directory for the mutation card (Markdown, JSON, JUnit XML, HTML)")
 	list := fs.Bool("list", false, "list the catalogue and exit")
+	record := fs.String("record", "", "also write the JSON card to FILE when the whole catalogue ran (make mutate: docs/mutation-score.json, "+
+		"which qualify's card reads for its Rules section)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -86,6 +88,7 @@ func runMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				Replay: "go run ./cmd/rendermac mutate --only " + m.ID})
 		}
 	}
+	card.Failures = append(card.Failures, mutantRuleFailures(score, *only == "")...)
 	card.Passed = len(card.Failures) == 0
 	paths, err := evidence.WriteAll(*out, card, evidence.WriteOptions{})
 	if err != nil {
@@ -103,6 +106,20 @@ func runMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	fmt.Fprintf(stdout, "mutation score: %d/%d killed (%.1f%%), %d by qualify alone\n", score.Killed, score.Total, score.Score(), score.KilledByQualify)
+	if *record != "" && *only == "" {
+		for _, p := range paths {
+			if strings.HasSuffix(p, "-mutation-score.json") {
+				data, err := os.ReadFile(p)
+				if err == nil {
+					err = os.WriteFile(*record, data, 0o644)
+				}
+				if err != nil {
+					return fmt.Errorf("--record: %w", err)
+				}
+				paths = append(paths, *record)
+			}
+		}
+	}
 	for _, p := range paths {
 		fmt.Fprintf(stdout, "wrote %s\n", p)
 	}
@@ -120,4 +137,43 @@ func indexMutant(id string) int {
 		}
 	}
 	return -1
+}
+
+// mutantRuleFailures holds the catalogue to the contract: with the whole
+// catalogue run (whole), a rule no mutant breaks is a failure (nothing
+// shows that qualify would notice it broken), unless no check can reach
+// it (contract.NotCheckable); and a rule one of whose mutants was not
+// killed by qualify alone is one, whatever ran.
+func mutantRuleFailures(score evidence.MutationScore, whole bool) []evidence.Failure {
+	var out []evidence.Failure
+	trace, err := ruleTrace()
+	if err != nil {
+		return []evidence.Failure{{Source: "rules", Detail: err.Error(), Replay: rulesReplay}}
+	}
+	byID := map[string]evidence.Mutant{}
+	for _, m := range score.Mutants {
+		byID[m.ID] = m
+	}
+	for _, t := range trace {
+		if t.NotCheckable != "" {
+			continue
+		}
+		if len(t.Mutants) == 0 {
+			if whole {
+				out = append(out, evidence.Failure{Source: "rule " + t.ID,
+					Detail: fmt.Sprintf("no mutant breaks rule %s (%s): nothing shows qualify would notice it broken", t.ID, t.Cite()),
+					Replay: rulesReplay})
+			}
+			continue
+		}
+		for _, id := range t.Mutants {
+			m, ran := byID[id]
+			if ran && m.Outcome != "invalid" && !m.ByQualify() {
+				out = append(out, evidence.Failure{Source: "rule " + t.ID,
+					Detail: fmt.Sprintf("rule %s (%s): its mutant %s was not killed by qualify alone (%s)", t.ID, t.Cite(), id, m.Outcome),
+					Replay: "go run ./cmd/rendermac mutate --only " + id})
+			}
+		}
+	}
+	return out
 }

@@ -35,6 +35,8 @@ type qualifyFlags struct {
 	artifactsS3                             bool
 	s3Scenarios                             string
 	noFleet                                 bool
+	noRulesGate                             bool
+	mutationCard                            string
 	fleetDuration                           time.Duration
 	gen                                     fuzz.GenConfig
 	weights                                 []string
@@ -94,6 +96,9 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	fs.IntVar(&f.detSeeds, "determinism-seeds", 20, "seeds of the model campaign run twice, traces compared (0: skip)")
 	fs.IntVar(&f.detPgSeeds, "determinism-pg-seeds", 3, "seeds of the model-vs-Postgres campaign run twice, traces compared (0: skip)")
 	fs.BoolVar(&f.noTimings, "no-timings", false, "leave durations out, so two runs of one commit give identical files")
+	fs.BoolVar(&f.noRulesGate, "no-rules-gate", !rulesGateDefault, "record the rules no check of qualify reaches without failing on them")
+	fs.StringVar(&f.mutationCard, "mutation-card", "docs/mutation-score.json", "the last mutation card (rendermac mutate's JSON): "+
+		"the card's Rules section says which rules it proves")
 	fs.BoolVar(&f.noCoverageGate, "no-coverage-gate", false, "record coverage but do not fail when a required transition, reply or fault "+
 		"was never reached (smoke runs too small to reach them all)")
 	addWeightFlag(fs, &f.gen, &f.weights)
@@ -231,6 +236,9 @@ func runQualify(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		card.NotCovered = append(card.NotCovered, fleetCard.NotCovered...)
 		card.Failures = append(card.Failures, fleetCard.Failures...)
 		card.Fleet = fleetCard.Fleet
+	}
+	if err := qualifyRules(&card, f); err != nil {
+		return err
 	}
 	card.Passed = len(card.Failures) == 0
 	if !f.noTimings {
@@ -610,6 +618,9 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 	sec.Jobs = []evidence.Count{{Name: "accepted", N: int(rep.Accepted)}, {Name: "succeeded", N: rep.Soak.Succeeded},
 		{Name: "cancelled", N: rep.Soak.Cancelled}, {Name: "failed", N: rep.Soak.Failed}}
 	for _, c := range rep.AllChecks() {
+		if c.ID != "" {
+			sec.Checks = append(sec.Checks, c.ID)
+		}
 		for _, v := range c.Violations {
 			sec.Violations = append(sec.Violations, c.Name+": "+v)
 		}
@@ -619,5 +630,51 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 		}
 	}
 	card.Fleet = sec
+	return nil
+}
+
+// rulesGateDefault is whether qualify fails on a rule of the contract no
+// check reaches (--no-rules-gate turns it off).
+const rulesGateDefault = false
+
+// rulesReplay lists the rule trace and its gaps.
+const rulesReplay = "go run -tags faultpoints,mutations ./cmd/rendermac rules --gaps"
+
+// qualifyRules puts the Rules section on the card: every rule of the
+// contract, the checks of this run that reached it and the last mutation
+// card's proof; a broken trace, and (with the rules gate) a rule no check
+// reaches, is a failure.
+func qualifyRules(card *evidence.Card, f qualifyFlags) error {
+	trace, err := ruleTrace()
+	if err != nil {
+		card.Failures = append(card.Failures, evidence.Failure{Source: "rules", Detail: err.Error(), Replay: rulesReplay})
+	}
+	score, note, err := readMutationCard(f.mutationCard)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	notRun := map[string]string{}
+	for _, s := range scenarios.Catalogue() {
+		if why := s.Runnable(); why != nil {
+			notRun[s.Name] = why.Error()
+		}
+	}
+	if _, err := s3provider.Find(); err != nil {
+		notRun["@s3"] = "versitygw not found"
+	}
+	var fleetChecks []string
+	if card.Fleet != nil {
+		fleetChecks = card.Fleet.Checks
+	}
+	card.Rules = ruleSection(trace, newRanChecks(*card, f, fleetChecks, notRun), score, note)
+	if f.noRulesGate {
+		return nil
+	}
+	for _, row := range card.Rules.Rows {
+		if len(row.Checks) == 0 && row.NotCheckable == "" {
+			card.Failures = append(card.Failures, evidence.Failure{Source: "rules",
+				Detail: fmt.Sprintf("rule %s (%s) has no check in qualify: %s", row.ID, row.Source, row.Text), Replay: rulesReplay})
+		}
+	}
 	return nil
 }

@@ -39,7 +39,7 @@ func TestProtocolAgreesWithContract(t *testing.T) {
 // TestMovedCodeIsReported moves internal_error from the retryable list to
 // the non-retryable one in the text: both lists must report it.
 func TestMovedCodeIsReported(t *testing.T) {
-	spec := strings.Replace(docs.SPEC, "`provider_offline`, `internal_error`. Not retryable:", "`provider_offline`. Not retryable: `internal_error`,", 1)
+	spec := strings.Replace(docs.SPEC, "`provider_offline`, `internal_error` [R:fail.retryable]. Not retryable:", "`provider_offline` [R:fail.retryable]. Not retryable: `internal_error`,", 1)
 	if spec == docs.SPEC {
 		t.Fatal("the SPEC's retryable list moved: update the test's edit")
 	}

@@ -91,6 +91,9 @@ func (d doc) rules() (rules []Rule, bad []string) {
 			continue
 		}
 		for _, m := range ruleAnchor.FindAllStringSubmatchIndex(l, -1) {
+			if m[0] > 0 && l[m[0]-1] == '`' && m[1] < len(l) && l[m[1]] == '`' {
+				continue // the anchor's form quoted as inline code, not a rule
+			}
 			id := l[m[2]:m[3]]
 			if !ValidRuleID(id) {
 				bad = append(bad, fmt.Sprintf("%s:%d: rule anchor [R:%s] is not of the form [R:area.name] (lower case, digits, dashes)", d.name, i+1, id))

@@ -9,7 +9,7 @@ import (
 func TestRulesAreFoundWithTheirStatements(t *testing.T) {
 	spec := "# Title\n\n## 5. Wire\n\nA missing token is refused before the upgrade [R:wire.auth-before-upgrade]. " +
 		"Frames are JSON [R:wire.json]\nover text frames.\n\n- a list item that\n  says one thing [R:wire.item]\n\n" +
-		"```\nnot a rule [R:wire.in-fence]\n```\n"
+		"```\nnot a rule [R:wire.in-fence]\n```\n\nThe form is `[R:area.name]`, not a rule.\n"
 	sem := "## Sweep\n\n| a | b [R:sweep.row] |\n"
 	rules, err := ParseRules(spec, sem)
 	require.NoError(t, err)

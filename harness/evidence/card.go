@@ -30,6 +30,9 @@ type Card struct {
 	MutationScore *MutationScore `json:"mutation_score,omitempty"`
 	// Fleet is the fleet campaign, when qualify ran one.
 	Fleet *Fleet `json:"fleet,omitempty"`
+	// Rules is the contract's rule inventory as this run checked it
+	// (qualify's cards; nil on the others).
+	Rules *Rules `json:"rules,omitempty"`
 }
 
 // RunInfo says what was run.

@@ -34,6 +34,9 @@ type Fleet struct {
 	PrimaryLosses []PrimaryLoss `json:"primary_losses,omitempty"`
 	// Violations are what the checks found (empty: passed).
 	Violations []string `json:"violations"`
+	// Checks are the IDs of the checks the run made (fleet.CheckIDs), as
+	// the rule trace names them (fleet:ID).
+	Checks []string `json:"checks,omitempty"`
 }
 
 // PrimaryLoss is one primary the fleet campaign took away, and the time

@@ -44,6 +44,9 @@ type ShardCard struct {
 //   - scenarios: concatenated; not-covered notes: every distinct note, in
 //     shard order (the shared notes first, then each shard's skipped
 //     scenarios);
+//   - rules: the same rows, checks and proofs in every shard (checked
+//     equal), a check counted as run when any shard ran it (a shard runs
+//     its slice of the scenarios), the counts recomputed;
 //   - failures: each campaign's in campaign order, shard after shard
 //     (seed order), then the scenarios'. Each shard shrank its own first
 //     failing seed of a campaign, so a failing merged card can hold up to
@@ -94,6 +97,9 @@ func Merge(shards []ShardCard) (Card, error) {
 	}
 	out.Run.Host = strings.Join(hosts, ", ")
 	if out.Campaigns, err = mergeCampaigns(ordered); err != nil {
+		return Card{}, err
+	}
+	if out.Rules, err = mergeRuleSections(ordered); err != nil {
 		return Card{}, err
 	}
 	out.Failures = mergeFailures(ordered, out.Campaigns)
@@ -320,4 +326,49 @@ func appendNew(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
+}
+
+// mergeRuleSections joins the shards' rule sections: every shard lists the same
+// rules with the same checks, mutants and proofs; a check ran in the
+// merged run when it ran in any shard.
+func mergeRuleSections(ordered []ShardCard) (*Rules, error) {
+	first := ordered[0]
+	if first.Card.Rules == nil {
+		for _, s := range ordered[1:] {
+			if s.Card.Rules != nil {
+				return nil, fmt.Errorf("merge: %s has a rules section and %s has none: not one run", s.Name, first.Name)
+			}
+		}
+		return nil, nil
+	}
+	out := *first.Card.Rules
+	out.Rows = make([]RuleRow, len(first.Card.Rules.Rows))
+	for i, row := range first.Card.Rules.Rows {
+		row.Checks = slices.Clone(row.Checks)
+		row.Mutants = slices.Clone(row.Mutants)
+		out.Rows[i] = row
+	}
+	for _, s := range ordered[1:] {
+		r := s.Card.Rules
+		if r == nil || r.MutationCard != out.MutationCard || len(r.Rows) != len(out.Rows) {
+			return nil, fmt.Errorf("merge: %s and %s are not shards of one run: their rule inventories differ", first.Name, s.Name)
+		}
+		for i, row := range r.Rows {
+			m := &out.Rows[i]
+			if row.ID != m.ID || row.Source != m.Source || row.Text != m.Text || row.Proven != m.Proven ||
+				row.NotCheckable != m.NotCheckable || !slices.Equal(row.Mutants, m.Mutants) || len(row.Checks) != len(m.Checks) {
+				return nil, fmt.Errorf("merge: %s and %s are not shards of one run: rule %s differs", first.Name, s.Name, m.ID)
+			}
+			for j, ck := range row.Checks {
+				if ck.Name != m.Checks[j].Name {
+					return nil, fmt.Errorf("merge: %s and %s are not shards of one run: rule %s's checks differ", first.Name, s.Name, m.ID)
+				}
+				if ck.Ran {
+					m.Checks[j].Ran, m.Checks[j].Why = true, ""
+				}
+			}
+		}
+	}
+	out.Count()
+	return &out, nil
 }

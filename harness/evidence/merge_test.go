@@ -74,10 +74,15 @@ var mergeRules = map[string]string{
 	"Card.NoTimings":                                        "checked",
 	"Card.MutationScore":                                    "checked",
 	"Card.Fleet":                                            "checked",
+	"Card.Rules.Total":                                      "merged",
+	"Card.Rules.Checked":                                    "merged",
+	"Card.Rules.Proven":                                     "merged",
+	"Card.Rules.MutationCard":                               "checked",
+	"Card.Rules.Rows":                                       "merged",
 }
 
 // wholeValues are walked no further: Merge moves or compares them whole.
-var wholeValues = map[string]bool{"Card.Contract": true, "Card.Scenarios": true, "Card.Invariants": true, "Card.Failures": true,
+var wholeValues = map[string]bool{"Card.Rules.Rows": true, "Card.Contract": true, "Card.Scenarios": true, "Card.Invariants": true, "Card.Failures": true,
 	"Card.NotCovered": true, "Card.MutationScore": true, "Card.Fleet": true}
 
 // cardPaths lists every leaf field of t as Card.Run.Host, Card.Campaigns[].Name...
@@ -176,8 +181,22 @@ func shardFixture() []ShardCard {
 		},
 		Scenarios:  []Scenario{{Name: "happy_path", Fault: "none", Phase: "all", Expected: "ok", Observed: "ok", Passed: true, DurationMs: 7}},
 		NotCovered: []string{"Mac sleep.", "Scenario a was not run: no ffmpeg."},
+		Rules: &Rules{Total: 2, Checked: 1, Proven: 1, MutationCard: "2026-12-02 at 0123456",
+			Rows: []RuleRow{
+				{ID: "a.one", Source: "docs/SPEC.md:1", Text: "one", Mutants: []string{"m1"}, Proven: true,
+					Checks: []RuleCheck{{Name: "scenario:happy_path", Ran: true}}},
+				{ID: "a.two", Source: "docs/SPEC.md:2", Text: "two",
+					Checks: []RuleCheck{{Name: "scenario:wrong_epoch", Why: "shard 1/2"}}},
+			}},
 	}
 	two := one
+	two.Rules = &Rules{Total: 2, Checked: 1, Proven: 1, MutationCard: "2026-12-02 at 0123456",
+		Rows: []RuleRow{
+			{ID: "a.one", Source: "docs/SPEC.md:1", Text: "one", Mutants: []string{"m1"}, Proven: true,
+				Checks: []RuleCheck{{Name: "scenario:happy_path", Why: "shard 2/2"}}},
+			{ID: "a.two", Source: "docs/SPEC.md:2", Text: "two",
+				Checks: []RuleCheck{{Name: "scenario:wrong_epoch", Ran: true}}},
+		}}
 	two.Date, two.Passed = "2026-12-04", false
 	two.Run.Host, two.Run.DurationMs, two.Run.Shard = "ci-2", 2000, "2/2"
 	two.Campaigns = []Campaign{
@@ -238,6 +257,13 @@ func TestMergeCombinesShardsInUnshardedOrder(t *testing.T) {
 	want.Scenarios = append(one.Scenarios, two.Scenarios...)
 	want.Failures = []Failure{two.Failures[1], two.Failures[2], two.Failures[3], two.Failures[0]}
 	want.NotCovered = []string{"Mac sleep.", "Scenario a was not run: no ffmpeg.", "Scenario b was not run: no ffmpeg."}
+	want.Rules = &Rules{Total: 2, Checked: 2, Proven: 1, MutationCard: "2026-12-02 at 0123456",
+		Rows: []RuleRow{
+			{ID: "a.one", Source: "docs/SPEC.md:1", Text: "one", Mutants: []string{"m1"}, Proven: true,
+				Checks: []RuleCheck{{Name: "scenario:happy_path", Ran: true}}},
+			{ID: "a.two", Source: "docs/SPEC.md:2", Text: "two",
+				Checks: []RuleCheck{{Name: "scenario:wrong_epoch", Ran: true}}},
+		}}
 	require.Equal(t, want, got)
 	require.Equal(t, "model", got.Failures[0].Source)
 	require.Equal(t, "scenario wrong_epoch", got.Failures[3].Source)

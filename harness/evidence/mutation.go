@@ -31,6 +31,9 @@ type Mutant struct {
 	File string `json:"file"`
 	// What says in words what the mutation breaks.
 	What string `json:"what"`
+	// Rules are the contract's rules it breaks (docs/SPEC.md and
+	// docs/semantics.md): its kill by qualify alone proves qualify checks them.
+	Rules []string `json:"rules,omitempty"`
 	// Outcome is "killed", "survived", "timeout" (counted killed, as
 	// mutation tools do, but never as killed by qualify: see ByQualify) or
 	// "invalid" (did not build, not counted).

@@ -50,18 +50,18 @@ func TestMutationScoreSection(t *testing.T) {
 func TestMutationPackageRows(t *testing.T) {
 	score := MutationScore{Mutants: []Mutant{
 		{ID: "a", File: "server/fencing/lease.go", Outcome: "killed", KilledBy: []string{"model-vs-postgres seed 3"}},
-		{ID: "b", File: "server/fencing/sweep.go", Outcome: "killed", KilledBy: []string{"test ./server/: TestSweep"}},
+		{ID: "b", File: "server/fencing/sweep.go", Outcome: "killed", KilledBy: []string{"test ./server/fencing/: TestSweep"}},
 		{ID: "c", File: "server/api/pair.go", Outcome: "timeout", KilledBy: []string{"timeout"}},
 		{ID: "d", File: "protocol/codes.go", Outcome: "survived"},
 		{ID: "e", File: "protocol/codes.go", Outcome: "invalid"},
 	}}
 	header, rows := PackageRows(score)
 	require.Equal(t, []string{"Package", "Mutants", "Killed", "By qualify alone"}, header)
-	require.Equal(t, [][]string{{"protocol", "1", "0", "0"}, {"server", "2", "2", "1"}, {"server/api", "1", "1", "0"}}, rows)
+	require.Equal(t, [][]string{{"protocol", "1", "0", "0"}, {"server/api", "1", "1", "0"}, {"server/fencing", "2", "2", "1"}}, rows)
 	require.False(t, score.Mutants[1].ByQualify(), "a kill by package tests alone is not qualify's")
 	require.False(t, score.Mutants[2].ByQualify(), "a timeout is no evidence that qualify catches the mutant")
 
 	var md bytes.Buffer
 	require.NoError(t, WriteMarkdown(&md, Card{Title: "Source mutation campaign", Date: "2026-12-05", MutationScore: &score}, WriteOptions{}))
-	require.Regexp(t, `\| server +\| 2 +\| 2 +\| 1 +\|`, md.String())
+	require.Regexp(t, `\| server/fencing +\| 2 +\| 2 +\| 1 +\|`, md.String())
 }

@@ -12,7 +12,7 @@ import (
 // lost an acknowledged commit leaves a buyer told of an outcome that no
 // longer exists (or a delivery id the outbox now gives another event).
 func (r *run) checkTerminalWebhooks(ctx context.Context) (soak.Check, error) {
-	c := soak.Check{Name: "every terminal webhook delivered is for a job the database holds in that terminal state"}
+	c := soak.Check{ID: "webhook-terminal", Name: "every terminal webhook delivered is for a job the database holds in that terminal state"}
 	acked := r.hook.Acknowledged()
 	jobs := make([]string, 0, len(acked))
 	for _, a := range acked {
@@ -43,7 +43,7 @@ func (r *run) checkTerminalWebhooks(ctx context.Context) (soak.Check, error) {
 // from status), each next starts where the one before ended, and the last
 // ends at the row's status now; every job and attempt has its chain.
 func (r *run) checkJournalChains(ctx context.Context) (soak.Check, error) {
-	c := soak.Check{Name: "the journal has no hole (each job's and attempt's events chain from its insert to its status)"}
+	c := soak.Check{ID: "journal-chain", Name: "the journal has no hole (each job's and attempt's events chain from its insert to its status)"}
 	var events int
 	if err := r.obs.QueryRow(ctx, `SELECT count(*) FROM job_events`).Scan(&events); err != nil {
 		return c, err

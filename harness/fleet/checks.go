@@ -110,11 +110,11 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 		return err
 	}
 
-	commitOK := soak.Check{Name: "every commit_ok an agent heard is a succeeded attempt of a succeeded job, its output stored " +
+	commitOK := soak.Check{ID: "commit-ok-live", Name: "every commit_ok an agent heard is a succeeded attempt of a succeeded job, its output stored " +
 		"(size and hash: the outputs check); none for an attempt lost or cancelled"}
-	afterConflict := soak.Check{Name: "no commit sent after a lease_conflict ended the attempt (agent logs)"}
-	ownToken := soak.Check{Name: "no commit refused commit_conflict: each agent sends its own attempt's token"}
-	retryable := soak.Check{Name: "no attempt failed with a non-retryable code (the mix has no bad job)"}
+	afterConflict := soak.Check{ID: "no-commit-after-conflict", Name: "no commit sent after a lease_conflict ended the attempt (agent logs)"}
+	ownToken := soak.Check{ID: "own-token", Name: "no commit refused commit_conflict: each agent sends its own attempt's token"}
+	retryable := soak.Check{ID: "retryable-only", Name: "no attempt failed with a non-retryable code (the mix has no bad job)"}
 	var oks, conflicts, commits int
 	rep.Wasted = map[int]time.Duration{}
 	for _, l := range logs {
@@ -169,19 +169,19 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 	}
 	refusedOut.Examined = fmt.Sprintf("%d failed jobs", failedJobs)
 
-	wifi := soak.Check{Name: fmt.Sprintf("every Wi-Fi loss: the agent reconnected within %s of the heal", ReconnectBound()),
+	wifi := soak.Check{ID: "reconnect-bound", Name: fmt.Sprintf("every Wi-Fi loss: the agent reconnected within %s of the heal", ReconnectBound()),
 		Examined: fmt.Sprintf("%d Wi-Fi losses", rep.Faults[FaultWiFiLoss])}
 	r.mu.Lock()
 	for _, v := range r.violations {
 		wifi.Add("%s", v)
 	}
 	r.mu.Unlock()
-	drain := soak.Check{Name: fmt.Sprintf("the queue drained within %s of the last heal", rep.DrainBound),
+	drain := soak.Check{ID: "drain-bound", Name: fmt.Sprintf("the queue drained within %s of the last heal", rep.DrainBound),
 		Examined: fmt.Sprintf("drained in %s", rep.DrainTime.Round(time.Millisecond))}
 	if !rep.Drained || rep.DrainTime > rep.DrainBound {
 		drain.Add("drained %v after %s (bound %s)", rep.Drained, rep.DrainTime.Round(time.Millisecond), rep.DrainBound)
 	}
-	kinds := soak.Check{Name: "every fault kind was injected", Examined: fmt.Sprintf("%d faults", rep.Soak.Stats.Faults)}
+	kinds := soak.Check{ID: "fault-kinds", Name: "every fault kind was injected", Examined: fmt.Sprintf("%d faults", rep.Soak.Stats.Faults)}
 	for _, k := range FaultKinds() {
 		if rep.Faults[k] == 0 && r.injectable(k) {
 			kinds.Add("no %s: run longer or with a shorter --fault-every", k)
@@ -199,6 +199,14 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 	return nil
 }
 
+// CheckIDs are the IDs of every check a fleet run reports (the soak's
+// and its own), as the rule trace names them (fleet:ID).
+func CheckIDs() []string {
+	return []string{"invariants", "accepted-terminal", "one-terminal", "holds", "outputs", "webhooks", "exercised",
+		"commit-ok-live", "no-commit-after-conflict", "own-token", "retryable-only", "no-capacity-spent", "reconnect-bound",
+		"drain-bound", "fault-kinds", "webhook-terminal", "journal-chain"}
+}
+
 // refusalsSpent is how many no_capacity refusals by one device of one
 // failed job make a violation: a device on a full disk must not be handed
 // the job it refused back until it reports room (docs/SPEC.md section 5),
@@ -210,7 +218,7 @@ const refusalsSpent = 3
 // refusing them no_capacity again and again; it returns the check and the
 // number of failed jobs.
 func (r *run) checkRefusedOut(ctx context.Context) (soak.Check, int, error) {
-	c := soak.Check{Name: fmt.Sprintf("no failed job had %d or more attempts refused no_capacity by one device", refusalsSpent)}
+	c := soak.Check{ID: "no-capacity-spent", Name: fmt.Sprintf("no failed job had %d or more attempts refused no_capacity by one device", refusalsSpent)}
 	var failed int
 	if err := r.obs.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'failed'`).Scan(&failed); err != nil {
 		return c, 0, err

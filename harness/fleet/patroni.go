@@ -55,7 +55,7 @@ func PatroniAvailable() error {
 // commit waits); holdBackSettle lets the gateway write the commit_ok it
 // then sends before the kill.
 const (
-	holdBackBound  = 3 * time.Second
+	holdBackBound  = 2 * time.Second
 	holdBackSettle = 300 * time.Millisecond
 )
 

@@ -10,11 +10,11 @@ var commandMutants = []Mutant{
 	{ID: "command-ignores-stop", Kind: "runner-stop", File: "agent/runner/command.go",
 		Old:  "\t\tres.stopped = true\n\t\tres.state = c.terminate(cmd, waited, clk)\n",
 		New:  "\t\tres.stopped = true\n\t\tres.state = <-waited\n",
-		What: "a cancel, lost lease or shutdown does not stop the renderer: the runner waits for it to finish (killed by agent_command_cancel_while_rendering)"},
+		What: "a cancel, lost lease or shutdown does not stop the renderer: the runner waits for it to finish (killed by agent_command_cancel_while_rendering)", Rules: []string{"runner.command-stop", "runner.command-group"}},
 	{ID: "command-no-time-limit", Kind: "runner-stop", File: "agent/runner/command.go",
 		Old:  "case <-clk.After(c.timeout):",
 		New:  "case <-clk.After(c.timeout * 3600):",
-		What: "the command runner does not enforce the service's time limit (killed by agent_command_time_limit)"},
+		What: "the command runner does not enforce the service's time limit (killed by agent_command_time_limit)", Rules: []string{"runner.command-failure"}},
 }
 
 func init() { Catalogue = append(Catalogue, commandMutants...) }

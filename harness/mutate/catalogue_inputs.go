@@ -9,7 +9,7 @@ var inputMutants = []Mutant{
 	{ID: "input-hash-unchecked", Kind: "condition", File: "server/api/inputs.go",
 		Old:  "case obj.SHA256 != sha:",
 		New:  "case obj.SHA256 != sha && obj.Bytes < 0:",
-		What: "a job is created from an upload whose SHA-256 is not the declared one: the job's input is not what its input_sha256 says (killed by uploaded_input)"},
+		What: "a job is created from an upload whose SHA-256 is not the declared one: the job's input is not what its input_sha256 says (killed by uploaded_input)", Rules: []string{"input.checked-at-create", "input.hashed-at-create"}},
 }
 
 func init() { Catalogue = append(Catalogue, inputMutants...) }

@@ -118,7 +118,7 @@ func Run(ctx context.Context, o Options) (evidence.MutationScore, error) {
 // runOne applies m in dir, runs the gate, and restores dir.
 func runOne(ctx context.Context, o Options, dir string, m Mutant) (r evidence.Mutant) {
 	start := time.Now()
-	r = evidence.Mutant{ID: m.ID, Kind: m.Kind, File: m.File, What: m.What}
+	r = evidence.Mutant{ID: m.ID, Kind: m.Kind, File: m.File, What: m.What, Rules: m.Rules}
 	defer func() { r.DurationMs = time.Since(start).Milliseconds() }()
 	restore, err := Apply(dir, m)
 	if err != nil {

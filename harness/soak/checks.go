@@ -13,6 +13,9 @@ import (
 
 // Check is one end-of-soak check and what it found.
 type Check struct {
+	// ID names the check to the rule trace (docs/semantics.md, "The rule
+	// inventory"): qualify's fleet campaign reports it as fleet:ID.
+	ID   string
 	Name string
 	// Examined says over what the check ran (rows, deliveries).
 	Examined string
@@ -75,7 +78,7 @@ func RunChecks(ctx context.Context, env CheckEnv, rep *Report) error {
 	}
 	rep.Jobs = jobs
 
-	inv := Check{Name: "SPEC invariants 1-9 (store.CheckInvariants)", Examined: fmt.Sprintf("%d jobs", jobs)}
+	inv := Check{ID: "invariants", Name: "SPEC invariants 1-9 (store.CheckInvariants)", Examined: fmt.Sprintf("%d jobs", jobs)}
 	vs, err := store.CheckInvariants(ctx, k.DB)
 	if err != nil {
 		return fmt.Errorf("invariants: %w", err)
@@ -89,12 +92,12 @@ func RunChecks(ctx context.Context, env CheckEnv, rep *Report) error {
 		check *Check
 		fn    func(context.Context, *Check) error
 	}{
-		{&Check{Name: "every accepted job reached a terminal state"}, k.checkAccepted},
-		{&Check{Name: "exactly one terminal transition per job (journal)", Examined: fmt.Sprintf("%d jobs", jobs)}, k.checkOneTerminal},
-		{&Check{Name: "every hold settled exactly once, balances add up"}, k.checkHolds(rep)},
-		{&Check{Name: "succeeded outputs re-read and hashed (store.CheckOutputs, invariant 8)"}, k.checkOutputs(rep)},
-		{&Check{Name: "no webhook lost (delivered to the receiver or pending retry)"}, k.checkWebhooks(rep)},
-		{&Check{Name: "the run exercised the stack (jobs succeeded, faults injected)"}, k.checkExercised(rep)},
+		{&Check{ID: "accepted-terminal", Name: "every accepted job reached a terminal state"}, k.checkAccepted},
+		{&Check{ID: "one-terminal", Name: "exactly one terminal transition per job (journal)", Examined: fmt.Sprintf("%d jobs", jobs)}, k.checkOneTerminal},
+		{&Check{ID: "holds", Name: "every hold settled exactly once, balances add up"}, k.checkHolds(rep)},
+		{&Check{ID: "outputs", Name: "succeeded outputs re-read and hashed (store.CheckOutputs, invariant 8)"}, k.checkOutputs(rep)},
+		{&Check{ID: "webhooks", Name: "no webhook lost (delivered to the receiver or pending retry)"}, k.checkWebhooks(rep)},
+		{&Check{ID: "exercised", Name: "the run exercised the stack (jobs succeeded, faults injected)"}, k.checkExercised(rep)},
 	} {
 		if err := c.fn(ctx, c.check); err != nil {
 			return fmt.Errorf("%s: %w", c.check.Name, err)
