@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -355,13 +356,16 @@ func cmdProxy(r *scRun, st scStep) error {
 // `db standby-silent` (a dedicated cluster) names a synchronous standby
 // that never connects (synchronous_standby_names), so every commit waits
 // for a confirmation that does not come, as it does on a primary whose
-// synchronous standby has not received its WAL; `db standby-confirms`
-// clears it, which releases the waiting commits.
+// synchronous standby has not received its WAL; `db standby-awaited`
+// waits until a commit waits so; `db standby-confirms` clears it, which
+// releases the waiting commits.
 // Example: db read-only
 func cmdDB(r *scRun, st scStep) error {
 	switch arg(st, 0) {
 	case "standby-silent", "standby-confirms":
 		return r.syncStandby(arg(st, 0) == "standby-silent")
+	case "standby-awaited":
+		return r.awaitSyncRep()
 	}
 	if r.proxy == nil {
 		return fmt.Errorf("db %s needs `postgres: proxy` in the header", arg(st, 0))
@@ -420,6 +424,30 @@ func (r *scRun) syncStandby(silent bool) error {
 	time.Sleep(300 * time.Millisecond)
 	r.tl.add(laneDatabase, what)
 	return nil
+}
+
+// awaitSyncRep waits until a backend of the dedicated cluster waits for
+// the synchronous standby's confirmation of its commit (wait_event
+// SyncRep): the commit is written on the primary and not acknowledged.
+func (r *scRun) awaitSyncRep() error {
+	if r.s.pg != "dedicated" {
+		return fmt.Errorf("db standby-awaited needs `postgres: dedicated` in the header")
+	}
+	deadline := time.Now().Add(r.timeout)
+	for {
+		var n int
+		if err := r.observer.QueryRow(r.ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			r.tl.add(laneDatabase, fmt.Sprintf("%d commit(s) wait for the synchronous standby", n))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no commit waited for the synchronous standby within %s", r.timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // cmdPool warms a gateway's pool: N connections are acquired at once (so
@@ -516,12 +544,17 @@ func cmdArm(r *scRun, st scStep) error {
 
 // cmdAwait waits until a fault point has been hit n times (default 1);
 // `await lock NAME` waits until a transaction waits on a row lock or the
-// background operation NAME has finished (scenario_concurrent.go).
+// background operation NAME has finished (scenario_concurrent.go);
+// `await log "TEXT" [level=warn]` waits until a gateway logged a line
+// holding TEXT at that level or above.
 // Example: await commit.before_tx2
 func cmdAwait(r *scRun, st scStep) error {
 	point := arg(st, 0)
-	if point == "lock" {
+	switch point {
+	case "lock":
 		return r.awaitLock(arg(st, 1))
+	case "log":
+		return r.awaitLog(st)
 	}
 	n, err := optInt(st, "n", 1)
 	if err != nil {
@@ -533,6 +566,22 @@ func cmdAwait(r *scRun, st scStep) error {
 			return fmt.Errorf("fault point %s was hit %d times, want %d", point, r.fpHits(point), n)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+	return nil
+}
+
+// awaitLog waits until a gateway logged arg 1 at the step's level.
+func (r *scRun) awaitLog(st scStep) error {
+	level := slog.LevelInfo
+	if st.opt("level", "") == "warn" {
+		level = slog.LevelWarn
+	}
+	deadline := time.Now().Add(r.timeout)
+	for !r.logged(st.opt("gateway", ""), arg(st, 1), level) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no gateway logged %q within %s", arg(st, 1), r.timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	return nil
 }
