@@ -47,6 +47,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Bin = bin
 	cfg.Log = stderr
+	cfg.KeepOnFailure = true
 	rep, err := fleet.Run(ctx, cfg)
 	if err != nil {
 		return err
@@ -55,7 +56,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if n := rep.Violations(); n > 0 {
-		fmt.Fprintf(stdout, "FAIL: %d violations\nreplay: %s\n", n, fleetReplay(cfg))
+		fmt.Fprintf(stdout, "FAIL: %d violations\nreplay: %s\nprocess logs: %s\n", n, fleetReplay(cfg), rep.Dir)
 		return exitError{code: 1}
 	}
 	fmt.Fprintf(stdout, "PASS (drained %s after the last heal, wasted work %s", rep.DrainTime.Round(time.Millisecond),

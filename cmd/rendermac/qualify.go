@@ -584,6 +584,7 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 		return err
 	}
 	cfg.Bin = bin
+	cfg.KeepOnFailure = true
 	switch perr := fleet.PatroniAvailable(); {
 	case perr == nil:
 		cfg.Postgres = fleet.PostgresPatroni
@@ -625,7 +626,11 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 			sec.Violations = append(sec.Violations, c.Name+": "+v)
 		}
 		if len(c.Violations) > 0 {
-			card.Failures = append(card.Failures, evidence.Failure{Source: "fleet", Detail: c.Name + ": " + strings.Join(c.Violations, "; "),
+			detail := c.Name + ": " + strings.Join(c.Violations, "; ")
+			if rep.Dir != "" {
+				detail += " (process logs kept in " + rep.Dir + ")"
+			}
+			card.Failures = append(card.Failures, evidence.Failure{Source: "fleet", Detail: detail,
 				Replay: fleetReplay(cfg)})
 		}
 	}

@@ -68,8 +68,10 @@ type Config struct {
 	AgentVariant string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
-	// Keep keeps the run directory (process logs) after the run.
-	Keep bool
+	// Keep keeps the run directory (process logs) after the run;
+	// KeepOnFailure keeps it only when a check found a violation
+	// (Report.Dir names it).
+	Keep, KeepOnFailure bool
 }
 
 // Defaults is what `rendermac fleet` runs without flags.
@@ -243,6 +245,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if err := r.check(ctx, rep); err != nil {
 		return nil, err
+	}
+	if cfg.KeepOnFailure && rep.Violations() > 0 {
+		r.cfg.Keep = true
+	}
+	if r.cfg.Keep {
+		rep.Dir = r.dir
 	}
 	rep.Wall = time.Since(began)
 	return rep, nil

@@ -31,6 +31,9 @@ type Report struct {
 	// outage.
 	Postgres, PGVariant string
 	PrimaryLosses       []PrimaryLoss
+	// Dir is the kept run directory with every process's log ("" when
+	// it was removed).
+	Dir string
 	// Began is when load began (PrimaryLoss times are shown from it).
 	Began             time.Time
 	Faults            map[string]int
