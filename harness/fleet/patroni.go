@@ -55,8 +55,9 @@ func PatroniAvailable() error {
 // commit waits); holdBackSettle lets the gateway write the commit_ok it
 // then sends before the kill.
 const (
-	holdBackBound  = 2 * time.Second
-	holdBackSettle = 300 * time.Millisecond
+	holdBackBound      = 2 * time.Second
+	asyncHoldBackBound = 15 * time.Second
+	holdBackSettle     = 300 * time.Millisecond
 )
 
 // PrimaryLoss is one primary the fleet took away: killed or switched over.
@@ -158,7 +159,13 @@ func (r *run) primaryKill(ctx context.Context, outage time.Duration) error {
 		return err
 	}
 	defer c.Release(leader)
-	loss.Visible = r.awaitVisibleSuccess(ctx, leader, holdBackBound)
+	bound := holdBackBound
+	if r.cfg.PGVariant == PGVariantAsyncHoldback {
+		// Nothing waits for the standbys here: waiting longer costs no
+		// throughput and makes sure the kill has an acknowledgement to lose.
+		bound = asyncHoldBackBound
+	}
+	loss.Visible = r.awaitVisibleSuccess(ctx, leader, bound)
 	if loss.Visible {
 		time.Sleep(holdBackSettle)
 	}
