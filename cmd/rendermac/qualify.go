@@ -61,6 +61,7 @@ var notCovered = []string{
 	"Fuzz campaigns inject faults only at the protocol level (perturbed identities, duplicated and reordered frames, clock jumps); infrastructure faults (Postgres restarts, TCP cuts, gateway kills, store outages) are covered by the named scenarios, one path each, and by the fleet campaign, once or twice each.",
 	"The fleet campaign is short (about half a minute of load, a few agents, each fault kind once or twice) and its FFmpeg share small; the 10-minute, 8-agent run is `rendermac fleet --duration 10m --agents 8`, not part of qualify.",
 	"Exactly-once physical execution, which RenderMac does not promise: a provider may finish encoding after its lease is lost.",
+	"The fleet campaign's Patroni cluster loses its primary once by a kill and once by a switchover, on one machine's loopback: no network partition, no lagging disk, no managed service's own failover; the 10-minute run with more of each is `rendermac fleet --postgres patroni --duration 10m`.",
 }
 
 // parseQualifyFlags reads and checks qualify's flags: what runQualify runs
