@@ -422,6 +422,7 @@ func (r *scRun) syncStandby(silent bool) error {
 	// gateways' pooled connections are idle, so a short settle covers
 	// them (pg_reload_conf only signals).
 	time.Sleep(300 * time.Millisecond)
+	r.syncSilent = silent
 	r.tl.add(laneDatabase, what)
 	return nil
 }

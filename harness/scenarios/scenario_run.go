@@ -95,8 +95,10 @@ type scRun struct {
 	agents   map[string]*scAgent
 	real     map[string]*scRealAgent // shipped agents in process (`agent start`)
 	pgDown   bool
-	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
-	surface  *scSurface         // scenario_http.go's commands
+	// syncSilent is set while `db standby-silent` holds every commit.
+	syncSilent bool
+	hook       *scWebhookEndpoint // cmdWebhookEndpoint's receiver
+	surface    *scSurface         // scenario_http.go's commands
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -161,6 +163,12 @@ func (r *scRun) execute() error {
 			r.tl.add(laneAgent, "FAILED "+st.String()+": "+err.Error())
 			break
 		}
+	}
+	// A failed step may leave commits waiting for a synchronous standby
+	// that never confirms: lift the requirement first, or quiescing waits
+	// for them forever.
+	if r.syncSilent {
+		_ = r.syncStandby(false)
 	}
 	// Quiesce before judging the rows: the invariant queries are not one
 	// snapshot, so no writer may run between them.
