@@ -126,7 +126,9 @@ func (r *run) openPatroni(ctx context.Context) error {
 }
 
 func (r *run) awaitDatabaseOnEveryNode(ctx context.Context, db string) error {
-	deadline := time.Now().Add(time.Minute)
+	// The last node may still be cloning (patroniprovider.Open returns
+	// once the cluster serves): a loaded machine took minutes.
+	deadline := time.Now().Add(3 * time.Minute)
 	for i := range patroniprovider.Nodes {
 		for {
 			conn, err := pgx.Connect(ctx, r.pat.cluster.NodeURL(i, db))
@@ -135,7 +137,7 @@ func (r *run) awaitDatabaseOnEveryNode(ctx context.Context, db string) error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("database %s not on node %d within a minute: %w", db, i, err)
+				return fmt.Errorf("database %s not on node %d within 3 minutes: %w", db, i, err)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -53,7 +53,7 @@ type Options struct {
 	ReplicationProxy bool
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
-	// StartTimeout bounds Open's wait for a healthy cluster (default 2m).
+	// StartTimeout bounds Open's wait for a serving cluster (default 3m).
 	StartTimeout time.Duration
 }
 
@@ -90,14 +90,14 @@ type node struct {
 }
 
 // Open starts etcd and Nodes Patroni nodes and returns once a leader takes
-// writes and every node runs (in synchronous mode with a synchronous
-// standby); Close ends it all.
+// writes and, in synchronous mode, a synchronous standby confirms them
+// (WaitServing; the last node may still be cloning); Close ends it all.
 func Open(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 2 * time.Minute
+		opts.StartTimeout = 3 * time.Minute
 	}
 	c := &Cluster{opts: opts, http: &http.Client{Timeout: 3 * time.Second}}
 	var err error
@@ -152,10 +152,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
-	if err := c.WaitHealthy(wctx); err != nil {
+	// Serving is what a caller needs first (a leader and, in synchronous
+	// mode, a synchronous standby); the third node's clone may still be
+	// running on a loaded machine, and WaitHealthy waits for it.
+	if err := c.WaitServing(wctx); err != nil {
 		return fmt.Errorf("patroni cluster did not come up: %w (logs in %s)", err, c.root)
 	}
-	fmt.Fprintf(c.opts.Log, "patroni: etcd and %d nodes up in %s (synchronous %v, dir %s)\n", Nodes,
+	fmt.Fprintf(c.opts.Log, "patroni: etcd and %d nodes serving in %s (synchronous %v, dir %s)\n", Nodes,
 		time.Since(began).Round(time.Millisecond), !c.opts.Asynchronous, c.root)
 	return nil
 }
