@@ -35,7 +35,9 @@ type Report struct {
 	// it was removed).
 	Dir string
 	// Began is when load began (PrimaryLoss times are shown from it).
-	Began             time.Time
+	Began time.Time
+	// Transport says how the agents reach the gateways (Transport).
+	Transport         string
 	Faults            map[string]int
 	Submitted         int64
 	Accepted, Refused int64
@@ -107,6 +109,9 @@ func (r *Report) PrintTable(w io.Writer) error {
 		fmt.Fprintf(w, "fleet: %s\n", r.StoreNote)
 	}
 	fmt.Fprintf(w, "fleet: postgres %s\n", r.PostgresLabel())
+	if r.Transport != "" {
+		fmt.Fprintf(w, "fleet: transport %s\n", r.Transport)
+	}
 	f := tablewriter.NewWriter(w)
 	f.Header("fault injected", "count")
 	total := 0
