@@ -23,7 +23,8 @@ import (
 //	postgres:  shared (default), dedicated (own cluster, may be stopped) or
 //	           proxy (the service's pool goes through the harness's TCP proxy)
 //	pings:     on (default) or off: the gateways send no WebSocket pings, so
-//	           no pong heartbeats a device and only its frames do
+//	           no pong heartbeats a device and only its frames do (their
+//	           touch window stays the 10s ping interval pings would have)
 //
 // A step is a command and its words; `key=value` words are options, words
 // after `->` are the expected outcome of the command itself, and "quoted

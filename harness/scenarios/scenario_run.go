@@ -97,6 +97,7 @@ type scRun struct {
 	pgDown   bool
 	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
 	surface  *scSurface         // scenario_http.go's commands
+	txns     map[string]*scTxn  // the harness's own transactions (`txn`, scenario_core.go)
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -248,6 +249,7 @@ func (r *scRun) cleanup() {
 		r.hook.srv.Close()
 	}
 	r.surface.close()
+	r.closeTxns()
 	if r.observer != nil {
 		r.observer.Close()
 	}

@@ -80,6 +80,9 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		Variant: gatewayVariant(r.env.opts.HarnessVariant)}
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
+		// The frames' own heartbeats keep the touch window a pinging
+		// gateway has (its ping interval), not one as long as no ping.
+		gcfg.TouchWindow = scLeaseTTL / 3
 	}
 	as := controlplane.Assemble(controlplane.Parts{Pool: pool, Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
 		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: r.serviceConfig(),
