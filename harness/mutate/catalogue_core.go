@@ -35,6 +35,10 @@ var coreMutants = []Mutant{
 		Old:  "if req.MaxAttempts < protocol.MaxAttemptsMin || req.MaxAttempts > protocol.MaxAttemptsMax {\n\t\treturn \"max_attempts\"\n\t}\n\tif req.AdmissionWindow < protocol.AdmissionWindowMin || req.AdmissionWindow > protocol.AdmissionWindowMax {\n\t\treturn \"admission_window\"\n\t}",
 		New:  "if req.AdmissionWindow < protocol.AdmissionWindowMin || req.AdmissionWindow > protocol.AdmissionWindowMax {\n\t\treturn \"admission_window\"\n\t}\n\tif req.MaxAttempts < protocol.MaxAttemptsMin || req.MaxAttempts > protocol.MaxAttemptsMax {\n\t\treturn \"max_attempts\"\n\t}",
 		What: "CreateJob checks the admission window before max_attempts: a request wrong in both names the wrong field", Rules: []string{"create.order"}},
+	{ID: "create-fields-before-buyer", Kind: "order", File: "server/fencing/create.go",
+		Old:  "\tif !buyer.found {\n\t\treturn protocol.Reply{Code: protocol.CodeNotFound, Field: \"buyer\"}, nil\n\t}\n\tif field != \"\" {\n\t\treturn protocol.Reply{Code: protocol.CodeValidation, Field: field}, nil\n\t}",
+		New:  "\tif field != \"\" {\n\t\treturn protocol.Reply{Code: protocol.CodeValidation, Field: field}, nil\n\t}\n\tif !buyer.found {\n\t\treturn protocol.Reply{Code: protocol.CodeNotFound, Field: \"buyer\"}, nil\n\t}",
+		What: "CreateJob validates the request's fields before it looks the buyer up: an unknown buyer's invalid request is a validation_error", Rules: []string{"create.order"}},
 	// Lease.
 	{ID: "pick-by-id-only", Kind: "order", File: "server/fencing/lease.go",
 		Old: "ORDER BY jobs.created_at, jobs.id\nLIMIT 1", New: "ORDER BY jobs.id\nLIMIT 1",

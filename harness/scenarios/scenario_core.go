@@ -32,6 +32,7 @@ import (
 func init() {
 	for name, h := range map[string]scCommand{
 		"txn": cmdTxn, "retries": cmdRetries, "create-params": cmdCreateParams, "bigslots": cmdBigSlots,
+		"service-create": cmdServiceCreate,
 	} {
 		scCommands[name] = h
 	}
@@ -229,6 +230,65 @@ func cmdCreateParams(r *scRun, st scStep) error {
 	r.reply("create-params " + name + " -> " + got)
 	if want := strings.Join(st.arrow, " "); got != want {
 		return fmt.Errorf("create-params %s (params %s): want %s, got HTTP %d %s", name, body["params"], want, resp.StatusCode, data)
+	}
+	return nil
+}
+
+// cmdServiceCreate calls the service layer's CreateJob (as the harness's
+// own service, at the pinned instant) with a request valid but for what
+// the options break, and checks the refusal's code and field: buyer=unknown
+// (a buyer id no row has), service=NAME, max_attempts=N, window=DURATION,
+// bytes=N (the input's), sha=bad, param=bad (a key outside [a-z0-9_]),
+// key=long (an Idempotency-Key of 201 bytes). It reaches what the HTTP API
+// cannot send: an unknown buyer.
+// Example: service-create buyer=unknown max_attempts=0 -> not_found buyer
+func cmdServiceCreate(r *scRun, st scStep) error {
+	req := protocol.CreateJobRequest{BuyerID: scBuyerID, Service: scService, Params: map[string]string{},
+		Input:       protocol.InputRef{Bytes: 1, SHA256: strings.Repeat("a", 64)},
+		MaxAttempts: protocol.MaxAttemptsDefault, AdmissionWindow: time.Hour}
+	for _, k := range slices.Sorted(maps.Keys(st.kv)) {
+		v := st.kv[k]
+		var err error
+		switch {
+		case k == "buyer" && v == "unknown":
+			req.BuyerID = "00000000-0000-4000-8000-00000000dead"
+		case k == "service":
+			req.Service = v
+		case k == "max_attempts":
+			req.MaxAttempts, err = strconv.Atoi(v)
+		case k == "window":
+			req.AdmissionWindow, err = time.ParseDuration(v)
+		case k == "bytes":
+			req.Input.Bytes, err = strconv.ParseInt(v, 10, 64)
+		case k == "sha" && v == "bad":
+			req.Input.SHA256 = strings.Repeat("A", 64)
+		case k == "param" && v == "bad":
+			req.Params["Bad-Key"] = "x"
+		case k == "key" && v == "long":
+			req.IdempotencyKey = strings.Repeat("k", 201)
+		default:
+			return fmt.Errorf("service-create: unknown option %s=%s", k, v)
+		}
+		if err != nil {
+			return fmt.Errorf("service-create %s=%s: %w", k, v, err)
+		}
+	}
+	rep, err := r.admin.CreateJob(r.ctx, r.clock.Now(), req)
+	if err != nil {
+		return fmt.Errorf("service-create: %w", err)
+	}
+	got := strings.TrimSpace(string(rep.Code) + " " + rep.Field)
+	label := strings.Join(st.args, " ")
+	for _, k := range slices.Sorted(maps.Keys(st.kv)) {
+		label += " " + k + "=" + st.kv[k]
+	}
+	r.tl.add(laneGateway, fmt.Sprintf("CreateJob (service layer) %s -> %s", strings.TrimSpace(label), got))
+	r.reply("service-create -> " + got)
+	if rep.Code != protocol.CodeCreated {
+		r.count("create.refused", 1)
+	}
+	if want := strings.Join(st.arrow, " "); got != want {
+		return fmt.Errorf("service-create%s: want %s, got %s", label, want, got)
 	}
 	return nil
 }
