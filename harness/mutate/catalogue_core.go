@@ -24,9 +24,12 @@ var coreMutants = []Mutant{
 		New:  "if !ok || !a.Status.LeasePhase() {\n\t\treturn protocol.Reply{Code: protocol.CodeFailConflict}, st.heartbeat(ctx, deviceID)",
 		What: "a fail the fence refuses still heartbeats its device: a mismatch mutates last_seen_at", Rules: []string{"fence.mismatch-mutates-nothing"}},
 	// Section 2: the attempt table.
-	{ID: "phase-ranks-swapped", Kind: "contract-table", File: "protocol/status.go",
-		Old: "case AttemptDownloading:\n\t\treturn 2\n\tcase AttemptRunning:\n\t\treturn 3", New: "case AttemptDownloading:\n\t\treturn 3\n\tcase AttemptRunning:\n\t\treturn 2",
-		What: "running ranks below downloading, in the model and the server alike", Rules: []string{"sm.attempt-table"}},
+	// protocol.PhaseRank is the model's too, which panics on a table it
+	// does not hold; the server's SQL ranks are its own.
+	{ID: "sql-phase-ranks-swapped", Kind: "phase-rank", File: "server/store/facts.go",
+		Old:  "`,` + string(protocol.AttemptDownloading) + `,` +\n\t\tstring(protocol.AttemptRunning) + `,`",
+		New:  "`,` + string(protocol.AttemptRunning) + `,` +\n\t\tstring(protocol.AttemptDownloading) + `,`",
+		What: "the server's SQL ranks running below downloading: its progress write refuses downloading -> running, which its own check allows", Rules: []string{"sm.attempt-table"}},
 	// Section 3: CreateJob.
 	{ID: "deadline-grace-second", Kind: "clock-arith", File: "server/fencing/create.go",
 		Old: "deadline := at(st.now, req.AdmissionWindow)", New: "deadline := at(st.now, req.AdmissionWindow+time.Second)",
