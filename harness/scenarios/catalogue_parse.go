@@ -30,8 +30,8 @@ import (
 // after `->` are the expected outcome of the command itself, and "quoted
 // words" may hold spaces. The commands and their examples are listed with
 // their handlers (scenario_agent.go, scenario_realagent.go, scenario_control.go,
-// scenario_check.go, and the HTTP surface's in scenario_http.go and
-// scenario_webhook.go).
+// scenario_check.go, the HTTP surface's in scenario_http.go and
+// scenario_webhook.go, and the core rules' own in scenario_core.go).
 // Every script must hold at least one `reached` step: the mark proving the
 // run hit the branch the scenario exists for. Any step may take
 // `store=fs` or `store=s3`: it then runs only on that artifact store (the
