@@ -46,7 +46,7 @@ var scCommands = map[string]scCommand{}
 func init() {
 	for name, h := range map[string]scCommand{
 		// scenario_agent.go
-		"connect": cmdConnect, "drop": cmdDrop, "slots": cmdSlots, "progress": cmdProgress, "commit": cmdCommit,
+		"connect": cmdConnect, "drop": cmdDrop, "close": cmdClose, "slots": cmdSlots, "progress": cmdProgress, "commit": cmdCommit,
 		"fail": cmdFail, "upload": cmdUpload, "expect": cmdExpect, "nothing": cmdNothing,
 		// scenario_realagent.go
 		"agent": cmdAgent,
@@ -97,6 +97,7 @@ type scRun struct {
 	pgDown   bool
 	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
 	surface  *scSurface         // scenario_http.go's commands
+	tls      *scTLS             // scenario_tls.go's commands
 	txns     map[string]*scTxn  // the harness's own transactions (`txn`, scenario_core.go)
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
@@ -249,6 +250,7 @@ func (r *scRun) cleanup() {
 		r.hook.srv.Close()
 	}
 	r.surface.close()
+	r.tls.close()
 	r.closeTxns()
 	if r.observer != nil {
 		r.observer.Close()
