@@ -24,7 +24,8 @@ import (
 //	postgres:  shared (default), dedicated (own cluster, may be stopped) or
 //	           proxy (the service's pool goes through the harness's TCP proxy)
 //	pings:     on (default) or off: the gateways send no WebSocket pings, so
-//	           no pong heartbeats a device and only its frames do
+//	           no pong heartbeats a device and only its frames do (their
+//	           touch window stays the 10s ping interval pings would have)
 //	proxies:   comma-separated CIDRs the stacks' APIs trust as reverse
 //	           proxies (--trusted-proxies; default none)
 //
@@ -32,8 +33,8 @@ import (
 // after `->` are the expected outcome of the command itself, and "quoted
 // words" may hold spaces. The commands and their examples are listed with
 // their handlers (scenario_agent.go, scenario_realagent.go, scenario_control.go,
-// scenario_check.go, and the HTTP surface's in scenario_http.go and
-// scenario_webhook.go).
+// scenario_check.go, the HTTP surface's in scenario_http.go and
+// scenario_webhook.go, and the core rules' own in scenario_core.go).
 // Every script must hold at least one `reached` step: the mark proving the
 // run hit the branch the scenario exists for. Any step may take
 // `store=fs` or `store=s3`: it then runs only on that artifact store (the

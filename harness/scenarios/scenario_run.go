@@ -100,6 +100,7 @@ type scRun struct {
 	hook       *scWebhookEndpoint // cmdWebhookEndpoint's receiver
 	surface    *scSurface         // scenario_http.go's commands
 	tls        *scTLS             // scenario_tls.go's commands
+	txns       map[string]*scTxn  // the harness's own transactions (`txn`, scenario_core.go)
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -258,6 +259,7 @@ func (r *scRun) cleanup() {
 	}
 	r.surface.close()
 	r.tls.close()
+	r.closeTxns()
 	if r.observer != nil {
 		r.observer.Close()
 	}

@@ -82,6 +82,9 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		Variant: gatewayVariant(r.env.opts.HarnessVariant)}
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
+		// The frames' own heartbeats keep the touch window a pinging
+		// gateway has (its ping interval), not one as long as no ping.
+		gcfg.TouchWindow = scLeaseTTL / 3
 	}
 	trusted, err := clientaddr.Parse(r.s.proxies) // checked when the script was parsed
 	if err != nil {
