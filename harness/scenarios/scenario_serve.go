@@ -47,7 +47,7 @@ func cmdServe(r *scRun, st scStep) error {
 	ctx, cancel := context.WithTimeout(r.ctx, 2*r.timeout)
 	defer cancel()
 	err := controlplane.Run(ctx, controlplane.Config{DB: r.dbURL, Listen: "127.0.0.1:0", Artifacts: "s3://scenario-bucket/rm",
-		S3: artifact.S3Config{Endpoint: srv.URL, PathStyle: true, Region: "us-east-1", AccessKey: "scenario", SecretKey: "scenario"},
+		S3:         artifact.S3Config{Endpoint: srv.URL, PathStyle: true, Region: "us-east-1", AccessKey: "scenario", SecretKey: "scenario"},
 		SigningKey: scSigningKey, Log: slog.New(slog.DiscardHandler)},
 		func(context.Context, *controlplane.Plane) error { return errServing })
 	got := "refused"
