@@ -131,7 +131,7 @@ func cmdGrant(r *scRun, st scStep) error {
 	code := ""
 	if resp.StatusCode >= http.StatusBadRequest {
 		code = bucketCode(data)
-		if r.s3 == nil || strings.HasPrefix(target, r.stacks["gw1"].baseURL()) {
+		if u, _ := url.Parse(target); strings.HasPrefix(u.Path, grant.PathPrefix) { // the control plane's handler
 			e, err := errorShape(resp.StatusCode, resp.Header, data)
 			if err != nil {
 				return fmt.Errorf("grant: %s %s: %w", use, g.what, err)
@@ -162,8 +162,6 @@ func cmdGrant(r *scRun, st scStep) error {
 
 // grantOf resolves a grant step to its grant and its use.
 func (r *scRun) grantOf(st scStep) (scGrant, string, error) {
-	// Words as written: a key's query-less path may hold no =, but keep
-	// the forms alike.
 	words := st.args
 	switch arg(st, 0) {
 	case "download":
@@ -174,7 +172,11 @@ func (r *scRun) grantOf(st scStep) (scGrant, string, error) {
 		if err != nil {
 			return scGrant{}, "", err
 		}
-		d, err := r.buyer(r.stacks["gw1"].baseURL(), r.apiKey).Job(r.ctx, id)
+		gw, err := r.stack(st.opt("via", "gw1"))
+		if err != nil {
+			return scGrant{}, "", err
+		}
+		d, err := r.buyer(gw.baseURL(), r.apiKey).Job(r.ctx, id)
 		if err != nil {
 			return scGrant{}, "", fmt.Errorf("grant download: GET job %s: %w", arg(st, 1), err)
 		}
@@ -204,7 +206,11 @@ func (r *scRun) grantOf(st scStep) (scGrant, string, error) {
 		if op != grant.Get && op != grant.Put {
 			return scGrant{}, "", errors.New("want: grant key KEY get|put")
 		}
-		signer, err := grant.NewSigner(scSigningKey, r.stacks["gw1"].baseURL())
+		gw, err := r.stack(st.opt("via", "gw1"))
+		if err != nil {
+			return scGrant{}, "", err
+		}
+		signer, err := grant.NewSigner(scSigningKey, gw.baseURL())
 		if err != nil {
 			return scGrant{}, "", err
 		}

@@ -174,10 +174,11 @@ func (r *scRun) listJobs(base string, limit int, st scStep) (map[string]int, err
 			break
 		}
 		cursor, followsCursor = next, true
-		if insert > 0 {
-			if err := r.createJobs(base, "ins", inserted+1, insert); err != nil {
+		if insert > 0 { // named on from the run's earlier inserts
+			if err := r.createJobs(base, "ins", int(r.counter("list.inserted"))+1, insert); err != nil {
 				return nil, err
 			}
+			r.count("list.inserted", int64(insert))
 			inserted += insert
 		}
 	}
