@@ -487,7 +487,7 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, notRun *[]string
 	defer env.Close()
 	for i, s := range list {
 		if why := s.Runnable(); why != nil {
-			*notRun = append(*notRun, fmt.Sprintf("Scenario %s was not run: %v.", s.Name, why))
+			*notRun = append(*notRun, evidence.SkippedNote(s.Name, why))
 			continue
 		}
 		res := scenarios.RunScenario(ctx, env, s)
@@ -595,7 +595,7 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 	if rep.StoreNote != "" {
 		card.NotCovered = append(card.NotCovered, "The fleet campaign's object-store outage: "+rep.StoreNote+".")
 	}
-	sec := &evidence.Fleet{Command: fleetReplay(cfg), Agents: cfg.Agents, Gateways: cfg.Gateways, Store: rep.Store,
+	sec := &evidence.Fleet{Command: fleetReplay(cfg), Agents: cfg.Agents, Gateways: cfg.Gateways, Store: rep.Store, Transport: rep.Transport,
 		LoadMs: cfg.Duration.Milliseconds(), WastedMs: rep.WastedTotal().Milliseconds(),
 		DrainMs: rep.DrainTime.Milliseconds(), DrainBoundMs: rep.DrainBound.Milliseconds(), Violations: []string{}}
 	for _, k := range fleet.FaultKinds() {
