@@ -187,8 +187,8 @@ func (r *scRun) apiKeyFor(which string) (string, error) {
 // (default), other, unknown or none; paths and bodies take placeholders
 // (expand). Every answer of 400 or more must be section 6's error (JSON
 // code and message, the status its code has, errorShape), and a refused
-// request, or one with writes=none, must change nothing: jobs, attempts,
-// money and journal are compared before and after.
+// request must change nothing: jobs, attempts, money and journal are
+// compared before and after.
 // Example: http POST /v1/jobs body={'service':5,'max_attempts':'3'} -> 422 validation_error field=service
 // Example: http GET /v1/jobs?limit=0 -> 422 validation_error field=limit
 func cmdHTTP(r *scRun, st scStep) error {
@@ -198,7 +198,7 @@ func cmdHTTP(r *scRun, st scStep) error {
 		rawPath = st.words[1]
 	}
 	if method == "" || !strings.HasPrefix(rawPath, "/") || len(st.arrow) == 0 {
-		return errors.New("want: http METHOD PATH [body=JSON] [trailing=yes] [idem=KEY|long] [key=WHO] [writes=none] -> STATUS [CODE] [field=F]")
+		return errors.New("want: http METHOD PATH [body=JSON] [trailing=yes] [idem=KEY|long] [key=WHO] -> STATUS [CODE] [field=F]")
 	}
 	want, err := strconv.Atoi(st.arrow[0])
 	if err != nil {
@@ -231,24 +231,12 @@ func cmdHTTP(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
-	gw, err := r.stack(st.opt("via", "gw1"))
+	rep, e, before, err := r.apiCall(st, method, path, key, header, body)
 	if err != nil {
-		return err
-	}
-	before, err := r.rowsPrint()
-	if err != nil {
-		return err
-	}
-	rep, err := r.apiDo(gw.baseURL(), method, path, key, header, body)
-	if err != nil {
-		return err
+		return fmt.Errorf("http %s %s: %w", method, rawPath, err)
 	}
 	got := strconv.Itoa(rep.status)
-	var e apiError
 	if rep.status >= http.StatusBadRequest {
-		if e, err = errorShape(rep.status, rep.header, rep.body); err != nil {
-			return fmt.Errorf("http %s %s: %w", method, rawPath, err)
-		}
 		got += " " + e.Code
 		if e.Field != "" {
 			got += " field=" + e.Field
@@ -269,15 +257,42 @@ func cmdHTTP(r *scRun, st scStep) error {
 			return fmt.Errorf("http %s %s: want code %s, got %q (%s)", method, rawPath, w, e.Code, e.Message)
 		}
 	}
-	if rep.status < http.StatusBadRequest && st.opt("writes", "") != "none" {
+	if rep.status < http.StatusBadRequest {
 		return nil
 	}
+	return r.unchangedSince(before, fmt.Sprintf("http %s %s answered %d", method, rawPath, rep.status))
+}
+
+// apiCall sends one request through the step's gateway (via=, default
+// gw1) and returns the reply, the error it carries (held to section 6's
+// shape by errorShape; zero for a success) and the rows as they were
+// before it, for unchangedSince.
+func (r *scRun) apiCall(st scStep, method, path, key string, header http.Header, body []byte) (apiReply, apiError, string, error) {
+	gw, err := r.stack(st.opt("via", "gw1"))
+	if err != nil {
+		return apiReply{}, apiError{}, "", err
+	}
+	before, err := r.rowsPrint()
+	if err != nil {
+		return apiReply{}, apiError{}, "", err
+	}
+	rep, err := r.apiDo(gw.baseURL(), method, path, key, header, body)
+	if err != nil || rep.status < http.StatusBadRequest {
+		return rep, apiError{}, before, err
+	}
+	e, err := errorShape(rep.status, rep.header, rep.body)
+	return rep, e, before, err
+}
+
+// unchangedSince fails, saying what happened, when the rows a refused
+// request must not touch differ from before (rowsPrint).
+func (r *scRun) unchangedSince(before, what string) error {
 	after, err := r.rowsPrint()
 	if err != nil {
 		return err
 	}
 	if after != before {
-		return fmt.Errorf("http %s %s answered %d, yet the rows changed:\nbefore %s\nafter  %s", method, rawPath, rep.status, before, after)
+		return fmt.Errorf("%s, yet the rows changed:\nbefore %s\nafter  %s", what, before, after)
 	}
 	return nil
 }

@@ -123,25 +123,13 @@ func cmdDeclare(r *scRun, st scStep) error {
 		decl.SHA256 = &sha
 	}
 	raw, _ := json.Marshal(decl)
-	gw, err := r.stack(st.opt("via", "gw1"))
+	rep, e, before, err := r.apiCall(st, http.MethodPost, "/v1/inputs", r.apiKey, nil, raw)
 	if err != nil {
-		return err
-	}
-	before, err := r.rowsPrint()
-	if err != nil {
-		return err
-	}
-	rep, err := r.apiDo(gw.baseURL(), http.MethodPost, "/v1/inputs", r.apiKey, nil, raw)
-	if err != nil {
-		return err
+		return fmt.Errorf("declare %s: %w", name, err)
 	}
 	got := strconv.Itoa(rep.status)
 	var up api.InputUpload
 	if rep.status >= http.StatusBadRequest {
-		e, err := errorShape(rep.status, rep.header, rep.body)
-		if err != nil {
-			return fmt.Errorf("declare %s: %w", name, err)
-		}
 		got += " " + e.Code + " field=" + e.Field
 		r.count("declare.refused", 1)
 	} else if err := json.Unmarshal(rep.body, &up); err != nil {
@@ -160,14 +148,7 @@ func cmdDeclare(r *scRun, st scStep) error {
 		r.surfaceState().uploads[name] = up
 		r.count("declare.issued", 1)
 	}
-	after, err := r.rowsPrint()
-	if err != nil {
-		return err
-	}
-	if after != before {
-		return fmt.Errorf("declare %s answered %d, yet the rows changed:\nbefore %s\nafter  %s", name, rep.status, before, after)
-	}
-	return nil
+	return r.unchangedSince(before, fmt.Sprintf("declare %s answered %d", name, rep.status))
 }
 
 // checkDeclared checks a 201 of POST /v1/inputs against what was declared,
