@@ -445,7 +445,7 @@ func cmdExpect(r *scRun, st scStep) error {
 	var specs [][]string
 	cur := []string{}
 	for _, w := range st.words[1:] {
-		if strings.HasPrefix(w, "within=") {
+		if strings.HasPrefix(w, "within=") || strings.HasPrefix(w, "store=") {
 			continue
 		}
 		if w == "+" {

@@ -249,10 +249,19 @@ func cmdGateway(r *scRun, st scStep) error {
 }
 
 // cmdStore takes the artifact store down (every call fails with an I/O
-// error) or brings it back.
+// error) or brings it back; `fail OP [n=N]` fails the next N calls of one
+// operation (link, copy, open, stat, put) with an injected I/O error;
+// `overwrite JOB` and `overwrite-at-seal JOB` write other bytes at the
+// output key of JOB's last attempt, now or just before verification seals
+// it (scenario_store.go).
 // Example: store down
+// Example: store fail copy
 func cmdStore(r *scRun, st scStep) error {
 	switch arg(st, 0) {
+	case "fail":
+		return r.storeFail(st)
+	case "overwrite", "overwrite-at-seal":
+		return r.storeOverwrite(st)
 	case "down", "up":
 		if r.s3 != nil { // the real thing: stop or start the S3 server process
 			if err := r.setS3(arg(st, 0) == "up"); err != nil {
