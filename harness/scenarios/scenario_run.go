@@ -97,6 +97,7 @@ type scRun struct {
 	pgDown   bool
 	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
 	surface  *scSurface         // scenario_http.go's commands
+	vf       *scVerify          // the catalogue and ffprobe slot (scenario_verify.go)
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -196,6 +197,9 @@ func (r *scRun) setup() error {
 	if r.dir, err = os.MkdirTemp("", "rendermac-scenario-"); err != nil {
 		return err
 	}
+	if err := r.setupVerify(); err != nil {
+		return err
+	}
 	var raw artifact.Store
 	if r.env.opts.ArtifactsS3 {
 		if r.s3, err = openS3(ctx); err != nil {
@@ -248,6 +252,7 @@ func (r *scRun) cleanup() {
 		r.hook.srv.Close()
 	}
 	r.surface.close()
+	r.vf.close()
 	if r.observer != nil {
 		r.observer.Close()
 	}
@@ -299,11 +304,19 @@ func (r *scRun) checkInvariants() error {
 // as the Env's server or harness variant says.
 func (r *scRun) serviceConfig() fencing.Config {
 	cfg := fencing.Config{LeaseTTL: scLeaseTTL, Variant: r.env.opts.ServerVariant, FaultPoints: r.fp}
+	if r.vf != nil {
+		cfg.Services, cfg.Prober = r.vf.services, r.vf.prober
+	}
 	switch r.env.opts.HarnessVariant {
 	case VariantLeaseTTLMismatch:
 		cfg.LeaseTTL = 10 * scLeaseTTL
 	case VariantNoMediaCheck:
-		for _, sv := range protocol.Services {
+		services := cfg.Services
+		if services == nil {
+			services = protocol.Services
+		}
+		cfg.Services = nil
+		for _, sv := range services {
 			if sv.Name == scService {
 				sv.Media = artifact.MediaNone
 			}

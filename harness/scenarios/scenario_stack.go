@@ -15,6 +15,7 @@ import (
 	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/harness/targets"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/gateway"
@@ -81,9 +82,10 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
 	}
+	scfg := r.serviceConfig()
 	as := controlplane.Assemble(controlplane.Parts{Pool: pool, Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
-		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: r.serviceConfig(),
-		Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
+		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: scfg,
+		API: api.Config{Services: scfg.Services}, Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
 	st.svc, st.gw = as.Service, as.Gateway
 	a := as.API
 	st.srv.Config.Handler = a.Handler()
