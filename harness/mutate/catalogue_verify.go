@@ -71,8 +71,8 @@ var verifyMutants = []Mutant{
 		Old: "return probe.Expect{DurationS: d, AtMost: inputBytes > 0}, nil", New: "return probe.Expect{DurationS: d}, nil",
 		What: "a job with an input is held to its duration param exactly, not at most: a shorter cut of the input is refused", Rules: []string{"catalogue.verify-duration"}},
 	{ID: "duration-default-ignored", Kind: "verification", File: "server/fencing/commit.go",
-		Old: "case !set:\n\t\ttext = spec.Default", New: "case !set:\n\t\treturn probe.Expect{}, nil",
-		What: "a job without input that did not set the duration param is not held to the param's default", Rules: []string{"catalogue.verify-duration"}},
+		Old: "case !set:\n\t\ttext = spec.Default", New: "case !set:\n\t\ttext = params[spec.Name]",
+		What: "a job without input that did not set the duration param is not held to the param's default (its unset value is read instead)", Rules: []string{"catalogue.verify-duration"}},
 	// The catalogue's refusals (killed by catalogue_refused).
 	{ID: "catalogue-unknown-fields", Kind: "refusal", File: "protocol/catalogue.go",
 		Old: "dec.DisallowUnknownFields()\n", New: "\n",
