@@ -102,6 +102,12 @@ var verifyMutants = []Mutant{
 	{ID: "params-json-integer-refused", Kind: "refusal", File: "protocol/catalogue.go",
 		Old: "&& (typ == ParamInteger || typ == ParamNumber):", New: "&& typ == ParamNumber:",
 		What: "the API refuses a JSON number for an integer param (it takes them for number params only)", Rules: []string{"catalogue.params"}},
+	{ID: "params-api-numbers-refused", Kind: "refusal", File: "server/api/createbody.go",
+		Old: "declared && len(raw) > 0 && raw[0] != '\"' {", New: "declared && len(raw) > 0 && (raw[0] == 't' || raw[0] == 'f') {",
+		What: "POST /v1/jobs takes JSON booleans for declared params but refuses JSON numbers for integer and number ones", Rules: []string{"catalogue.params"}},
+	{ID: "params-integer-max-unchecked", Kind: "refusal", File: "protocol/catalogue.go",
+		Old: "float64(n) >= p.Min && float64(n) <= p.Max", New: "float64(n) >= p.Min",
+		What: "CreateJob holds a declared integer param to its min only: a value over its max is taken", Rules: []string{"catalogue.params"}},
 	// The agent's refusals at start (killed by catalogue_refused).
 	{ID: "agent-catalogue-skips-missing", Kind: "refusal", File: "agent/runner/registry.go",
 		Old:  `return nil, fmt.Errorf("service %q is not in the catalogue (available: %s)", name, strings.Join(Names(catalogue), ", "))`,

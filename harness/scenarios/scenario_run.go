@@ -136,6 +136,10 @@ func newRun(ctx context.Context, env *Env, s Scenario) *scRun {
 			r.marksTotal++
 		}
 	}
+	// A commit's verification may run ffprobe for up to its timeout (a
+	// slow start on a loaded machine is not a failure), so every wait of a
+	// scenario that runs it allows for that too.
+	r.timeout += s.ffprobeTimeout
 	return r
 }
 
