@@ -60,6 +60,8 @@ type Scenario struct {
 	// ffprobeTimeout turns ffprobe verification on, bounded by it (header
 	// `ffprobe:`); 0 runs none.
 	ffprobeTimeout time.Duration
+	// proxies are the stacks' trusted reverse proxies (header `proxies:`).
+	proxies string
 }
 
 // What a scenario may need.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rendermac/rendermac/server/clientaddr"
 	"github.com/rendermac/rendermac/server/faultpoint"
 )
 
@@ -29,6 +30,8 @@ import (
 //	           testdata/catalogues (default: the built-in services)
 //	ffprobe:   verification runs ffprobe with this timeout (a duration);
 //	           the scenario needs ffprobe installed (scenario_verify.go)
+//	proxies:   comma-separated CIDRs the stacks' APIs trust as reverse
+//	           proxies (--trusted-proxies; default none)
 //
 // A step is a command and its words; `key=value` words are options, words
 // after `->` are the expected outcome of the command itself, and "quoted
@@ -63,7 +66,7 @@ func (st scStep) opt(key, def string) string {
 	return def
 }
 
-var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "catalogue", "ffprobe"}
+var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies", "catalogue", "ffprobe"}
 
 func parseScenario(file, text string) (Scenario, error) {
 	s := Scenario{File: file, pg: "shared"}
@@ -153,6 +156,11 @@ func (s *Scenario) setHeader(key, val string) error {
 			return fmt.Errorf("postgres: want shared, dedicated or proxy, got %q", val)
 		}
 		s.pg = val
+	case "proxies":
+		if _, err := clientaddr.Parse(val); err != nil {
+			return err
+		}
+		s.proxies = val
 	case "pings":
 		if val != "on" && val != "off" {
 			return fmt.Errorf("pings: want on or off, got %q", val)

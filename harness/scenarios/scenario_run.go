@@ -98,6 +98,7 @@ type scRun struct {
 	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
 	surface  *scSurface         // scenario_http.go's commands
 	vf       *scVerify          // the catalogue and ffprobe slot (scenario_verify.go)
+	tls      *scTLS             // scenario_tls.go's commands
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -257,6 +258,7 @@ func (r *scRun) cleanup() {
 	}
 	r.surface.close()
 	r.vf.close()
+	r.tls.close()
 	if r.observer != nil {
 		r.observer.Close()
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rendermac/rendermac/harness/targets"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/clientaddr"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/gateway"
@@ -82,10 +83,16 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
 	}
+	trusted, err := clientaddr.Parse(r.s.proxies) // checked when the script was parsed
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	scfg := r.serviceConfig()
-	as := controlplane.Assemble(controlplane.Parts{Pool: pool, Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
+	as := controlplane.Assemble(controlplane.Parts{API: api.Config{TrustedProxies: trusted, Services: scfg.Services}, Pool: pool,
+		Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
 		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: scfg,
-		API: api.Config{Services: scfg.Services}, Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
+		Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
 	st.svc, st.gw = as.Service, as.Gateway
 	a := as.API
 	st.srv.Config.Handler = a.Handler()
