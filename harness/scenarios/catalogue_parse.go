@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rendermac/rendermac/server/clientaddr"
 	"github.com/rendermac/rendermac/server/faultpoint"
@@ -26,6 +27,10 @@ import (
 //	pings:     on (default) or off: the gateways send no WebSocket pings, so
 //	           no pong heartbeats a device and only its frames do (their
 //	           touch window stays the 10s ping interval pings would have)
+//	catalogue: the service catalogue the stacks run on, a file NAME of
+//	           testdata/catalogues (default: the built-in services)
+//	ffprobe:   verification runs ffprobe with this timeout (a duration);
+//	           the scenario needs ffprobe installed (scenario_verify.go)
 //	proxies:   comma-separated CIDRs the stacks' APIs trust as reverse
 //	           proxies (--trusted-proxies; default none)
 //
@@ -62,7 +67,7 @@ func (st scStep) opt(key, def string) string {
 	return def
 }
 
-var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies"}
+var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies", "catalogue", "ffprobe"}
 
 func parseScenario(file, text string) (Scenario, error) {
 	s := Scenario{File: file, pg: "shared"}
@@ -162,6 +167,18 @@ func (s *Scenario) setHeader(key, val string) error {
 			return fmt.Errorf("pings: want on or off, got %q", val)
 		}
 		s.noPings = val == "off"
+	case "catalogue": // parsed at setup, where a refusal fails the scenario
+		if _, err := catalogueFile(val); err != nil {
+			return fmt.Errorf("catalogue: %w", err)
+		}
+		s.catalogue = val
+	case "ffprobe":
+		d, err := time.ParseDuration(val)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("ffprobe: want a timeout such as 20s, got %q", val)
+		}
+		s.ffprobeTimeout = d
+		s.Needs = append(s.Needs, NeedFFprobe)
 	}
 	return nil
 }

@@ -91,8 +91,10 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		pool.Close()
 		return nil, err
 	}
-	as := controlplane.Assemble(controlplane.Parts{API: api.Config{TrustedProxies: trusted}, Pool: pool, Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
-		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: r.serviceConfig(),
+	scfg := r.serviceConfig()
+	as := controlplane.Assemble(controlplane.Parts{API: api.Config{TrustedProxies: trusted, Services: scfg.Services}, Pool: pool,
+		Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
+		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: scfg,
 		Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
 	st.svc, st.gw = as.Service, as.Gateway
 	a := as.API
