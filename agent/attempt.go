@@ -21,9 +21,6 @@ var (
 	errAttemptOver    = errors.New("attempt over")
 )
 
-// maxFailMessage bounds a fail frame's message (the wire allows 4096 bytes).
-const maxFailMessage = 1024
-
 // attempt is one lease this device holds. offer has its commit token removed;
 // the token lives in token, read and cleared only under Agent.mu, so that it
 // exists in exactly one place and disappears when the attempt ends.
@@ -76,7 +73,7 @@ func (at *attempt) frame(d *decision) any {
 			LeaseEpoch: o.LeaseEpoch, CommitToken: at.token, Output: *d.output}
 	}
 	return &protocol.Fail{Type: protocol.TypeFail, JobID: o.JobID, AttemptID: o.AttemptID, LeaseEpoch: o.LeaseEpoch,
-		CommitToken: at.token, FailureCode: d.code, Message: truncate(d.message, maxFailMessage)}
+		CommitToken: at.token, FailureCode: d.code, Message: protocol.CleanFailMessage(d.message, at.token)}
 }
 
 func (at *attempt) progress(phase protocol.AttemptStatus) *protocol.Progress {

@@ -314,6 +314,17 @@ func validKey(k string) bool {
 	return len(k) >= 1 && len(k) <= 32 && validCodecName(k)
 }
 
+// The contract's generic bounds on a job's params, whatever the service
+// declares (CreateJob step 1), for messages that say what is allowed.
+const (
+	ParamsMax          = paramsMaxDeclared
+	ParamValueMaxBytes = paramStringMaxLen
+	ParamKeyPattern    = "[a-z0-9_]{1,32}"
+)
+
+// ValidParamKey reports whether k matches ParamKeyPattern.
+func ValidParamKey(k string) bool { return validKey(k) }
+
 // ParamText converts a JSON value to the canonical text of a param of type
 // typ: a JSON string as its text (for any type), a JSON number as its
 // literal (integer, number), a JSON boolean as true or false (boolean). ok

@@ -13,9 +13,8 @@ type Service struct {
 	// Runner says how an agent renders the service.
 	Runner RunnerSpec
 	// Params are the parameters the service declares, sorted by name.
-	// CreateJob refuses a declared param whose value does not fit its spec
-	// (field params); keys the service does not declare are left to the
-	// generic params rules and to the runner.
+	// CreateJob refuses a param the service does not declare, and a
+	// declared one whose value does not fit its spec (field params).
 	Params []ParamSpec
 	// Verify is what the output must be, checked with ffprobe after the
 	// structural walk. The zero profile runs no ffprobe.

@@ -175,7 +175,7 @@ func (d *driver) setup(ctx context.Context) error {
 func (d *driver) submit(ctx context.Context, tag string) (string, time.Time, error) {
 	b := d.buyers[d.next.Add(1)%uint64(len(d.buyers))]
 	start := time.Now()
-	_, job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: benchService, Params: map[string]string{"bench": tag},
+	_, job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: benchService, Params: map[string]string{"seed": tag},
 		Input: d.input})
 	// Timed whenever the server answered, as a refusal's round trip is one too.
 	if se := (*loadgen.StatusError)(nil); err == nil || errors.As(err, &se) {

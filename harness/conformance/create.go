@@ -126,10 +126,14 @@ func validation(t *testing.T, b *bundle, cases []validationCase) {
 	for _, edit := range []func(*protocol.CreateJobRequest){
 		func(r *protocol.CreateJobRequest) {
 			r.MaxAttempts, r.AdmissionWindow, r.IdempotencyKey = 10, 7*24*time.Hour, strings.Repeat("i", 200)
-			r.Params = map[string]string{strings.Repeat("k", 32): strings.Repeat("v", 256)}
+			r.Params = map[string]string{"seed": strings.Repeat("v", 64)}
 		},
 		func(r *protocol.CreateJobRequest) { r.MaxAttempts, r.AdmissionWindow = 1, time.Second },
-		func(r *protocol.CreateJobRequest) { r.Params = manyParams(32) },
+		// Every key must be one the service declares, so the generic
+		// bounds (32 keys of 32 bytes, 256-byte values) are reached valid
+		// only by a catalogue that declares that many; the refusals past
+		// them stay in validationCases.
+		func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"delay_ms": "600000"} },
 		func(r *protocol.CreateJobRequest) { r.Params = nil },
 		func(r *protocol.CreateJobRequest) {
 			r.Params = map[string]string{"duration_ms": "600000", "mdat_bytes": "1", "delay_ms": "0", "seed": strings.Repeat("s", 64)}
@@ -162,8 +166,9 @@ func createJobIdempotency(t *testing.T, setup func(*testing.T) *bundle) {
 
 	// The same key with a different request, for each fingerprinted field.
 	edits := []func(*protocol.CreateJobRequest){
-		func(r *protocol.CreateJobRequest) { r.Service = svc720p },
-		func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"preset": "ultrafast"} },
+		// Another service, with a param it declares.
+		func(r *protocol.CreateJobRequest) { r.Service, r.Params = svc720p, map[string]string{"preset": "fast"} },
+		func(r *protocol.CreateJobRequest) { r.Params = map[string]string{"seed": "ultrafast"} },
 		func(r *protocol.CreateJobRequest) { r.MaxAttempts = 2 },
 		func(r *protocol.CreateJobRequest) { r.AdmissionWindow = 2 * time.Hour },
 	}

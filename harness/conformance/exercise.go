@@ -140,7 +140,13 @@ func balanceOf(buyer string) int64 {
 }
 
 func request(buyer, service string) protocol.CreateJobRequest {
-	return protocol.CreateJobRequest{BuyerID: buyer, Service: service, Params: map[string]string{"preset": "fast"},
+	// A param the service declares: synthetic.mp4 takes seed, the FFmpeg
+	// services preset.
+	params := map[string]string{"seed": "fast"}
+	if service != svcSynthetic {
+		params = map[string]string{"preset": "fast"}
+	}
+	return protocol.CreateJobRequest{BuyerID: buyer, Service: service, Params: params,
 		Input:       protocol.InputRef{URL: "https://in.example/x", Bytes: 4, SHA256: inputSHA},
 		MaxAttempts: 3, AdmissionWindow: time.Hour}
 }

@@ -73,7 +73,7 @@ func (v *view) createRequest(ev Event) protocol.CreateJobRequest {
 	req := protocol.CreateJobRequest{
 		BuyerID:         WorldBuyers[ev.Buyer%len(WorldBuyers)].ID,
 		Service:         ev.Service,
-		Params:          map[string]string{"seed": paramValue(ev.Param)},
+		Params:          createParams(ev.Service, ev.Param),
 		Input:           protocol.InputRef{Bytes: 4096, SHA256: inputSHA256},
 		MaxAttempts:     ev.MaxAttempts,
 		AdmissionWindow: time.Duration(ev.WindowSec) * time.Second,
@@ -221,6 +221,28 @@ const (
 	paramNUL         = 3 // a NUL byte
 	paramInvalidUTF8 = 4 // a byte sequence that is not UTF-8
 )
+
+// createParams is a create's one param: a string param the service
+// declares (every key must be declared), with the event's value; a value
+// Postgres cannot store stays one, and an enum's value is drawn from its
+// list. A service the catalogue lacks gets seed, refused for the service.
+func createParams(service string, p int) map[string]string {
+	svc, _ := protocol.LookupService(service)
+	key, v := "seed", paramValue(p)
+	for _, spec := range svc.Params {
+		if spec.Type != protocol.ParamString {
+			continue
+		}
+		key = spec.Name
+		if len(spec.Enum) > 0 && p != paramNUL && p != paramInvalidUTF8 {
+			v = spec.Enum[p%len(spec.Enum)]
+		}
+		if len(spec.Enum) == 0 {
+			break // a free string param is the best fit
+		}
+	}
+	return map[string]string{key: v}
+}
 
 func paramValue(p int) string {
 	switch p {

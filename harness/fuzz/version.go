@@ -14,8 +14,10 @@ import (
 // live attempts (job indexes resolve live-first, NextJob 1/4, more creates
 // and leases, fewer ticks); 5: boundary ticks (onto a lease expiry, an
 // admission deadline or a heartbeat deadline, or a microsecond either side);
-// 6: the withdraw event (the gateway taking back an undelivered offer).
-const GeneratorRulesVersion = 6
+// 6: the withdraw event (the gateway taking back an undelivered offer);
+// 7: a create's param is one its service declares (undeclared keys are
+// refused since issue 49).
+const GeneratorRulesVersion = 7
 
 //go:embed *.go
 var sources embed.FS

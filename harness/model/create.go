@@ -129,17 +129,23 @@ func validParams(params map[string]string) bool {
 	return true
 }
 
-// declaredParamsFit reports whether every param the service declares has
-// a value of its type within its bounds (the model's own reading of the
-// contract's param types; the server uses protocol.ParamSpec.Accepts).
+// declaredParamsFit reports whether every param is one the service
+// declares, with a value of its type within its bounds (the model's own
+// reading of the contract's param types; the server uses
+// protocol.ParamSpec.Accepts).
 func declaredParamsFit(params map[string]string, svc protocol.Service) bool {
+	declared := 0
 	for _, spec := range svc.Params {
 		v, set := params[spec.Name]
-		if set && !paramFits(spec, v) {
+		if !set {
+			continue
+		}
+		declared++
+		if !paramFits(spec, v) {
 			return false
 		}
 	}
-	return true
+	return declared == len(params)
 }
 
 func paramFits(spec protocol.ParamSpec, v string) bool {

@@ -81,7 +81,7 @@ func sha(s string) string {
 
 func request(buyer, service string) protocol.CreateJobRequest {
 	return protocol.CreateJobRequest{
-		BuyerID: buyer, Service: service, Params: map[string]string{"preset": "fast"},
+		BuyerID: buyer, Service: service, Params: map[string]string{"seed": "fast"},
 		Input:       protocol.InputRef{URL: "https://in.example/x", Bytes: 100, SHA256: sha("input")},
 		MaxAttempts: 3, AdmissionWindow: time.Hour,
 	}

@@ -243,6 +243,7 @@ func cmdCommit(r *scRun, st scStep) error {
 
 // cmdFail gives the agent's attempt up with a failure code.
 // Example: fail a1 j1 download_failed token=wrong
+// Example: fail a1 j1 runner_failed "message=exited 1 TOKEN"
 func cmdFail(r *scRun, st scStep) error {
 	a, o, via, err := r.frameParts(st, 3)
 	if err != nil {
@@ -255,6 +256,9 @@ func cmdFail(r *scRun, st scStep) error {
 	if f.CommitToken, err = r.token(st, o); err != nil {
 		return err
 	}
+	// message= is the frame's message; TOKEN in it stands for the
+	// attempt's commit token, which the control plane must not keep.
+	f.Message = strings.ReplaceAll(st.opt("message", ""), "TOKEN", o.CommitToken)
 	return r.send(a, via, f, fmt.Sprintf("fail %s %s%s", r.name(o.AttemptID), f.FailureCode, tokenNote(st)))
 }
 

@@ -191,6 +191,8 @@ func (r *scRun) apiKeyFor(which string) (string, error) {
 // compared before and after.
 // Example: http POST /v1/jobs body={'service':5,'max_attempts':'3'} -> 422 validation_error field=service
 // Example: http GET /v1/jobs?limit=0 -> 422 validation_error field=limit
+// Example: http POST /v1/jobs body={'service':'x'} -> 422 validation_error field=service "message~known services:"
+// Example: http GET /v1/jobs/{j1} -> 200 "body~exited 1" "!body~X-Amz-Signature"
 func cmdHTTP(r *scRun, st scStep) error {
 	// The path is the second word as written: a query's = is no option.
 	method, rawPath := arg(st, 0), ""
@@ -198,7 +200,7 @@ func cmdHTTP(r *scRun, st scStep) error {
 		rawPath = st.words[1]
 	}
 	if method == "" || !strings.HasPrefix(rawPath, "/") || len(st.arrow) == 0 {
-		return errors.New("want: http METHOD PATH [body=JSON] [trailing=yes] [idem=KEY|long] [key=WHO] -> STATUS [CODE] [field=F]")
+		return errors.New("want: http METHOD PATH [body=JSON] [trailing=yes] [idem=KEY|long] [key=WHO] -> STATUS [CODE] [field=F] [message~TEXT] [body~TEXT] [!body~TEXT]")
 	}
 	want, err := strconv.Atoi(st.arrow[0])
 	if err != nil {
@@ -252,6 +254,18 @@ func cmdHTTP(r *scRun, st scStep) error {
 		if f, ok := strings.CutPrefix(w, "field="); ok {
 			if e.Field != f {
 				return fmt.Errorf("http %s %s: want field %s, got %q (%s)", method, rawPath, f, e.Field, e.Message)
+			}
+		} else if m, ok := strings.CutPrefix(w, "body~"); ok {
+			if !strings.Contains(string(rep.body), m) {
+				return fmt.Errorf("http %s %s: want a body holding %q, got %.600s", method, rawPath, m, rep.body)
+			}
+		} else if m, ok := strings.CutPrefix(w, "!body~"); ok {
+			if strings.Contains(string(rep.body), m) {
+				return fmt.Errorf("http %s %s: want a body without %q, got %.600s", method, rawPath, m, rep.body)
+			}
+		} else if m, ok := strings.CutPrefix(w, "message~"); ok {
+			if !strings.Contains(e.Message, m) {
+				return fmt.Errorf("http %s %s: want a message holding %q, got %q", method, rawPath, m, e.Message)
 			}
 		} else if e.Code != w {
 			return fmt.Errorf("http %s %s: want code %s, got %q (%s)", method, rawPath, w, e.Code, e.Message)

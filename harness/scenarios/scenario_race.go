@@ -110,7 +110,7 @@ SELECT count(*) FROM job_events WHERE kind = 'job' AND from_status = 'cancelling
 func (r *scRun) raceRound(ctx context.Context, dev string, rng *rand.Rand, scale time.Duration, round int64) (raceOutcome, time.Duration, error) {
 	svc, now := r.admin, r.clock.Now()
 	cr, err := svc.CreateJob(ctx, now, protocol.CreateJobRequest{BuyerID: scBuyerID, Service: scService,
-		Params: map[string]string{"round": strconv.FormatInt(round, 10)}, MaxAttempts: 1, AdmissionWindow: time.Hour,
+		Params: map[string]string{"seed": "round-" + strconv.FormatInt(round, 10)}, MaxAttempts: 1, AdmissionWindow: time.Hour,
 		Input: protocol.InputRef{Bytes: 1, SHA256: "0000000000000000000000000000000000000000000000000000000000000000"}})
 	if err != nil || cr.Code != protocol.CodeCreated {
 		return 0, 0, fmt.Errorf("create: %v %+v", err, cr)

@@ -111,7 +111,7 @@ func (s *stack) submit(ctx context.Context) {
 		wg.Go(func() {
 			s.submitted.Add(1)
 			_, job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: service,
-				Params: map[string]string{"soak": fmt.Sprint(n)}, Input: input, MaxAttempts: new(3)})
+				Params: map[string]string{"seed": "soak-" + fmt.Sprint(n)}, Input: input, MaxAttempts: new(3)})
 			if err != nil {
 				s.refused.Add(1)
 				return

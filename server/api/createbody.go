@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/rendermac/rendermac/protocol"
@@ -141,13 +144,34 @@ func paramText(raw json.RawMessage) (string, error) {
 	return string(raw[1 : len(raw)-1]), nil
 }
 
-// typeMessage says why the API could not convert field.
+// typeMessage says why the API could not convert field, in JSON's words
+// (never a Go type's name).
 func typeMessage(field string, err error) string {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		return fmt.Sprintf("%s must be %s, got %s", field, typeErr.Type, typeErr.Value)
+		return fmt.Sprintf("%s must be %s, got %s", field, jsonKind(typeErr.Type), typeErr.Value)
 	}
 	return fmt.Sprintf("%s: %v", field, err)
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "another JSON value"
 }
 
 func isTypeError(err error) bool {
@@ -155,15 +179,62 @@ func isTypeError(err error) bool {
 	return errors.As(err, &typeErr)
 }
 
-// misfit returns the first (sorted) param the service declares whose value
-// does not fit its declaration, to word the service layer's params refusal.
-func misfit(svc protocol.Service, params map[string]string) (string, protocol.ParamSpec, bool) {
+// paramsWhy words the service layer's params refusal: the first param (in
+// name order) that breaks a rule, and what is allowed instead. ok is false
+// when every param is allowed.
+func paramsWhy(svc protocol.Service, params map[string]string) (string, bool) {
+	if len(params) > protocol.ParamsMax {
+		return fmt.Sprintf("params holds %d entries; at most %d are allowed", len(params), protocol.ParamsMax), true
+	}
 	for _, k := range slices.Sorted(maps.Keys(params)) {
-		if spec, declared := svc.Param(k); declared && !spec.Accepts(params[k]) {
-			return k, spec, true
+		v := params[k]
+		spec, declared := svc.Param(k)
+		switch {
+		case !protocol.ValidParamKey(k):
+			return fmt.Sprintf("params key %q must match %s", clipText(k), protocol.ParamKeyPattern), true
+		case len(v) > protocol.ParamValueMaxBytes:
+			return fmt.Sprintf("params.%s is %d bytes; at most %d are allowed", k, len(v), protocol.ParamValueMaxBytes), true
+		case !protocol.ValidText(v):
+			return fmt.Sprintf("params.%s must be UTF-8 text without NUL bytes", k), true
+		case !declared:
+			return fmt.Sprintf("params.%s is not a param of %s; %s", k, svc.Name, declaredParams(svc)), true
+		case !spec.Accepts(v):
+			return fmt.Sprintf("params.%s must be %s, got %s", k, spec.Describe(), echoParam(spec, v)), true
 		}
 	}
-	return "", protocol.ParamSpec{}, false
+	return "", false
+}
+
+// declaredParams lists what a service takes, for a refusal of another key.
+func declaredParams(svc protocol.Service) string {
+	if len(svc.Params) == 0 {
+		return "it takes no params"
+	}
+	list := make([]string, len(svc.Params))
+	for i, p := range svc.Params {
+		list[i] = p.Name + " (" + p.Describe() + ")"
+	}
+	return "it takes " + strings.Join(list, ", ")
+}
+
+// echoParam quotes a refused value as the client would read it back: a
+// number a declared integer or number param was sent as stays a number.
+func echoParam(spec protocol.ParamSpec, v string) string {
+	if (spec.Type == protocol.ParamInteger || spec.Type == protocol.ParamNumber) && json.Valid([]byte(v)) &&
+		v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
+		return clipText(v)
+	}
+	return strconv.Quote(clipText(v))
+}
+
+// serviceWhy words a refusal of a service name the catalogue lacks.
+func serviceWhy(catalogue []protocol.Service, name string) string {
+	names := make([]string, len(catalogue))
+	for i, s := range catalogue {
+		names[i] = s.Name
+	}
+	return fmt.Sprintf("service %s is not in the catalogue; known services: %s", strconv.Quote(clipText(name)),
+		strings.Join(names, ", "))
 }
 
 func clipText(s string) string {

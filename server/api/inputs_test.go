@@ -107,7 +107,7 @@ func TestUploadedInputRefusals(t *testing.T) {
 		{"a nested key", inputJob(missing.InputID[:10] + "/" + missing.InputID[10:]), "is not an input_id of POST /v1/inputs"},
 		{"both input fields", fmt.Sprintf(`{"service":"synthetic.mp4","input_base64":%q,"input_id":%q}`,
 			base64.StdEncoding.EncodeToString(content), wrongHash.InputID), "give input_base64 or input_id, not both"},
-		{"not a string", `{"service":"synthetic.mp4","input_id":5}`, "input_id must be string, got number"},
+		{"not a string", `{"service":"synthetic.mp4","input_id":5}`, "input_id must be a string, got number"},
 	} {
 		r := b.createJob(t, b.key, c.body)
 		requireError(t, r, http.StatusUnprocessableEntity, "validation_error", "input_id")

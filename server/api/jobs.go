@@ -132,9 +132,11 @@ func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string)
 	}
 	if err := body.Service.err; err != nil {
 		req.Service, why["service"] = unknownService, typeMessage("service", err)
+	} else if _, known := protocol.FindService(a.cfg.Services, req.Service); !known {
+		why["service"] = serviceWhy(a.cfg.Services, req.Service)
 	}
-	if k, spec, ok := misfit(svc, body.Params.m); ok {
-		why["params"] = fmt.Sprintf("params.%s must be %s, got %q", k, spec.Describe(), clipText(body.Params.m[k]))
+	if message, ok := paramsWhy(svc, body.Params.m); ok {
+		why["params"] = message
 	}
 	if err := body.Params.err; err != nil {
 		req.Params, why["params"] = map[string]string{invalidParamKeyName: ""}, typeMessage(body.Params.at, err)
@@ -147,6 +149,8 @@ func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string)
 		req.MaxAttempts, why["max_attempts"] = invalidMaxAttempts, typeMessage("max_attempts", m.err)
 	case m.set:
 		req.MaxAttempts = m.v
+		why["max_attempts"] = fmt.Sprintf("max_attempts must be an integer %d..%d, got %d",
+			protocol.MaxAttemptsMin, protocol.MaxAttemptsMax, m.v)
 	}
 	switch s := body.AdmissionWindowS; {
 	case s.err != nil:
@@ -154,6 +158,8 @@ func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string)
 	case s.set:
 		// Out-of-range values are the service's to refuse; only values whose
 		// conversion would overflow are mapped to an equally invalid one.
+		why["admission_window"] = fmt.Sprintf("admission_window_s must be an integer %d..%d (seconds), got %d",
+			int64(protocol.AdmissionWindowMin/time.Second), int64(protocol.AdmissionWindowMax/time.Second), s.v)
 		req.AdmissionWindow = invalidWindow
 		if s.v >= 0 && s.v <= math.MaxInt64/int64(time.Second) {
 			req.AdmissionWindow = time.Duration(s.v) * time.Second

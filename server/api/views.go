@@ -67,6 +67,9 @@ type Attempt struct {
 	// VerifyMessage says why verification refused the output, naming the
 	// field and both values ("codec: want h264, got hevc").
 	VerifyMessage string `json:"verify_message,omitempty"`
+	// FailureMessage is why the device gave the attempt up, in its words
+	// (the runner's error), cleaned of secrets and at most 512 bytes.
+	FailureMessage string `json:"failure_message,omitempty"`
 }
 
 // Output is a succeeded job's verified output.
@@ -107,7 +110,8 @@ ORDER BY j.created_at DESC, j.id DESC LIMIT $3`
 
 	sqlAttempts = `
 SELECT id::text, attempt_number, status, device_id::text, lease_epoch, lease_expires_at,
-       coalesce(failure_code, ''), created_at, ended_at, coalesce(encoder, ''), coalesce(verify_message, '')
+       coalesce(failure_code, ''), created_at, ended_at, coalesce(encoder, ''), coalesce(verify_message, ''),
+       coalesce(failure_message, '')
 FROM job_attempts WHERE job_id = $1 ORDER BY attempt_number`
 
 	sqlOwnsJob = `SELECT true FROM jobs WHERE id = $1 AND buyer_id = $2`
@@ -183,7 +187,8 @@ func (a *API) loadJob(ctx context.Context, buyerID, id string) (JobDetail, error
 func scanAttempt(row pgx.CollectableRow) (Attempt, error) {
 	var at Attempt
 	err := row.Scan(&at.ID, &at.Number, &at.Status, &at.DeviceID, &at.LeaseEpoch, &at.LeaseExpiresAt,
-		&at.FailureCode, &at.StartedAt, &at.EndedAt, &at.Encoder, &at.VerifyMessage)
+		&at.FailureCode, &at.StartedAt, &at.EndedAt, &at.Encoder, &at.VerifyMessage,
+		&at.FailureMessage)
 	at.LeaseExpiresAt, at.StartedAt = at.LeaseExpiresAt.UTC(), at.StartedAt.UTC()
 	if at.EndedAt != nil {
 		t := at.EndedAt.UTC()

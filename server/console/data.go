@@ -41,7 +41,7 @@ FROM jobs j JOIN buyers b ON b.id = j.buyer_id WHERE j.id = $1`
 
 	sqlJobAttempts = `
 SELECT a.id::text, a.attempt_number, a.status, a.device_id::text, d.name, a.lease_epoch, a.lease_expires_at,
-       coalesce(a.failure_code, ''), a.created_at, a.ended_at
+       coalesce(a.failure_code, ''), a.created_at, a.ended_at, coalesce(a.failure_message, '')
 FROM job_attempts a JOIN devices d ON d.id = a.device_id WHERE a.job_id = $1 ORDER BY a.attempt_number`
 
 	sqlJobJournal = `
@@ -240,9 +240,11 @@ type AttemptView struct {
 	Epoch            int
 	LeaseExpiresAt   time.Time
 	FailureCode      string
-	StartedAt        time.Time
-	EndedAt          *time.Time
-	Phases           []Entry
+	// FailureMessage is the device's cleaned reason (SPEC section 5).
+	FailureMessage string
+	StartedAt      time.Time
+	EndedAt        *time.Time
+	Phases         []Entry
 }
 
 // Ended says why the attempt ended ("" while it is live).
@@ -337,7 +339,7 @@ func loadJob(ctx context.Context, tx pgx.Tx, id string) (JobPage, error) {
 		p.Attempts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (AttemptView, error) {
 			var a AttemptView
 			return a, r.Scan(&a.ID, &a.Number, &a.Status, &a.DeviceID, &a.DeviceName, &a.Epoch, &a.LeaseExpiresAt,
-				&a.FailureCode, &a.StartedAt, &a.EndedAt)
+				&a.FailureCode, &a.StartedAt, &a.EndedAt, &a.FailureMessage)
 		})
 	}
 	if err != nil {

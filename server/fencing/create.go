@@ -194,8 +194,9 @@ func (s *Service) invalidField(req protocol.CreateJobRequest) string {
 		if !paramKey.MatchString(k) || len(v) > maxParamValueBytes || !protocol.ValidText(v) {
 			return "params"
 		}
-		// A param the service declares must fit its type and bounds.
-		if spec, declared := svc.Param(k); declared && !spec.Accepts(v) {
+		// A param must be one the service declares, and fit its type and
+		// bounds.
+		if spec, declared := svc.Param(k); !declared || !spec.Accepts(v) {
 			return "params"
 		}
 	}

@@ -32,6 +32,10 @@ func (s *Service) Fail(ctx context.Context, now time.Time, deviceID string, f pr
 	return r, err
 }
 
+// sqlFailureMessage keeps why the device gave the attempt up, cleaned
+// (SPEC section 5), for the buyer's job view and the console.
+const sqlFailureMessage = `UPDATE job_attempts SET failure_message = $2 WHERE id = $1`
+
 // fail decides a Fail over the job and attempt l locked. Its round trips:
 // BEGIN with both locks; the writes with COMMIT.
 func (s *Service) fail(ctx context.Context, st *step, deviceID string, f protocol.Fail, l *jobAttemptLock) (protocol.Reply, error) {
@@ -45,6 +49,11 @@ func (s *Service) fail(ctx context.Context, st *step, deviceID string, f protoco
 	}
 	if err := st.endAttempt(ctx, &a, fc, protocol.AttemptFailed, f.FailureCode); err != nil {
 		return protocol.Reply{}, err
+	}
+	if msg := protocol.CleanFailMessage(f.Message, f.CommitToken); msg != "" {
+		if err := st.write(ctx, "failure message of "+f.AttemptID, true, sqlFailureMessage, a.ID, msg); err != nil {
+			return protocol.Reply{}, err
+		}
 	}
 	requeued, err := st.afterAttemptEnded(ctx, &j, f.FailureCode, s.v)
 	if err != nil {
