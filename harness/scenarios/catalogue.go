@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/harness/evidence"
+	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
 // The phase-fault catalogue (SPEC section 7): every named scenario is one
@@ -55,6 +56,9 @@ type Scenario struct {
 	noPings bool
 	// proxies are the stacks' trusted reverse proxies (header `proxies:`).
 	proxies string
+	// limits are the stacks' abuse limits (header `limits:`), judged at
+	// the run's limiter clock; nil: the defaults at the wall clock.
+	limits *ratelimit.Limits
 }
 
 // What a scenario may need.

@@ -98,6 +98,7 @@ type scRun struct {
 	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
 	surface  *scSurface         // scenario_http.go's commands
 	tls      *scTLS             // scenario_tls.go's commands
+	ops      *scOps             // scenario_limits.go's, scenario_console.go's and scenario_serve.go's commands
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -111,6 +112,7 @@ type scRun struct {
 	outputs      map[string]protocol.Output      // attempt id -> what its agent uploaded
 	counters     map[string]int64
 	logs         []scLogLine
+	logText      []string // every record of every process, rendered whole, for the secrets check
 	blocks       map[string]chan struct{}
 	pending      map[string]*scPending // background operations, by name
 	devices      map[string]string     // device display name -> id (`device`)
@@ -173,7 +175,7 @@ func (r *scRun) execute() error {
 	r.closeAgents()
 	r.stopStacks()
 	r.pollJournal()
-	return errors.Join(stepErr, wireErr, r.checkInvariants())
+	return errors.Join(stepErr, wireErr, r.checkInvariants(), r.checkSecretsNotLogged())
 }
 
 func (r *scRun) setup() error {
@@ -250,6 +252,7 @@ func (r *scRun) cleanup() {
 	}
 	r.surface.close()
 	r.tls.close()
+	r.ops.close()
 	if r.observer != nil {
 		r.observer.Close()
 	}
