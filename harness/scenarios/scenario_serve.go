@@ -399,14 +399,23 @@ func spanAttr(sp *tracepb.Span, key string) string {
 	return ""
 }
 
+func spanIntAttr(sp *tracepb.Span, key string) int64 {
+	for _, kv := range sp.GetAttributes() {
+		if kv.GetKey() == key {
+			return kv.GetValue().GetIntValue()
+		}
+	}
+	return 0
+}
+
 // dbSpanName is a database span's name (SPEC section 6).
 var dbSpanName = regexp.MustCompile(`^postgresql [A-Z]+$`)
 
 // cmdOTLP starts a receiver, or checks what it received (after `serve
 // stop`, which flushes): for each request named, one server span of that
 // name from service rendermac, with at least one client span under it in
-// its trace, named `postgresql KEYWORD` (a batch: `postgresql batch`) and
-// carrying db.system.name postgresql and, for a statement, db.query.text;
+// its trace, named `postgresql KEYWORD` with db.query.text (a batch:
+// `postgresql batch` with db.operation.batch.size), db.system.name postgresql;
 // no span of the device session route; no
 // database span without a parent (the background loops make none); and
 // every export well formed.
@@ -457,9 +466,14 @@ func (r *scRun) checkSpans(rc *scOTLP, requests []string) error {
 				continue
 			}
 			batch := sp.GetName() == "postgresql batch"
+			described := spanAttr(sp, "db.query.text") != ""
+			if batch {
+				described = spanIntAttr(sp, "db.operation.batch.size") > 0
+			}
 			if sp.GetKind() != tracepb.Span_SPAN_KIND_CLIENT || !(dbSpanName.MatchString(sp.GetName()) || batch) ||
-				spanAttr(sp, "db.system.name") != "postgresql" || (!batch && spanAttr(sp, "db.query.text") == "") {
-				errs = append(errs, fmt.Errorf("database span %q under %q: want a client span `postgresql KEYWORD` (or `postgresql batch`) with db.system.name postgresql and, for a statement, db.query.text", sp.GetName(), want))
+				spanAttr(sp, "db.system.name") != "postgresql" || !described {
+				errs = append(errs, fmt.Errorf("database span %q under %q: want a client span `postgresql KEYWORD` with db.query.text "+
+					"(or `postgresql batch` with db.operation.batch.size), db.system.name postgresql", sp.GetName(), want))
 			}
 			children++
 		}
