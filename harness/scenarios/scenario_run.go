@@ -46,13 +46,13 @@ var scCommands = map[string]scCommand{}
 func init() {
 	for name, h := range map[string]scCommand{
 		// scenario_agent.go
-		"connect": cmdConnect, "drop": cmdDrop, "slots": cmdSlots, "progress": cmdProgress, "commit": cmdCommit,
+		"connect": cmdConnect, "drop": cmdDrop, "close": cmdClose, "slots": cmdSlots, "progress": cmdProgress, "commit": cmdCommit,
 		"fail": cmdFail, "upload": cmdUpload, "expect": cmdExpect, "nothing": cmdNothing,
 		// scenario_realagent.go
 		"agent": cmdAgent,
 		// scenario_control.go
 		"create": cmdCreate, "cancel": cmdCancel, "advance": cmdAdvance, "sweep": cmdSweep, "gateway": cmdGateway,
-		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "arm": cmdArm, "await": cmdAwait,
+		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "db": cmdDB, "arm": cmdArm, "await": cmdAwait,
 		"release": cmdRelease, "race": cmdRace,
 		// scenario_concurrent.go
 		"created": cmdCreated, "funds": cmdFunds, "register": cmdRegister, "lease": cmdLease, "leased": cmdLeased,
@@ -95,10 +95,12 @@ type scRun struct {
 	agents   map[string]*scAgent
 	real     map[string]*scRealAgent // shipped agents in process (`agent start`)
 	pgDown   bool
-	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
-	surface  *scSurface         // scenario_http.go's commands
-	tls      *scTLS             // scenario_tls.go's commands
-	ops      *scOps             // scenario_limits.go's, scenario_console.go's and scenario_serve.go's commands
+	// syncSilent is set while `db standby-silent` holds every commit.
+	syncSilent bool
+	hook       *scWebhookEndpoint // cmdWebhookEndpoint's receiver
+	surface    *scSurface         // scenario_http.go's commands
+	tls        *scTLS             // scenario_tls.go's commands
+	ops        *scOps             // scenario_limits.go's, scenario_console.go's and scenario_serve.go's commands
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -164,6 +166,12 @@ func (r *scRun) execute() error {
 			r.tl.add(laneAgent, "FAILED "+st.String()+": "+err.Error())
 			break
 		}
+	}
+	// A failed step may leave commits waiting for a synchronous standby
+	// that never confirms: lift the requirement first, or quiescing waits
+	// for them forever.
+	if r.syncSilent {
+		_ = r.syncStandby(false)
 	}
 	// Quiesce before judging the rows: the invariant queries are not one
 	// snapshot, so no writer may run between them.
