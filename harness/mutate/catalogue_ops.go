@@ -205,6 +205,14 @@ var opsMutants = []Mutant{
 		New:   "if resp.StatusCode/100 == 5 {",
 		What:  "only a 5xx answer is retried: a redirect or a 4xx counts as delivered (killed by webhook_retry_every_failure)",
 		Rules: []string{"webhook.retry"}},
+	// Secrets stored.
+	{ID: "token-stored-reversible", Kind: "secret-stored", File: "protocol/token.go",
+		Old: tokenStoredSpan("HashCommitToken(plaintext)"),
+		New: tokenStoredSpan("hex.EncodeToString([]byte(plaintext))"),
+		What: "a commit token's stored form is the plaintext hex-encoded (and a presented token is compared in that form), " +
+			"not its SHA-256: 64 lowercase hex characters like a hash, commits still verify, but the database holds the token itself " +
+			"(killed by the contract's commit token table)",
+		Rules: []string{"token.hash-only"}},
 	// Secrets in logs.
 	{ID: "gateway-logs-offer", Kind: "secret-logged", File: "server/gateway/offer.go",
 		Old:   "\ts.log.Info(\"lease offered\", \"job_id\", r.JobID, \"attempt_id\", r.AttemptID, \"attempt_number\", r.AttemptNumber)\n",
@@ -214,3 +222,21 @@ var opsMutants = []Mutant{
 }
 
 func init() { Catalogue = append(Catalogue, opsMutants...) }
+
+// tokenStoredSpan is protocol/token.go from NewCommitToken's return to
+// VerifyCommitToken's hashing of the presented token, with stored (an
+// expression of plaintext) as the form both store and compare.
+func tokenStoredSpan(stored string) string {
+	return "\treturn plaintext, " + stored + ", nil\n}\n\n" +
+		"// HashCommitToken is the stored form of a token: hex(sha256(plaintext)).\n" +
+		"func HashCommitToken(plaintext string) string {\n" +
+		"\tsum := sha256.Sum256([]byte(plaintext))\n" +
+		"\treturn hex.EncodeToString(sum[:])\n}\n\n" +
+		"// VerifyCommitToken reports whether plaintext hashes to storedHash. The\n" +
+		"// comparison is constant-time in the hash so that timing tells an attacker\n" +
+		"// nothing about how much of a guess was right.\n" +
+		"// An empty plaintext never verifies: no token is the absence of a capability.\n" +
+		"func VerifyCommitToken(plaintext, storedHash string) bool {\n" +
+		"\tif plaintext == \"\" {\n\t\treturn false\n\t}\n" +
+		"\tgot := " + stored + "\n"
+}
