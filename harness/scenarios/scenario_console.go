@@ -269,12 +269,7 @@ func (r *scRun) consoleWatch(st scStep) error {
 	if err != nil {
 		return err
 	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	if cookie != nil {
-		req.AddCookie(cookie)
-	}
+	present(req, bearer, cookie)
 	resp, err := (&http.Client{}).Do(req) // no timeout: the stream stays open
 	if err != nil {
 		return err
@@ -397,12 +392,7 @@ func (r *scRun) consoleUpload(st scStep) error {
 	if o := st.opt("origin", ""); o != "" {
 		req.Header.Set("Origin", o)
 	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	if cookie != nil {
-		req.AddCookie(cookie)
-	}
+	present(req, bearer, cookie)
 	dir, err := r.cardsDir()
 	if err != nil {
 		return err
@@ -488,12 +478,7 @@ func (r *scRun) consolePages(st scStep) error {
 		if err != nil {
 			return err
 		}
-		if bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+bearer)
-		}
-		if cookie != nil {
-			req.AddCookie(cookie)
-		}
+		present(req, bearer, cookie)
 		rep, err := r.do(req, st.opt("from", ""))
 		if err != nil {
 			return err

@@ -392,6 +392,17 @@ func (r *scRun) secretFor(who string) (bearer string, cookie *http.Cookie, err e
 	return "", nil, fmt.Errorf("as=%s: no such credential (see secretFor)", who)
 }
 
+// present puts what secretFor resolved on req: the bearer secret, the
+// session cookie, either or neither.
+func present(req *http.Request, bearer string, cookie *http.Cookie) {
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	if cookie != nil {
+		req.AddCookie(cookie)
+	}
+}
+
 func randomB64(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -474,12 +485,7 @@ func cmdHTTP(r *scRun, st scStep) error {
 			if body != nil {
 				req.Header.Set("Content-Type", "application/json")
 			}
-			if bearer != "" {
-				req.Header.Set("Authorization", "Bearer "+bearer)
-			}
-			if cookie != nil {
-				req.AddCookie(cookie)
-			}
+			present(req, bearer, cookie)
 			if k := st.opt("idem", ""); k != "" {
 				req.Header.Set("Idempotency-Key", k)
 			}
