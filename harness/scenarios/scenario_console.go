@@ -27,7 +27,7 @@ import (
 // admin create-operator` mints them, the login form and its session
 // cookie (flags, expiry at the decision clock, tampering, revocation), the
 // events stream, card uploads, and every page searched for the secrets the
-// run saw. Requests go through the `http` command (as=operator:NAME,
+// run saw. Requests go through the `request` command (as=operator:NAME,
 // as=cookie:NAME) or the commands here.
 
 func init() {

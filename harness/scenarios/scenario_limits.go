@@ -33,7 +33,7 @@ import (
 
 func init() {
 	for name, h := range map[string]scCommand{
-		"limiter": cmdLimiter, "http": cmdHTTP, "api-key": cmdAPIKeyNamed,
+		"limiter": cmdLimiter, "request": cmdRequest, "api-key": cmdAPIKeyNamed,
 	} {
 		scCommands[name] = h
 	}
@@ -172,7 +172,7 @@ func (r *scRun) limiterBound(st scStep) error {
 }
 
 // cmdAPIKeyNamed mints another API key of the scenario buyer, or revokes
-// one minted so, for `http ... as=key:NAME`.
+// one minted so, for `request ... as=key:NAME`.
 // Example: api-key k2
 // Example: api-key k2 revoke
 func cmdAPIKeyNamed(r *scRun, st scStep) error {
@@ -432,7 +432,7 @@ func (r *scRun) baseURL(st scStep) (string, error) {
 	return gw.baseURL(), nil
 }
 
-// cmdHTTP sends one request and checks its status, its JSON body's code
+// cmdRequest (`request`) sends one request and checks its status, its JSON body's code
 // ("-": not JSON; "login": the console's login page) and, for a 429, its
 // Retry-After and body (checkRateLimited). Options: as= (secretFor),
 // from= (clientFrom), via= and listener= (baseURL), body=job:NAME (a job
@@ -440,13 +440,13 @@ func (r *scRun) baseURL(st scStep) (string, error) {
 // body=malformed, idem=KEY (Idempotency-Key), accept=json, repeat=N (N
 // requests, each answered so). A refused request (4xx) must change no
 // row, unless the step says changes=ok.
-// Example: http POST /v1/jobs body=job:j3 idem=k1 -> 429 rate_limited retry-after=5
-// Example: http GET /console/ as=device:a1 accept=json -> 403 forbidden
-// Example: http GET /metrics via=s1 listener=metrics -> 200
-func cmdHTTP(r *scRun, st scStep) error {
+// Example: request POST /v1/jobs body=job:j3 idem=k1 -> 429 rate_limited retry-after=5
+// Example: request GET /console/ as=device:a1 accept=json -> 403 forbidden
+// Example: request GET /metrics via=s1 listener=metrics -> 200
+func cmdRequest(r *scRun, st scStep) error {
 	method, path := arg(st, 0), arg(st, 1)
 	if method == "" || !strings.HasPrefix(path, "/") || len(st.arrow) < 1 {
-		return errors.New("want: http METHOD PATH [as=WHO] [from=ADDR] [via=G] [body=job:NAME|malformed] [idem=KEY] [accept=json] -> STATUS [CODE] [retry-after=N]")
+		return errors.New("want: request METHOD PATH [as=WHO] [from=ADDR] [via=G] [body=job:NAME|malformed] [idem=KEY] [accept=json] -> STATUS [CODE] [retry-after=N]")
 	}
 	base, err := r.baseURL(st)
 	if err != nil {

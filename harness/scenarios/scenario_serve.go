@@ -85,8 +85,13 @@ func cmdServe(r *scRun, st scStep) error {
 		r.tl.add(laneGateway, name+" stopped (sessions drained, traces flushed)")
 		return nil
 	case "start":
+	case "":
+		if st.opt("bucket", "") != "" {
+			return cmdServeBucket(r, st) // scenario_serve_bucket.go
+		}
+		fallthrough
 	default:
-		return errors.New("want: serve start NAME [metrics=listen] [token=NAME] [otlp=R] | serve stop NAME")
+		return errors.New("want: serve start NAME [metrics=listen] [token=NAME] [otlp=R] | serve stop NAME | serve bucket=KIND -> started|refused")
 	}
 	if name == "" || o.servers[name] != nil {
 		return errors.New("serve start: want a new server name")

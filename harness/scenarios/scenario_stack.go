@@ -85,6 +85,9 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		Variant: gatewayVariant(r.env.opts.HarnessVariant), Limits: r.stackLimits()}
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
+		// The frames' own heartbeats keep the touch window a pinging
+		// gateway has (its ping interval), not one as long as no ping.
+		gcfg.TouchWindow = scLeaseTTL / 3
 	}
 	trusted, err := clientaddr.Parse(r.s.proxies) // checked when the script was parsed
 	if err != nil {
@@ -96,10 +99,11 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		pool.Close()
 		return nil, err
 	}
-	as := controlplane.Assemble(controlplane.Parts{API: api.Config{TrustedProxies: trusted, Limits: r.stackLimits()},
+	scfg := r.serviceConfig()
+	as := controlplane.Assemble(controlplane.Parts{API: api.Config{TrustedProxies: trusted, Services: scfg.Services, Limits: r.stackLimits()},
 		Console: console.Config{Remote: r.opsState().remote[name], CardsDir: cards, CardHTML: evidence.HTMLFromJSON, CardDiff: evidence.DiffJSON},
 		Pool:    pool, Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
-		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: r.serviceConfig(),
+		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: scfg,
 		Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
 	st.svc, st.gw, st.console = as.Service, as.Gateway, as.Console
 	a := as.API
