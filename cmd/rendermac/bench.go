@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/harness/bench"
+	"github.com/rendermac/rendermac/server/api"
 )
 
 // runBench is `rendermac bench`: the whole stack (embedded Postgres, control
@@ -78,7 +79,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer pprof.StopCPUProfile()
 	}
-	metricsToken, err := readMetricsToken(*metricsTokenFile)
+	metricsToken, err := api.ReadMetricsToken(*metricsTokenFile)
 	if err != nil {
 		return usageError{err.Error()}
 	}

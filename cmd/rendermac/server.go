@@ -59,7 +59,7 @@ func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	metricsTokenHash, err := loadMetricsToken(f.metricsTokenFile)
+	metricsTokenHash, err := api.LoadMetricsToken(f.metricsTokenFile)
 	if err != nil {
 		return err
 	}
@@ -328,46 +328,6 @@ func consoleConfig(cardsDir string, remote bool) console.Config {
 func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
-}
-
-// minMetricsTokenBytes keeps a metrics token from being guessable.
-const minMetricsTokenBytes = 16
-
-// loadMetricsToken reads the /metrics bearer token ("" path: none) and
-// returns only its hash, which is all the server keeps. Like the signing
-// key, the file must not be readable by group or others.
-func loadMetricsToken(path string) (string, error) {
-	token, err := readMetricsToken(path)
-	if err != nil || token == "" {
-		return "", err
-	}
-	return api.HashSecret(token), nil
-}
-
-// readMetricsToken reads the bearer token of /metrics from path ("" : none).
-// It refuses a file readable by group or others, and a token that is not
-// one line of at least minMetricsTokenBytes; the token is never logged.
-func readMetricsToken(path string) (string, error) {
-	if path == "" {
-		return "", nil
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("metrics token: %w", err)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("metrics token %s has mode %04o, readable by group or others; run `chmod 600 %s`", path, perm, path)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("metrics token: %w", err)
-	}
-	token := strings.TrimSpace(string(raw))
-	if len(token) < minMetricsTokenBytes || strings.ContainsAny(token, " \t\r\n") {
-		return "", fmt.Errorf("metrics token %s: want one line of at least %d bytes without spaces (e.g. `openssl rand -hex 32`)",
-			path, minMetricsTokenBytes)
-	}
-	return token, nil
 }
 
 // resolveFFprobe turns --ffprobe into the binary verification runs, or ""

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,33 +40,6 @@ func TestServerLimitFlags(t *testing.T) {
 	require.ErrorContains(t, err, `limit-jobs-per-buyer: rate limit "5": want N/DURATION`)
 	_, err = parseServerFlags(append(requiredServerFlags, "--pair-max-guesses", "0"), io.Discard)
 	require.ErrorContains(t, err, "--pair-max-guesses must be positive")
-}
-
-func TestLoadMetricsToken(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(body), mode))
-		return p
-	}
-	hash, err := loadMetricsToken("")
-	require.NoError(t, err)
-	require.Empty(t, hash, "no file: no token")
-
-	const token = "0123456789abcdef0123"
-	hash, err = loadMetricsToken(write("ok", token+"\n", 0o600))
-	require.NoError(t, err)
-	require.Equal(t, api.HashSecret(token), hash, "only the hash is kept, trailing newline trimmed")
-
-	_, err = loadMetricsToken(write("open", token, 0o640))
-	require.ErrorContains(t, err, "readable by group or others")
-	_, err = loadMetricsToken(write("short", "abc", 0o600))
-	require.ErrorContains(t, err, "at least 16 bytes")
-	require.NotContains(t, err.Error(), "abc", "the file's content is not echoed")
-	_, err = loadMetricsToken(write("spaces", "two words and more words", 0o600))
-	require.ErrorContains(t, err, "without spaces")
-	_, err = loadMetricsToken(filepath.Join(dir, "missing"))
-	require.ErrorContains(t, err, "metrics token")
 }
 
 func TestServerS3Flags(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/harness/evidence"
+	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
 // The phase-fault catalogue (SPEC section 7): every named scenario is one
@@ -62,6 +63,9 @@ type Scenario struct {
 	ffprobeTimeout time.Duration
 	// proxies are the stacks' trusted reverse proxies (header `proxies:`).
 	proxies string
+	// limits are the stacks' abuse limits (header `limits:`), judged at
+	// the run's limiter clock; nil: the defaults at the wall clock.
+	limits *ratelimit.Limits
 }
 
 // What a scenario may need.

@@ -33,6 +33,12 @@ import (
 //	           the scenario needs ffprobe installed (scenario_verify.go)
 //	proxies:   comma-separated CIDRs the stacks' APIs trust as reverse
 //	           proxies (--trusted-proxies; default none)
+//	limits:    the stacks' abuse limits, judged at a limiter clock of the
+//	           run's own that only `limiter advance` moves: `defaults`, or
+//	           comma-separated NAME=RULE (pair, auth, jobs, connects-ip,
+//	           connects-device: N/DURATION or off; keys=N bounds the keys
+//	           each remembers), the others taking their defaults. Without
+//	           it the stacks run the defaults at the wall clock
 //
 // A step is a command and its words; `key=value` words are options, words
 // after `->` are the expected outcome of the command itself, and "quoted
@@ -67,7 +73,7 @@ func (st scStep) opt(key, def string) string {
 	return def
 }
 
-var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies", "catalogue", "ffprobe"}
+var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies", "catalogue", "ffprobe", "limits"}
 
 func parseScenario(file, text string) (Scenario, error) {
 	s := Scenario{File: file, pg: "shared"}
@@ -162,6 +168,12 @@ func (s *Scenario) setHeader(key, val string) error {
 			return err
 		}
 		s.proxies = val
+	case "limits":
+		l, err := parseLimits(val)
+		if err != nil {
+			return err
+		}
+		s.limits = &l
 	case "pings":
 		if val != "on" && val != "off" {
 			return fmt.Errorf("pings: want on or off, got %q", val)

@@ -283,12 +283,17 @@ func cmdSweep(r *scRun, st scStep) error {
 
 // cmdGateway starts a gateway process (a second one on the same database,
 // or a restart of a killed one), kills one (sessions cut, in-flight calls
-// cancelled) or stops one gracefully (sessions drained).
+// cancelled) or stops one gracefully (sessions drained). A gateway started
+// with console=remote serves its console to any peer (--console-remote).
 // Example: gateway kill gw1
+// Example: gateway start gw2 console=remote
 func cmdGateway(r *scRun, st scStep) error {
 	name := arg(st, 1)
 	switch arg(st, 0) {
 	case "start":
+		if st.opt("console", "") == "remote" {
+			r.opsState().remote[name] = true // rendermac server --console-remote
+		}
 		_, err := r.startStack(name)
 		return err
 	case "kill", "stop":

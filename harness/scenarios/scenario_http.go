@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -31,7 +33,7 @@ func init() {
 	// Registered here rather than in scenario_run.go's table, next to
 	// their handlers; scCommands is initialised before any init runs.
 	for name, h := range map[string]scCommand{
-		"pair-code": cmdPairCode, "pair": cmdPair, "dial": cmdDial, "revoke": cmdRevoke, "apikey": cmdAPIKey,
+		"pair-code": cmdPairCode, "pair": cmdPair, "guesses": cmdGuesses, "dial": cmdDial, "revoke": cmdRevoke, "apikey": cmdAPIKey,
 		"receiver": cmdReceiver, "received": cmdReceived,
 	} {
 		scCommands[name] = h
@@ -63,16 +65,29 @@ func (s *scSurface) close() {
 }
 
 // cmdPairCode mints a single-use pairing code valid for ttl from the pinned
-// clock's now, as `rendermac admin pair-code --ttl` does, and names it.
+// clock's now, as `rendermac admin pair-code --ttl` does, and names it;
+// `legacy` writes instead the row of a code minted before codes had ids
+// (migration 00003: a 12-symbol code, its hash and no code_id).
 // Example: pair-code c1 ttl=10m
+// Example: pair-code c2 legacy
 func cmdPairCode(r *scRun, st scStep) error {
 	name := arg(st, 0)
 	if name == "" {
-		return errors.New("want: pair-code NAME [ttl=DURATION]")
+		return errors.New("want: pair-code NAME [legacy] [ttl=DURATION]")
 	}
 	ttl, err := time.ParseDuration(st.opt("ttl", "10m"))
 	if err != nil {
 		return err
+	}
+	if arg(st, 1) == "legacy" {
+		code := legacyPairingCode()
+		if _, err := r.observer.Exec(r.ctx, `INSERT INTO pairing_codes (code_hash, created_at, expires_at) VALUES ($1, $2, $3)`,
+			api.HashSecret(api.NormalizePairingCode(code)), r.clock.Now(), r.clock.Now().Add(ttl)); err != nil {
+			return fmt.Errorf("pair-code %s legacy: %w", name, err)
+		}
+		r.surfaceState().codes[name] = code
+		r.tl.add(laneDatabase, fmt.Sprintf("a pairing code %s minted before ids (no code_id, only its hash)", name))
+		return nil
 	}
 	code, expires, err := api.CreatePairingCode(r.ctx, r.observer, r.clock.Now(), ttl)
 	if err != nil {
@@ -80,7 +95,70 @@ func cmdPairCode(r *scRun, st scStep) error {
 	}
 	r.surfaceState().codes[name] = code
 	r.tl.add(laneDatabase, fmt.Sprintf("operator minted pairing code %s (ttl %s, expires t0+%s)", name, ttl, expires.Sub(scT0)))
+	return r.checkPairingCodeForm(name, code)
+}
+
+// pairingCodeForm is a code as the SPEC prints it: six groups of four
+// symbols of the 32-symbol alphabet (no 0, 1, I, O).
+var pairingCodeForm = regexp.MustCompile(`^[A-HJ-NP-Z2-9]{4}(-[A-HJ-NP-Z2-9]{4}){5}$`)
+
+// checkPairingCodeForm checks a minted code against SPEC section 6: its
+// form, its first 8 symbols stored in the clear as the row's code_id, only
+// the SHA-256 of the whole (normalized) code stored, and its 16-symbol
+// secret nowhere in the row.
+func (r *scRun) checkPairingCodeForm(name, code string) error {
+	norm := strings.ReplaceAll(code, "-", "")
+	var id *string
+	var row string
+	err := r.observer.QueryRow(r.ctx, `SELECT code_id, t::text FROM pairing_codes t WHERE code_hash = $1`,
+		api.HashSecret(norm)).Scan(&id, &row)
+	switch {
+	case !pairingCodeForm.MatchString(code):
+		return fmt.Errorf("pairing code %s %q: want IIII-IIII-SSSS-SSSS-SSSS-SSSS over the 32-symbol alphabet", name, code)
+	case err != nil:
+		return fmt.Errorf("pairing code %s: no row holds the SHA-256 of the whole code: %w", name, err)
+	case id == nil || *id != norm[:8]:
+		return fmt.Errorf("pairing code %s: code_id %v, want its first 8 symbols %s", name, id, norm[:8])
+	case strings.Contains(row, norm[8:]):
+		return fmt.Errorf("pairing code %s: the row holds the code's secret: %s", name, row)
+	}
+	r.count("pair.code-form", 1)
 	return nil
+}
+
+// cmdGuesses checks how many wrong secrets a code's row has counted.
+// Example: guesses c3 -> 1
+func cmdGuesses(r *scRun, st scStep) error {
+	code := r.surfaceState().codes[arg(st, 0)]
+	if code == "" || len(st.arrow) != 1 {
+		return errors.New("want: guesses CODE -> N (after pair-code CODE)")
+	}
+	var n int
+	if err := r.observer.QueryRow(r.ctx, `SELECT wrong_guesses FROM pairing_codes WHERE code_hash = $1`,
+		api.HashSecret(api.NormalizePairingCode(code))).Scan(&n); err != nil {
+		return fmt.Errorf("guesses %s: %w", arg(st, 0), err)
+	}
+	r.tl.add(laneDatabase, fmt.Sprintf("row check: pairing code %s counted %d wrong guesses", arg(st, 0), n))
+	if strconv.Itoa(n) != st.arrow[0] {
+		return fmt.Errorf("guesses %s: the row counted %d wrong guesses, want %s", arg(st, 0), n, st.arrow[0])
+	}
+	return nil
+}
+
+// legacyPairingCode draws a code of the form minted before ids: 12
+// symbols of the alphabet in groups of four.
+func legacyPairingCode() string {
+	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	raw := make([]byte, 12)
+	_, _ = rand.Read(raw)
+	var b strings.Builder
+	for i, c := range raw {
+		if i > 0 && i%4 == 0 {
+			b.WriteByte('-')
+		}
+		b.WriteByte(alphabet[c%32])
+	}
+	return b.String()
 }
 
 // cmdPair has a new device present a pairing code at POST
@@ -89,18 +167,27 @@ func cmdPairCode(r *scRun, st scStep) error {
 // which `connect` then dials with the token the reply carried. With
 // guess=wrong the device presents the code's id with a wrong secret. A
 // refusal must leave the devices as they were.
+// With from= the request comes from that client address (clientFrom);
+// with form=typed the code is presented in lower case with spaces for
+// dashes, as a person types it; body=malformed sends a body that is not
+// JSON. A 429 must carry the contract's Retry-After and body and change
+// no row at all (the code is not even read).
 // Example: pair a1 c1 -> 201 paired
 // Example: pair a2 c1 guess=wrong -> 401 invalid_pairing_code
+// Example: pair a3 c1 from=203.0.113.9 -> 429 rate_limited retry-after=4
 func cmdPair(r *scRun, st scStep) error {
 	name, code := arg(st, 0), r.surfaceState().codes[arg(st, 1)]
-	if name == "" || code == "" || len(st.arrow) != 2 {
-		return errors.New("want: pair AGENT CODE [guess=wrong] [services=S,...] -> STATUS paired|CODE (after pair-code CODE)")
+	if name == "" || code == "" || len(st.arrow) < 2 {
+		return errors.New("want: pair AGENT CODE [guess=wrong] [form=typed] [from=ADDR] [services=S,...] -> STATUS paired|CODE (after pair-code CODE)")
 	}
 	what := "the code"
 	if st.opt("guess", "") == "wrong" {
 		code, what = wrongSecret(code), "the code's id with a wrong secret"
 	}
-	gw, err := r.stack(st.opt("via", "gw1"))
+	if st.opt("form", "") == "typed" {
+		code, what = strings.ReplaceAll(strings.ToLower(code), "-", " "), what+" typed in lower case with spaces"
+	}
+	base, err := r.baseURL(st)
 	if err != nil {
 		return err
 	}
@@ -109,10 +196,28 @@ func cmdPair(r *scRun, st scStep) error {
 		return err
 	}
 	body, _ := json.Marshal(map[string]any{"code": code, "name": name, "services": strings.Split(st.opt("services", scService), ",")})
-	status, reply, err := r.postJSON(gw.baseURL()+"/v1/provider/pair", body)
+	if st.opt("body", "") == "malformed" {
+		body, what = []byte(`{"code": `), "a body that is not JSON"
+	}
+	req, err := http.NewRequestWithContext(r.ctx, http.MethodPost, base+"/v1/provider/pair", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	var rep scReply
+	send := func() error {
+		rep, err = r.do(req, st.opt("from", ""))
+		return err
+	}
+	if st.arrow[0] == "429" {
+		err = r.unchanged("pair "+name, send)
+	} else {
+		err = send()
+	}
 	if err != nil {
 		return fmt.Errorf("pair: %w", err)
 	}
+	status, reply := rep.status, rep.body
 	var out struct {
 		Code        string `json:"code"`
 		DeviceID    string `json:"device_id"`
@@ -125,10 +230,16 @@ func cmdPair(r *scRun, st scStep) error {
 	if status == http.StatusCreated {
 		got = "paired"
 	}
-	r.tl.add(laneAgent, fmt.Sprintf("%s -> POST /v1/provider/pair with %s %s: %d %s", name, arg(st, 1), what, status, got))
+	r.tl.add(laneAgent, fmt.Sprintf("%s -> POST /v1/provider/pair from %s with %s %s: %d %s", name, orDash(st.opt("from", "")),
+		arg(st, 1), what, status, got))
 	r.reply(fmt.Sprintf("pair %s %s -> %d %s", name, arg(st, 1), status, got))
 	if strconv.Itoa(status) != st.arrow[0] || got != st.arrow[1] {
 		return fmt.Errorf("pair %s with %s: want %s, got %d %s", name, what, strings.Join(st.arrow, " "), status, reply)
+	}
+	if status == http.StatusTooManyRequests {
+		if err := r.judge(rep, append([]string{st.arrow[0]}, st.arrow[2:]...)); err != nil {
+			return fmt.Errorf("pair %s: %w", name, err)
+		}
 	}
 	after, err := r.deviceCount()
 	if err != nil {
@@ -174,35 +285,24 @@ func (r *scRun) deviceCount() (int, error) {
 	return n, err
 }
 
-// postJSON POSTs body and returns the status and (the first 64 KiB of) the
-// reply.
-func (r *scRun) postJSON(url string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(r.ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := r.httpc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	reply, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	return resp.StatusCode, reply, err
-}
-
 // cmdDial opens GET /v1/provider/ws with a device token and requires the
 // upgrade to be refused with the status and code after `->`: token=own
 // (default) is the agent's own token, unknown one no device has, hash the
 // hash its device row stores (a leaked row is not a credential). With
 // then=revoke the upgrade must succeed; the device is then revoked before
 // its hello, and the session must be closed with the code after `closed`.
+// With from= (a 127.0.0.0/8 address) the connection comes from that
+// client address; `-> upgraded` wants the upgrade, and closes the session
+// at once, before any hello. A 429 must carry the contract's Retry-After
+// and body and change no row (no session, no heartbeat).
 // Example: dial a1 token=unknown -> 401 unauthorized
 // Example: dial a3 then=revoke -> closed 1008
+// Example: dial a1 from=127.0.0.7 -> 429 rate_limited retry-after=20
+// Example: dial a1 -> upgraded
 func cmdDial(r *scRun, st scStep) error {
 	a := r.agents[arg(st, 0)]
-	if a == nil || len(st.arrow) != 2 {
-		return errors.New("want: dial AGENT [token=own|unknown|hash] [then=revoke] [gateway=G] -> STATUS CODE | closed CODE")
+	if a == nil || (len(st.arrow) < 2 && strings.Join(st.arrow, " ") != "upgraded") {
+		return errors.New("want: dial AGENT [token=own|unknown|hash] [then=revoke] [gateway=G] [from=ADDR] -> STATUS CODE | closed CODE | upgraded")
 	}
 	if st.opt("then", "") == "revoke" {
 		return r.revokeBeforeHello(a, st)
@@ -222,33 +322,61 @@ func cmdDial(r *scRun, st scStep) error {
 	default:
 		return fmt.Errorf("dial: token=%s: want own, unknown or hash", which)
 	}
-	gw, err := r.stack(st.opt("gateway", "gw1"))
+	gwName := st.opt("gateway", "gw1")
+	base, err := r.baseURL(scStep{kv: map[string]string{"via": gwName}})
 	if err != nil {
 		return err
 	}
+	from := st.opt("from", "")
 	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
 	defer cancel()
-	c, resp, err := deviceclient.Dial(ctx, gw.wsURL(), token)
+	var c *deviceclient.Client
+	var resp *http.Response
+	dial := func() error {
+		url := deviceclient.WSURL(base, gateway.Path)
+		if from != "" {
+			c, resp, err = deviceclient.DialFrom(ctx, url, token, from)
+		} else {
+			c, resp, err = deviceclient.Dial(ctx, url, token)
+		}
+		return nil
+	}
+	if st.arrow[0] == "429" {
+		if uerr := r.unchanged("dial "+a.name, dial); uerr != nil {
+			if c != nil {
+				c.Close()
+			}
+			return uerr
+		}
+	} else {
+		_ = dial()
+	}
 	if err == nil {
 		c.Close()
-		r.tl.add(laneAgent, fmt.Sprintf("%s dialled %s with its %s token: upgraded", a.name, gw.name, which))
+		r.tl.add(laneAgent, fmt.Sprintf("%s dialled %s from %s with its %s token: upgraded", a.name, gwName, orDash(from), which))
+		if strings.Join(st.arrow, " ") == "upgraded" {
+			r.count("dial.upgraded", 1)
+			return nil
+		}
 		return fmt.Errorf("dial %s with its %s token: the gateway upgraded the connection, want %s",
 			a.name, which, strings.Join(st.arrow, " "))
 	}
 	if resp == nil {
 		return fmt.Errorf("dial %s: no reply: %w", a.name, err)
 	}
+	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	_ = resp.Body.Close()
+	rep := scReply{status: resp.StatusCode, header: resp.Header, body: reply, code: "-"}
 	var refusal struct {
 		Code string `json:"code"`
 	}
-	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	_ = resp.Body.Close()
-	_ = json.Unmarshal(reply, &refusal)
-	r.tl.add(laneAgent, fmt.Sprintf("%s dialled %s with its %s token: %d %s", a.name, gw.name, which, resp.StatusCode, refusal.Code))
-	r.reply(fmt.Sprintf("dial %s %s -> %d %s", a.name, which, resp.StatusCode, refusal.Code))
-	if strconv.Itoa(resp.StatusCode) != st.arrow[0] || refusal.Code != st.arrow[1] {
-		return fmt.Errorf("dial %s with its %s token: want %s, got %d %s", a.name, which, strings.Join(st.arrow, " "),
-			resp.StatusCode, reply)
+	if json.Unmarshal(reply, &refusal) == nil && refusal.Code != "" {
+		rep.code = refusal.Code
+	}
+	r.tl.add(laneAgent, fmt.Sprintf("%s dialled %s from %s with its %s token: %d %s", a.name, gwName, orDash(from), which, resp.StatusCode, rep.code))
+	r.reply(fmt.Sprintf("dial %s %s -> %d %s", a.name, which, resp.StatusCode, rep.code))
+	if err := r.judge(rep, st.arrow); err != nil {
+		return fmt.Errorf("dial %s with its %s token: want %s: %w", a.name, which, strings.Join(st.arrow, " "), err)
 	}
 	r.count("dial.refused", 1)
 	return nil

@@ -39,6 +39,7 @@ func (h *scLogHandler) Handle(_ context.Context, rec slog.Record) error {
 		add(a)
 	}
 	rec.Attrs(add)
+	h.r.logLine(h.gateway, logRecord(rec, h.attrs))
 	if w := h.r.env.opts.Log; w != nil {
 		fmt.Fprintf(w, "%s %s %s %s %v\n", rec.Time.Format(time.TimeOnly), h.gateway, rec.Level, rec.Message, line.attrs)
 	}

@@ -522,10 +522,11 @@ func (r *scRun) startRealAgent(name string, st scStep) error {
 		r.real = map[string]*scRealAgent{}
 	}
 	r.real[name] = a
-	logger := slog.New(slog.DiscardHandler)
+	rec := scRecorder{r: r, who: "agent " + name}
 	if w := r.env.opts.Log; w != nil {
-		logger = slog.New(slog.NewTextHandler(w, nil)).With("agent", name)
+		rec.next = slog.NewTextHandler(w, nil).WithAttrs([]slog.Attr{slog.String("agent", name)})
 	}
+	logger := slog.New(rec)
 	seed := fnv.New64a()
 	_, _ = seed.Write([]byte(name))
 	base := http.DefaultTransport.(*http.Transport).Clone()

@@ -101,6 +101,7 @@ type scRun struct {
 	surface    *scSurface         // scenario_http.go's commands
 	vf         *scVerify          // the catalogue and ffprobe slot (scenario_verify.go)
 	tls        *scTLS             // scenario_tls.go's commands
+	ops        *scOps             // scenario_limits.go's, scenario_console.go's and scenario_serve.go's commands
 	txns       map[string]*scTxn  // the harness's own transactions (`txn`, scenario_core.go)
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
@@ -115,6 +116,7 @@ type scRun struct {
 	outputs      map[string]protocol.Output      // attempt id -> what its agent uploaded
 	counters     map[string]int64
 	logs         []scLogLine
+	logText      []string // every record of every process, rendered whole, for the secrets check
 	blocks       map[string]chan struct{}
 	pending      map[string]*scPending // background operations, by name
 	devices      map[string]string     // device display name -> id (`device`)
@@ -187,7 +189,7 @@ func (r *scRun) execute() error {
 	r.closeAgents()
 	r.stopStacks()
 	r.pollJournal()
-	return errors.Join(stepErr, wireErr, r.checkInvariants())
+	return errors.Join(stepErr, wireErr, r.checkInvariants(), r.checkSecretsNotLogged())
 }
 
 func (r *scRun) setup() error {
@@ -268,6 +270,7 @@ func (r *scRun) cleanup() {
 	r.surface.close()
 	r.vf.close()
 	r.tls.close()
+	r.ops.close()
 	r.closeTxns()
 	if r.observer != nil {
 		r.observer.Close()

@@ -13,10 +13,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/harness/deviceclient"
+	"github.com/rendermac/rendermac/harness/evidence"
 	"github.com/rendermac/rendermac/harness/targets"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/clientaddr"
+	"github.com/rendermac/rendermac/server/console"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/gateway"
@@ -38,6 +40,7 @@ type scStack struct {
 	pool    *pgxpool.Pool
 	svc     *fencing.Service
 	gw      *gateway.Gateway
+	console *console.Console
 	srv     *httptest.Server
 	stopRun context.CancelFunc
 	runDone chan struct{}
@@ -79,7 +82,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		return nil, err
 	}
 	gcfg := gateway.Config{LeaseTTL: scLeaseTTL, PollInterval: -1, SweepInterval: -1,
-		Variant: gatewayVariant(r.env.opts.HarnessVariant)}
+		Variant: gatewayVariant(r.env.opts.HarnessVariant), Limits: r.stackLimits()}
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
 		// The frames' own heartbeats keep the touch window a pinging
@@ -91,12 +94,18 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		pool.Close()
 		return nil, err
 	}
+	cards, err := r.cardsDir()
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	scfg := r.serviceConfig()
-	as := controlplane.Assemble(controlplane.Parts{API: api.Config{TrustedProxies: trusted, Services: scfg.Services}, Pool: pool,
-		Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
+	as := controlplane.Assemble(controlplane.Parts{API: api.Config{TrustedProxies: trusted, Services: scfg.Services, Limits: r.stackLimits()},
+		Console: console.Config{Remote: r.opsState().remote[name], CardsDir: cards, CardHTML: evidence.HTMLFromJSON, CardDiff: evidence.DiffJSON},
+		Pool:    pool, Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
 		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: scfg,
 		Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
-	st.svc, st.gw = as.Service, as.Gateway
+	st.svc, st.gw, st.console = as.Service, as.Gateway, as.Console
 	a := as.API
 	st.srv.Config.Handler = a.Handler()
 	st.srv.Start()
@@ -137,6 +146,7 @@ func (s *scStack) stop(r *scRun, kill bool) {
 	}
 	_ = s.gw.Shutdown(ctx)
 	cancel()
+	s.console.Shutdown() // its live streams would hold the server's close
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 	s.stopRun()

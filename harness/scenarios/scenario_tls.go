@@ -424,7 +424,8 @@ func cmdTLSAgent(r *scRun, st scStep) error {
 	}
 	lines := scLines{ch: make(chan string, 64)}
 	ag, err := agent.New(agent.Config{ServerURL: "https://" + s.addr, DeviceToken: token, Services: []string{scService}, Slots: 1,
-		WorkDir: work, Clock: clock.Real{}, Rand: rand.New(rand.NewPCG(uint64(t.agents), 7)), Logger: slog.New(lines),
+		WorkDir: work, Clock: clock.Real{}, Rand: rand.New(rand.NewPCG(uint64(t.agents), 7)),
+		Logger:    slog.New(scRecorder{r: r, who: "agent " + name, next: lines}),
 		Transport: tr, Runners: map[string]runner.Runner{scService: runner.Synthetic{Clock: clock.Real{}}},
 		BackoffBase: realAgentBackoffBase, BackoffMax: realAgentBackoffMax, ShutdownTimeout: realAgentShutdown})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -62,6 +63,13 @@ type scReceiver struct {
 	// timestamps also come from.
 	now  func() time.Time
 	fail int // the first fail POSTs of each delivery are answered 500
+	// script, when set, answers the receiver's POSTs in turn instead of
+	// fail (then 204 once it is spent): a status (302 redirects
+	// elsewhere), "timeout" (no answer until the deliverer gives up) or
+	// "refused" (the pass finds no listener at all; see deliverWebhooks).
+	script []string
+	// connRefused counts the POSTs that found no listener ("refused").
+	connRefused int
 
 	mu  sync.Mutex
 	bad []string // why a POST was not a valid delivery
@@ -96,13 +104,41 @@ func (h *scReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	id := d.DeliveryID.String()
 	h.bodies[id] = append(h.bodies[id], string(body))
 	h.jobOf[id], h.eventOf[id] = d.JobID, d.Event
-	if h.refused[id] < h.fail {
-		h.refused[id]++
-		w.WriteHeader(http.StatusInternalServerError)
+	answer := ""
+	switch {
+	case len(h.script) > 0:
+		answer, h.script = h.script[0], h.script[1:]
+	case h.refused[id] < h.fail:
+		answer = "500"
+	}
+	if answer == "" {
+		h.accepted[id]++
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	h.accepted[id]++
-	w.WriteHeader(http.StatusNoContent)
+	h.refused[id]++
+	if answer == "timeout" {
+		h.mu.Unlock()
+		<-req.Context().Done() // the deliverer's timeout ends the request
+		h.mu.Lock()
+		return
+	}
+	status, _ := strconv.Atoi(answer)
+	if status/100 == 3 {
+		w.Header().Set("Location", h.srv.URL+"/elsewhere")
+	}
+	w.WriteHeader(status)
+}
+
+// nextRefused consumes a "refused" at the head of the script.
+func (h *scReceiver) nextRefused() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.script) > 0 && h.script[0] == "refused" {
+		h.script = h.script[1:]
+		return true
+	}
+	return false
 }
 
 // check returns why a POST is not a valid, correctly signed delivery.
@@ -179,11 +215,13 @@ func (h *scReceiver) badDeliveries() error {
 }
 
 // cmdReceiver starts the buyer's independent receiver (`receiver start`,
-// refusing the first fail POSTs of every delivery with 500) and sets it as
+// refusing the first fail POSTs of every delivery with 500, or answering
+// its POSTs as answers= lists: statuses, timeout, refused) and sets it as
 // the buyer's webhook_url, or runs the outbox deliverer at the pinned
-// clock (`receiver deliver`), moving the clock past each backoff, for at
-// most passes passes or until nothing is left to deliver.
+// clock (`receiver deliver`, each POST bounded by timeout=), moving the
+// clock past each backoff, for passes passes.
 // Example: receiver start fail=1
+// Example: receiver start answers=302,404,500,refused,timeout
 // Example: receiver deliver passes=4
 func cmdReceiver(r *scRun, st scStep) error {
 	s := r.surfaceState()
@@ -193,16 +231,29 @@ func cmdReceiver(r *scRun, st scStep) error {
 		if err != nil {
 			return err
 		}
+		var script []string
+		if a := st.opt("answers", ""); a != "" {
+			script, fail = strings.Split(a, ","), 0
+			for _, w := range script {
+				if n, err := strconv.Atoi(w); (err != nil || n/100 == 2 || n < 100 || n > 599) && w != "timeout" && w != "refused" {
+					return fmt.Errorf("receiver start: answer %q: want a status that is not 2xx, timeout or refused", w)
+				}
+			}
+		}
 		if s.receiver != nil {
 			return errors.New("receiver start: already started")
 		}
 		h := &scReceiver{secret: webhook.StandardSecret(scSigningKey, scBuyerID), legacy: webhook.BuyerSecret(scSigningKey, scBuyerID),
-			now: r.clock.Now, fail: fail, bodies: map[string][]string{},
+			now: r.clock.Now, fail: fail, script: script, bodies: map[string][]string{},
 			refused: map[string]int{}, accepted: map[string]int{}, jobOf: map[string]string{}, eventOf: map[string]string{}}
 		h.srv = httptest.NewServer(h)
 		s.receiver = h
 		if err := api.SetWebhookURL(r.ctx, r.observer, scBuyerID, h.srv.URL); err != nil {
 			return err
+		}
+		if script != nil {
+			r.tl.add(laneGateway, "buyer's receiver up; it answers "+strings.Join(script, ", ")+", then takes the delivery")
+			return nil
 		}
 		r.tl.add(laneGateway, fmt.Sprintf("buyer's receiver up; it refuses the first %d POST(s) of each delivery", fail))
 		return nil
@@ -214,20 +265,41 @@ func cmdReceiver(r *scRun, st scStep) error {
 		if err != nil {
 			return err
 		}
-		return r.deliverWebhooks(s.receiver, passes)
+		timeout, err := time.ParseDuration(st.opt("timeout", webhook.DefaultTimeout.String()))
+		if err != nil {
+			return err
+		}
+		return r.deliverWebhooks(s.receiver, passes, timeout)
 	}
-	return errors.New("want: receiver start [fail=N] | receiver deliver [passes=N]")
+	return errors.New("want: receiver start [fail=N | answers=A,...] | receiver deliver [passes=N] [timeout=D]")
 }
 
-func (r *scRun) deliverWebhooks(h *scReceiver, passes int) error {
-	d, err := webhook.New(r.observer, scSigningKey, metrics.New(), slog.New(slog.DiscardHandler),
-		webhook.Config{Clock: r.clock, Client: h.srv.Client()})
+// deliverWebhooks runs the production deliverer (its own client, which
+// follows no redirect) for passes passes. A pass whose answer is "refused"
+// finds the buyer's URL pointing at a port nothing listens on.
+func (r *scRun) deliverWebhooks(h *scReceiver, passes int, timeout time.Duration) error {
+	d, err := webhook.New(r.observer, scSigningKey, metrics.New(), slog.New(scRecorder{r: r, who: "deliverer"}),
+		webhook.Config{Clock: r.clock, Timeout: timeout})
 	if err != nil {
 		return err
 	}
 	var total webhook.Result
 	for pass := 0; pass < passes; pass++ {
+		refused := h.nextRefused()
+		if refused {
+			if err := r.pointWebhooksNowhere(); err != nil {
+				return err
+			}
+		}
 		res, err := d.DeliverDue(r.ctx, r.clock.Now())
+		if refused {
+			if serr := api.SetWebhookURL(r.ctx, r.observer, scBuyerID, h.srv.URL); serr != nil {
+				return serr
+			}
+			h.mu.Lock()
+			h.connRefused += res.Failed
+			h.mu.Unlock()
+		}
 		if err != nil {
 			return fmt.Errorf("receiver deliver: pass %d: %w", pass, err)
 		}
@@ -252,11 +324,27 @@ func (r *scRun) deliverWebhooks(h *scReceiver, passes int) error {
 	return nil
 }
 
+// pointWebhooksNowhere sets the buyer's webhook_url to a loopback port
+// that was just closed: the next POST's connection is refused.
+func (r *scRun) pointWebhooksNowhere() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	url := "http://" + ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return err
+	}
+	return api.SetWebhookURL(r.ctx, r.observer, scBuyerID, url)
+}
+
 // cmdReceived checks what the receiver got for a job: its terminal event
 // (the job's status) delivered at least once, after exactly `refused`
 // refused POSTs, every POST of it with the same bytes, and no invalid POST
-// at all.
+// at all; with attempts=N, the outbox row counts N attempts (those that
+// reached the receiver and those that found no listener).
 // Example: received j1 succeeded refused=1
+// Example: received j1 cancelled refused=4 attempts=6
 func cmdReceived(r *scRun, st scStep) error {
 	h := r.surfaceState().receiver
 	if h == nil {
@@ -313,6 +401,19 @@ func cmdReceived(r *scRun, st scStep) error {
 		return fmt.Errorf("received %s: want %d refused POST(s) retried, got %s", arg(st, 0), wantRefused, rendered)
 	case !identical:
 		return fmt.Errorf("received %s: a retry carried other bytes than the first POST", arg(st, 0))
+	}
+	if want := st.opt("attempts", ""); want != "" {
+		var attempts int
+		if err := r.observer.QueryRow(r.ctx, `SELECT attempts FROM webhook_outbox WHERE job_id = $1`, id).Scan(&attempts); err != nil {
+			return err
+		}
+		h.mu.Lock()
+		noListener := h.connRefused
+		h.mu.Unlock()
+		if strconv.Itoa(attempts) != want || attempts != accepted+refused+noListener {
+			return fmt.Errorf("received %s: the outbox counts %d attempts, want %s (%d accepted, %d refused by the receiver, %d found no listener)",
+				arg(st, 0), attempts, want, accepted, refused, noListener)
+		}
 	}
 	r.count("webhook.received", int64(accepted))
 	r.count("webhook.refused", int64(refused))

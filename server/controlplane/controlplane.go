@@ -103,6 +103,9 @@ type Config struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client (package clientaddr).
 	TrustedProxies clientaddr.Trusted
+	// Getenv reads the OTEL_EXPORTER_OTLP_* endpoint that turns tracing on
+	// (package telemetry); nil is os.Getenv.
+	Getenv func(string) string
 }
 
 func (f *Config) defaults() error {
@@ -194,7 +197,11 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 	}
 	// Traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set; off, tp is nil
 	// and nothing below wraps or traces anything.
-	tp, stopTraces, err := telemetry.FromEnv(ctx, os.Getenv)
+	getenv := f.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	tp, stopTraces, err := telemetry.FromEnv(ctx, getenv)
 	if err != nil {
 		return err
 	}

@@ -33,12 +33,14 @@ func Enabled(getenv func(string) string) bool {
 // FromEnv returns a tracer provider exporting over OTLP/HTTP when getenv
 // names an endpoint (Enabled), with its shutdown (flushing what is
 // batched); otherwise a nil provider and a shutdown that does nothing. The
-// exporter and batcher read the process's OTEL_* variables themselves.
+// endpoint is getenv's (so a caller may pass an environment of its own);
+// the exporter and batcher read the process's other OTEL_* variables
+// themselves.
 func FromEnv(ctx context.Context, getenv func(string) string) (*sdktrace.TracerProvider, func(context.Context) error, error) {
 	if !Enabled(getenv) {
 		return nil, func(context.Context) error { return nil }, nil
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpointURL(getenv)))
 	if err != nil {
 		return nil, nil, fmt.Errorf("otlp trace exporter: %w", err)
 	}
@@ -49,6 +51,16 @@ func FromEnv(ctx context.Context, getenv func(string) string) (*sdktrace.TracerP
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	return tp, tp.Shutdown, nil
+}
+
+// endpointURL is where spans go, as the OTLP exporter specification reads
+// the variables: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else
+// OTEL_EXPORTER_OTLP_ENDPOINT with the signal's path /v1/traces appended.
+func endpointURL(getenv func(string) string) string {
+	if u := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); u != "" {
+		return u
+	}
+	return strings.TrimSuffix(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "/") + "/v1/traces"
 }
 
 // Handler wraps h in otelhttp spans from tp (one server span per request,
