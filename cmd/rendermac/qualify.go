@@ -78,6 +78,8 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "sequences of the model campaign run in parallel")
 	fs.IntVar(&f.pgWorkers, "pg-workers", defaultWorkers("both"), "sequences of the model-vs-Postgres and three-way campaigns run in "+
 		"parallel, each on its own database cloned from the migrated template")
+	machineDefault(fs, "workers", "one per CPU")
+	machineDefault(fs, "pg-workers", fmt.Sprintf("%d per CPU", targets.WorkersPerCPU))
 	fullCompareFlag(fs, &f.fullEvery)
 	fs.StringVar(&f.out, "out", "evidence-out", "directory for the card (Markdown, JSON, JUnit XML, HTML) and replay files")
 	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL (default: DATABASE_URL, else an embedded cluster)")
