@@ -57,13 +57,22 @@ func runCardDiff(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lines := evidence.Diff(a, b)
-	if len(lines) == 0 {
+	lines, live := evidence.Diff(a, b), evidence.DiffLive(a, b)
+	if len(lines) == 0 && len(live) == 0 {
 		fmt.Fprintln(stdout, "no differences")
 		return nil
 	}
+	if len(lines) == 0 {
+		fmt.Fprintln(stdout, "reproducible sections: no differences")
+	}
 	for _, l := range lines {
 		fmt.Fprintln(stdout, l)
+	}
+	if len(live) > 0 {
+		fmt.Fprintln(stdout, "live measurements (real processes; they vary between runs of one commit):")
+		for _, l := range live {
+			fmt.Fprintln(stdout, "  "+l)
+		}
 	}
 	return nil
 }

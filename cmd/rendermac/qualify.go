@@ -489,7 +489,7 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, notRun *[]string
 	defer env.Close()
 	for i, s := range list {
 		if why := s.Runnable(); why != nil {
-			*notRun = append(*notRun, fmt.Sprintf("Scenario %s was not run: %v.", s.Name, why))
+			*notRun = append(*notRun, evidence.SkippedNote(s.Name, why))
 			continue
 		}
 		res := scenarios.RunScenario(ctx, env, s)

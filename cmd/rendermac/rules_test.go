@@ -46,6 +46,7 @@ func TestRuleSectionMarksWhatRanAndWhatIsProven(t *testing.T) {
 
 	var md bytes.Buffer
 	require.NoError(t, evidence.WriteMarkdown(&md, evidence.Card{Title: "Q", Date: "2026-12-07", Passed: true, Rules: sec}, evidence.WriteOptions{}))
-	require.Contains(t, md.String(), "**Verdict: PASS, with 2 of the contract's 3 rules not checked by this run.**")
+	require.Contains(t, md.String(), "**Verdict: PASS (incomplete).**")
+	require.Contains(t, md.String(), "- Not done: 2 of the contract's 3 rules were not checked by this run")
 	require.Contains(t, md.String(), "| a.fleet | fleet:drain-bound: --no-fleet  |")
 }

@@ -67,11 +67,14 @@ type browser struct {
 // its DevTools address, which says nothing about the console.
 const browserStarts = 3
 
-func newBrowser(t *testing.T, base string) *browser {
+func newBrowser(t *testing.T, base string) *browser { return newBrowserSized(t, base, 1400, 1000) }
+
+// newBrowserSized starts a tab whose window is width x height pixels.
+func newBrowserSized(t *testing.T, base string, width, height int) *browser {
 	t.Helper()
 	path := findChromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.WindowSize(1400, 1000), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(width, height), chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WSURLReadTimeout(90*time.Second))
 	for try := 1; ; try++ {
 		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)

@@ -34,5 +34,9 @@ func DiffJSON(a, b []byte) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("card B: %w", err)
 	}
-	return Diff(ca, cb), nil
+	lines := Diff(ca, cb)
+	for _, l := range DiffLive(ca, cb) {
+		lines = append(lines, "live measurement: "+l)
+	}
+	return lines, nil
 }

@@ -120,7 +120,8 @@ func CoverageFailure(campaign string, c Coverage) (Failure, bool) {
 	}
 	return Failure{Source: CoverageSource(campaign),
 		Detail: fmt.Sprintf("%d required cells never reached: %s. The campaign checked nothing about them; "+
-			"run more seeds or steps, or restore the generator weights that reach them.", len(miss), strings.Join(miss, ", ")),
+			"run more seeds or steps, or restore the generator weights that reach them (a smoke run too small to reach them all "+
+			"can pass --no-coverage-gate, and its card then says the gate was off).", len(miss), strings.Join(miss, ", ")),
 		Replay: "see the coverage matrix of " + campaign + " on this card"}, true
 }
 

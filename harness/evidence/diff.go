@@ -21,7 +21,76 @@ func Diff(a, b Card) []string {
 	d.invariants(a.Invariants, b.Invariants)
 	d.failures(a.Failures, b.Failures)
 	d.set("not covered", a.NotCovered, b.NotCovered)
+	d.rules(a.Rules, b.Rules)
 	return d.lines
+}
+
+// DiffLive returns one line per difference between the live measurements
+// of runs a and b: the Fleet section, which counts what real processes did
+// under a seeded fault schedule (faults by kind, jobs by outcome, wasted
+// work, drain time, violations) and so varies between two runs of one
+// commit. Diff leaves it out; `card diff` prints it apart.
+func DiffLive(a, b Card) []string {
+	var d differ
+	x, y := a.Fleet, b.Fleet
+	switch {
+	case x == nil && y == nil:
+		return nil
+	case x == nil:
+		d.addf("fleet added (%d agents, %d gateways)", y.Agents, y.Gateways)
+		return d.lines
+	case y == nil:
+		d.addf("fleet removed")
+		return d.lines
+	}
+	d.field("fleet command", x.Command, y.Command)
+	d.field("fleet store", x.Store, y.Store)
+	for _, part := range []struct {
+		what string
+		a, b []Count
+	}{{"fleet faults", x.Faults, y.Faults}, {"fleet jobs", x.Jobs, y.Jobs}} {
+		was, now := index(part.a, func(c Count) string { return c.Name }), index(part.b, func(c Count) string { return c.Name })
+		for _, k := range keys(was, now) {
+			d.num(part.what+" "+k, was[k].N, now[k].N)
+		}
+	}
+	d.num("fleet wasted ms", int(x.WastedMs), int(y.WastedMs))
+	d.num("fleet drain ms", int(x.DrainMs), int(y.DrainMs))
+	d.set("fleet violation", x.Violations, y.Violations)
+	return d.lines
+}
+
+// rules reports the rule inventory's counts and every rule whose check
+// status or proof changed.
+func (d *differ) rules(a, b *Rules) {
+	switch {
+	case a == nil && b == nil:
+		return
+	case a == nil:
+		d.addf("rules added (%d rules, %d checked)", b.Total, b.Checked)
+		return
+	case b == nil:
+		d.addf("rules removed")
+		return
+	}
+	d.num("rules in the contract", a.Total, b.Total)
+	d.num("rules checked", a.Checked, b.Checked)
+	d.num("rules proven", a.Proven, b.Proven)
+	d.field("rules mutation card", a.MutationCard, b.MutationCard)
+	was, now := index(a.Rows, func(r RuleRow) string { return r.ID }), index(b.Rows, func(r RuleRow) string { return r.ID })
+	for _, id := range keys(was, now) {
+		x, inA := was[id]
+		y, inB := now[id]
+		switch {
+		case !inB:
+			d.addf("rule %s removed", id)
+		case !inA:
+			d.addf("rule %s added", id)
+		default:
+			d.field("rule "+id+" checked", strconv.FormatBool(x.Checked()), strconv.FormatBool(y.Checked()))
+			d.field("rule "+id+" proven", strconv.FormatBool(x.Proven), strconv.FormatBool(y.Proven))
+		}
+	}
 }
 
 type differ struct{ lines []string }

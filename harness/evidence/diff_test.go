@@ -63,3 +63,20 @@ func TestDiffVerdictAndMembership(t *testing.T) {
 	require.Contains(t, lines, "run Go version: \"\" -> go1.26.0")
 	require.Equal(t, lines, Diff(a, b), "stable")
 }
+
+// Two runs of one commit differ in their Fleet section (real processes
+// under a seeded schedule): Diff leaves it out, DiffLive reports it.
+func TestFleetDiffersOnlyAsALiveMeasurement(t *testing.T) {
+	a := Card{Passed: true, Fleet: &Fleet{Command: "fleet --seed 1", Faults: []Count{{Name: "mac_sleep", N: 2}},
+		Jobs: []Count{{Name: "succeeded", N: 30}}}}
+	b := a
+	b.Fleet = &Fleet{Command: "fleet --seed 1", Faults: []Count{{Name: "mac_sleep", N: 3}}, Jobs: []Count{{Name: "succeeded", N: 29}},
+		Violations: []string{"drain-bound: drained after 91s"}}
+	require.Empty(t, Diff(a, b))
+	require.Equal(t, []string{
+		"fleet faults mac_sleep: 2 -> 3",
+		"fleet jobs succeeded: 30 -> 29",
+		"fleet violation added: drain-bound: drained after 91s",
+	}, DiffLive(a, b))
+	require.Empty(t, DiffLive(a, a))
+}

@@ -18,17 +18,21 @@ var htmlTemplate = template.Must(template.New("card").Funcs(template.FuncMap{
 	"dur":     duration,
 	"inc":     func(i int) int { return i + 1 },
 	"title":   failureTitle,
+	"first":   firstSentence,
 }).Parse(cardHTML))
 
 // lanes are the timeline's fixed rows, top to bottom, as the work flows.
 var lanes = []string{"agent", "gateway", "database"}
 
 type htmlPage struct {
-	Card      Card
-	Verdict   string
-	Timings   bool
-	Scenarios []htmlScenario
-	Coverage  []htmlCoverage
+	Card    Card
+	Verdict string
+	// VerdictClass styles the verdict: PASS, INCOMPLETE or FAIL.
+	VerdictClass string
+	Gaps         []string
+	Timings      bool
+	Scenarios    []htmlScenario
+	Coverage     []htmlCoverage
 }
 
 // htmlCoverage is one campaign's coverage matrix, as the Markdown card's.
@@ -86,7 +90,7 @@ func WriteHTML(w io.Writer, c Card, o WriteOptions) error {
 	if err != nil {
 		return err
 	}
-	page := htmlPage{Card: c, Verdict: verdict(c.Passed), Timings: !c.NoTimings}
+	page := htmlPage{Card: c, Verdict: c.Verdict(), VerdictClass: verdictClass(c.Verdict()), Gaps: c.Gaps(), Timings: !c.NoTimings}
 	for _, s := range c.Scenarios {
 		page.Scenarios = append(page.Scenarios, htmlScenario{Scenario: s, Timeline: timeline(s.Timeline)})
 	}
@@ -141,4 +145,11 @@ func timeline(events []TimelineEvent) *htmlTimeline {
 		cells[col[e.Step]] = append(cells[col[e.Step]], e.Label)
 	}
 	return t
+}
+
+func verdictClass(v string) string {
+	if v == VerdictIncomplete {
+		return "INCOMPLETE"
+	}
+	return v
 }

@@ -26,7 +26,7 @@ func WriteMarkdown(w io.Writer, c Card, o WriteOptions) error {
 	// returned by mdTable and checked.
 	bw := bufio.NewWriter(w)
 	steps := []func(*bufio.Writer, Card) error{
-		mdHeader, mdRules, mdRun, mdContract, mdCampaigns, mdScenarios, mdFleet, mdMutations, mdInvariants, mdFailures, mdNotCovered,
+		mdHeader, mdSummary, mdRules, mdRun, mdContract, mdCampaigns, mdScenarios, mdFleet, mdMutations, mdInvariants, mdFailures, mdNotCovered,
 	}
 	for _, step := range steps {
 		if err := step(bw, c); err != nil {
@@ -40,24 +40,13 @@ func WriteMarkdown(w io.Writer, c Card, o WriteOptions) error {
 }
 
 func mdHeader(w *bufio.Writer, c Card) error {
-	fmt.Fprintf(w, "# %s %s: %s\n\n", oneLine(c.Title), c.Date, verdict(c.Passed))
+	fmt.Fprintf(w, "# %s %s: %s\n\n", oneLine(c.Title), c.Date, c.Verdict())
 	fmt.Fprintf(w, "**Verdict: %s.** %d campaigns, %d scenarios, %d invariants checked, %d failures.\n",
-		verdictLine(c), len(c.Campaigns), len(c.Scenarios), len(c.Invariants), len(c.Failures))
+		c.Verdict(), len(c.Campaigns), len(c.Scenarios), len(c.Invariants), len(c.Failures))
 	if c.NoTimings {
 		fmt.Fprint(w, "Timings are omitted (deterministic mode).\n")
 	}
 	return nil
-}
-
-// verdictLine is the verdict, owning up to the rules the run did not check.
-func verdictLine(c Card) string {
-	v := verdict(c.Passed)
-	if c.Rules != nil {
-		if n := len(c.Rules.Unchecked()); n > 0 {
-			v += fmt.Sprintf(", with %d of the contract's %d rules not checked by this run", n, c.Rules.Total)
-		}
-	}
-	return v
 }
 
 func mdRun(w *bufio.Writer, c Card) error {

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -85,9 +86,34 @@ func TestMarkdownDeterministic(t *testing.T) {
 func TestMarkdownEmptySections(t *testing.T) {
 	t.Parallel()
 	md := renderMarkdown(t, Card{Date: "2025-12-02", Passed: true}, WriteOptions{})
-	require.Contains(t, md, "# Phase-fault qualification 2025-12-02: PASS\n")
+	// A card that cannot name its commit is not a plain PASS.
+	require.Contains(t, md, "# Phase-fault qualification 2025-12-02: PASS (incomplete)\n")
+	require.Contains(t, md, "- Not done: the commit is unknown")
 	require.Contains(t, md, "## Failures\n\nNone.\n")
 	require.Contains(t, md, "- Commit: (not recorded)\n")
+}
+
+// A PASS reads plain only when the run left nothing out; every gap is
+// named in the summary at the top.
+func TestVerdictOwnsUpToGaps(t *testing.T) {
+	t.Parallel()
+	c := Card{Date: "2025-12-02", Passed: true}
+	c.Run.Commit = "0123456789abcdef0123456789abcdef01234567"
+	require.Equal(t, VerdictPass, c.Verdict())
+	require.Empty(t, c.Gaps())
+	c.NotCovered = []string{SkippedNote("agent_restart", errors.New("needs -tags faultpoints"))}
+	c.Campaigns = []Campaign{{Name: "model", Sequences: 3, Coverage: &Coverage{}}}
+	c.Rules = &Rules{Total: 1, Rows: []RuleRow{{ID: "a.b", Checks: []RuleCheck{{Name: "fleet:x", Why: "--no-fleet"}}}}}
+	require.Equal(t, VerdictIncomplete, c.Verdict())
+	require.Equal(t, []string{
+		`1 scenarios were not run (agent_restart): see "Not covered by this run"`,
+		`1 of the contract's 1 rules were not checked by this run: see "Rules"`,
+		"the coverage gate was off (--no-coverage-gate) for model",
+	}, c.Gaps())
+	c.Passed = false
+	require.Equal(t, VerdictFail, c.Verdict())
+	md := renderMarkdown(t, c, WriteOptions{})
+	require.Contains(t, md, "- Not done: 1 scenarios were not run (agent_restart)")
 }
 
 func TestMarkdownCellsStayInTheirColumns(t *testing.T) {
