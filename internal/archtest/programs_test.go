@@ -123,28 +123,18 @@ func execCalls(t *testing.T, root string) []execCall {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
-			if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "exec" {
-				return true
-			}
+		packageCalls(f, func(call *ast.CallExpr, _, pkg, fn string) {
 			arg := 0
-			switch sel.Sel.Name {
-			case "LookPath", "Command":
-			case "CommandContext":
+			switch {
+			case pkg != "os/exec":
+				return
+			case fn == "CommandContext":
 				arg = 1
-			default:
-				return true
+			case fn != "LookPath" && fn != "Command":
+				return
 			}
 			if len(call.Args) <= arg {
-				return true
+				return
 			}
 			c := execCall{pos: rel + ":" + strconv.Itoa(fset.Position(call.Pos()).Line)}
 			if lit, ok := call.Args[arg].(*ast.BasicLit); ok && lit.Kind == token.STRING {
@@ -152,7 +142,6 @@ func execCalls(t *testing.T, root string) []execCall {
 				c.program = filepath.Base(s)
 			}
 			calls = append(calls, c)
-			return true
 		})
 		return nil
 	})
