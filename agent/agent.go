@@ -63,7 +63,8 @@ type Agent struct {
 	jobs    sync.WaitGroup
 }
 
-// New validates cfg and returns an agent. It does no I/O.
+// New validates cfg and returns an agent. Its only I/O is reading
+// Transport.CAFile.
 func New(cfg Config) (*Agent, error) {
 	cfg, base, err := cfg.withDefaults()
 	if err != nil {
@@ -74,6 +75,9 @@ func New(cfg Config) (*Agent, error) {
 		u, err := parseServerURL(f)
 		if err != nil {
 			return nil, fmt.Errorf("agent config: failover %w", err)
+		}
+		if err := cfg.Transport.CheckURL("--failover", u); err != nil {
+			return nil, err
 		}
 		wsURLs = append(wsURLs, sessionURL(u))
 	}
@@ -163,8 +167,14 @@ func (a *Agent) connectLoop(ctx context.Context) error {
 		}
 		a.urlIdx = (a.urlIdx + 1) % len(a.wsURLs)
 		d := reconnectDelay(bo.next(), err)
-		a.log.Warn("gateway session ended; reconnecting", "err", err, "lasted", lasted, "retry_in", d,
-			"next_url", a.wsURLs[a.urlIdx])
+		// A refused certificate is said in one line of its own (host, what
+		// failed, the flag that fixes it), then backed off like any failure.
+		if ce, ok := errors.AsType[*CertError](err); ok {
+			a.log.Error(ce.Error(), "retry_in", d)
+		} else {
+			a.log.Warn("gateway session ended; reconnecting", "err", err, "lasted", lasted, "retry_in", d,
+				"next_url", a.wsURLs[a.urlIdx])
+		}
 		select {
 		case <-ctx.Done():
 			return nil

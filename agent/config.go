@@ -67,7 +67,11 @@ type Config struct {
 	Rand *rand.Rand
 	// Logger receives the agent's logs; nil discards them.
 	Logger *slog.Logger
-	// HTTPClient dials the session and moves artifacts; nil means http.DefaultClient.
+	// Transport verifies the server (CA file, pin) and refuses plain http
+	// to anything but loopback; it builds HTTPClient when that is nil.
+	Transport Transport
+	// HTTPClient dials the session and moves artifacts; nil means
+	// Transport.Client(). A harness may give its own (a relay's).
 	HTTPClient *http.Client
 	// Runners maps service names to runners; nil means runner.Builtin with
 	// ffmpeg on PATH.
@@ -92,6 +96,9 @@ type Config struct {
 func (c Config) withDefaults() (Config, *url.URL, error) {
 	base, err := parseServerURL(c.ServerURL)
 	if err != nil {
+		return c, nil, err
+	}
+	if err := c.Transport.CheckURL("--server", base); err != nil {
 		return c, nil, err
 	}
 	switch {
@@ -123,7 +130,9 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = http.DefaultClient
+		if c.HTTPClient, err = c.Transport.Client(); err != nil {
+			return c, nil, err
+		}
 	}
 	c.BackoffBase = orDefault(c.BackoffBase, DefaultBackoffBase)
 	c.BackoffMax = orDefault(c.BackoffMax, DefaultBackoffMax)

@@ -82,9 +82,17 @@ func readAPIError(resp *http.Response) *APIError {
 
 // Pair redeems an operator's pairing code: POST {baseURL}/v1/provider/pair
 // with {"code","name","services"}, expecting {"device_id","device_token"}. A
-// refusal is an *APIError. ctx bounds the request.
-func Pair(ctx context.Context, baseURL, code, name string, services []string) (Credentials, error) {
+// refusal is an *APIError, a refused certificate a *CertError; the code
+// is sent only to a server t verified. ctx bounds the request.
+func Pair(ctx context.Context, t Transport, baseURL, code, name string, services []string) (Credentials, error) {
 	base, err := parseServerURL(baseURL)
+	if err != nil {
+		return Credentials{}, err
+	}
+	if err := t.CheckURL("--server", base); err != nil {
+		return Credentials{}, err
+	}
+	client, err := t.Client()
 	if err != nil {
 		return Credentials{}, err
 	}
@@ -94,8 +102,11 @@ func Pair(ctx context.Context, baseURL, code, name string, services []string) (C
 		return Credentials{}, fmt.Errorf("pair: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
+		if ce := certFailure(base.Host, err); ce != nil {
+			return Credentials{}, ce
+		}
 		return Credentials{}, fmt.Errorf("pair: %w", err)
 	}
 	defer resp.Body.Close()

@@ -27,7 +27,7 @@ func TestPairRedeemsCode(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	c, err := Pair(context.Background(), srv.URL+"/prefix", "ABCD-1234", "studio-mac", []string{"synthetic.mp4"})
+	c, err := Pair(context.Background(), Transport{}, srv.URL+"/prefix", "ABCD-1234", "studio-mac", []string{"synthetic.mp4"})
 	require.NoError(t, err)
 	require.Equal(t, Credentials{Server: srv.URL + "/prefix", DeviceID: "dev-42", DeviceToken: "secret-device-token"}, c)
 	require.Equal(t, map[string]any{"code": "ABCD-1234", "name": "studio-mac", "services": []any{"synthetic.mp4"}}, got)
@@ -40,13 +40,13 @@ func TestPairSurfacesServerErrors(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	_, err := Pair(context.Background(), srv.URL, "WRONG", "mac", []string{"synthetic.mp4"})
+	_, err := Pair(context.Background(), Transport{}, srv.URL, "WRONG", "mac", []string{"synthetic.mp4"})
 	var ae *APIError
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, APIError{Status: 404, Code: "invalid_pairing_code", Message: "unknown, used or expired pairing code"}, *ae)
 	require.ErrorContains(t, err, "404 invalid_pairing_code (unknown, used or expired pairing code)")
 
-	_, err = Pair(context.Background(), srv.URL+"/?x=1", "X", "mac", nil)
+	_, err = Pair(context.Background(), Transport{}, srv.URL+"/?x=1", "X", "mac", nil)
 	require.ErrorContains(t, err, "query", "a base URL with a query is refused up front")
 
 	// Not the JSON error shape (a proxy's page): status and body still shown.
@@ -54,7 +54,7 @@ func TestPairSurfacesServerErrors(t *testing.T) {
 		http.Error(w, "upstream down", http.StatusBadGateway)
 	}))
 	t.Cleanup(plain.Close)
-	_, err = Pair(context.Background(), plain.URL, "X", "mac", nil)
+	_, err = Pair(context.Background(), Transport{}, plain.URL, "X", "mac", nil)
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, http.StatusBadGateway, ae.Status)
 	require.ErrorContains(t, err, "502 Bad Gateway: upstream down")

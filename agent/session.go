@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -81,10 +82,21 @@ func (a *Agent) dial(ctx context.Context) (*websocket.Conn, error) {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 			return nil, fmt.Errorf("dial gateway: %w", readAPIError(resp))
 		}
+		if ce := certFailure(a.urlHost(), err); ce != nil {
+			return nil, ce
+		}
 		return nil, fmt.Errorf("dial gateway: %w", err)
 	}
 	conn.SetReadLimit(protocol.ReadLimitBytes)
 	return conn, nil
+}
+
+// urlHost is the host of the session URL being dialled, for the log.
+func (a *Agent) urlHost() string {
+	if u, err := url.Parse(a.wsURLs[a.urlIdx]); err == nil {
+		return u.Host
+	}
+	return a.wsURLs[a.urlIdx]
 }
 
 // handshake sends hello and expects welcome.

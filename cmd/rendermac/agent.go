@@ -32,6 +32,8 @@ const pairTimeout = 30 * time.Second
 type agentFlags struct {
 	server, pair, tokenFile, services, work, name, ffmpeg, logLevel, config string
 	catalogue                                                               string
+	caFile, serverPin                                                       string
+	insecurePlaintext                                                       bool
 	failover, logFormat, commandServices                                    string
 	slots                                                                   int
 	minFreeMB                                                               int64
@@ -85,7 +87,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		WorkDir: f.work, Clock: clock.Real{}, Rand: mrand.New(mrand.NewPCG(cryptoSeed(), cryptoSeed())),
 		Logger: log, Runners: runners, FailoverURLs: splitList(f.failover),
 		MinFreeBytes: f.minFreeMB << 20, PingInterval: f.pingInterval, PingTimeout: f.pingTimeout,
-		Variant: agent.Variant(os.Getenv(agentVariantEnv)),
+		Variant: agent.Variant(os.Getenv(agentVariantEnv)), Transport: f.transport(),
 	})
 	if err != nil {
 		return usageError{err.Error()}
@@ -121,6 +123,9 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	set.Int64Var(&f.minFreeMB, "min-free-mb", agent.DefaultMinFreeBytes>>20, "take no offer while the work dir's file system has less than this many MiB free (-1: no check)")
 	set.DurationVar(&f.pingInterval, "ping-interval", agent.DefaultPingInterval, "ping the gateway this often (capped at a third of the lease TTL)")
 	set.DurationVar(&f.pingTimeout, "ping-timeout", agent.DefaultPingTimeout, "drop the connection when a pong takes longer (capped at a third of the lease TTL)")
+	set.StringVar(&f.caFile, "ca-file", "", "PEM bundle of the CA that signed the server's certificate (a private CA), trusted besides the system roots")
+	set.StringVar(&f.serverPin, "server-pin", "", "also require this public key in the server's verified chain: sha256/BASE64 of the SubjectPublicKeyInfo")
+	set.BoolVar(&f.insecurePlaintext, "insecure-plaintext", false, "allow http:// to a server that is not on loopback (the device token then crosses the network in clear)")
 	set.DurationVar(&f.drainTimeout, "drain-timeout", agent.DefaultDrainTimeout,
 		"after a first SIGTERM or SIGINT, let running attempts finish for at most this long, then fail them as provider_offline (a second signal or SIGQUIT: at once)")
 	if err := parseFlags(set, args); err != nil {
@@ -159,6 +164,12 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	return f, nil
 }
 
+// transport is how the agent reaches the server: --ca-file, --server-pin
+// and --insecure-plaintext.
+func (f agentFlags) transport() agent.Transport {
+	return agent.Transport{CAFile: f.caFile, ServerPin: f.serverPin, InsecurePlaintext: f.insecurePlaintext}
+}
+
 // agentCredentials pairs (writing the token file) or loads the token file.
 func agentCredentials(ctx context.Context, f agentFlags, services []string, stdout io.Writer) (agent.Credentials, error) {
 	if f.pair == "" {
@@ -180,7 +191,7 @@ func agentCredentials(ctx context.Context, f agentFlags, services []string, stdo
 	}
 	pctx, cancel := context.WithTimeout(ctx, pairTimeout)
 	defer cancel()
-	c, err := agent.Pair(pctx, f.server, f.pair, name, services)
+	c, err := agent.Pair(pctx, f.transport(), f.server, f.pair, name, services)
 	if err != nil {
 		return c, err
 	}

@@ -66,3 +66,27 @@ func TestAgentConfigPrecedence(t *testing.T) {
 	_, err = parseAgentFlags([]string{"--services", "synthetic.mp4"}, io.Discard)
 	require.ErrorContains(t, err, `unknown setting "pair"`, "a pairing code is single use: flags only")
 }
+
+// The transport flags have the environment and config-file forms of every
+// agent flag: RENDERMAC_CA_FILE, RENDERMAC_SERVER_PIN,
+// RENDERMAC_INSECURE_PLAINTEXT; "ca-file", "server-pin",
+// "insecure-plaintext".
+func TestAgentTransportSettingsLayered(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.json")
+	require.NoError(t, os.WriteFile(cfg, []byte(`{"services": "synthetic.mp4", "work": "/w", "ca-file": "/file/ca.pem",
+		"server-pin": "sha256/file", "insecure-plaintext": true}`), 0o600))
+	for _, v := range []string{"RENDERMAC_SERVICES", "RENDERMAC_WORK", "RENDERMAC_CA_FILE", "RENDERMAC_SERVER_PIN", "RENDERMAC_INSECURE_PLAINTEXT"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("RENDERMAC_CONFIG", cfg)
+	f, err := parseAgentFlags(nil, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, agent.Transport{CAFile: "/file/ca.pem", ServerPin: "sha256/file", InsecurePlaintext: true}, f.transport())
+
+	t.Setenv("RENDERMAC_CA_FILE", "/env/ca.pem")
+	t.Setenv("RENDERMAC_INSECURE_PLAINTEXT", "false")
+	f, err = parseAgentFlags([]string{"--server-pin", "sha256/flag"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, agent.Transport{CAFile: "/env/ca.pem", ServerPin: "sha256/flag"}, f.transport(), "flags beat env, env beats the file")
+}

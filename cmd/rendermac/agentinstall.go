@@ -109,6 +109,14 @@ func launchdJob(h launchdHost, args []string, stderr io.Writer) (agent.LaunchdJo
 	if err != nil {
 		return agent.LaunchdJob{}, err
 	}
+	// launchd runs the job from the home directory, and a CA file or pin
+	// that does not load would only show in its log: check them now.
+	if f.caFile != "" && !filepath.IsAbs(f.caFile) {
+		return agent.LaunchdJob{}, usageError{fmt.Sprintf("--ca-file %s: give an absolute path, the installed job does not run from here", f.caFile)}
+	}
+	if _, err := f.transport().TLSConfig(); err != nil {
+		return agent.LaunchdJob{}, usageError{err.Error()}
+	}
 	env := map[string]string{"PATH": launchdPATH}
 	for _, kv := range h.environ {
 		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "RENDERMAC_") && v != "" {

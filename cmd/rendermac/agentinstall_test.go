@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rendermac/rendermac/agent"
+	"github.com/rendermac/rendermac/harness/testca"
 )
 
 // recordingLaunchctl records each launchctl command line; fail makes the
@@ -142,4 +143,34 @@ func TestAgentInstallUninstallStatus(t *testing.T) {
 	h.goos = "linux"
 	require.ErrorContains(t, runAgentService(h, "status", nil, &out, io.Discard), "macOS only")
 	require.Equal(t, agent.LaunchdLabel, "dev.rendermac.agent")
+}
+
+// `rendermac agent install` carries --ca-file, --server-pin and
+// --insecure-plaintext into the job, and checks the CA file and the pin
+// now, since launchd would only show a bad one in its log; a relative CA
+// path is refused (the job runs from the home directory).
+func TestAgentInstallCarriesTransportFlags(t *testing.T) {
+	home := t.TempDir()
+	for _, v := range []string{"RENDERMAC_CONFIG", "RENDERMAC_SERVICES", "RENDERMAC_SLOTS", "RENDERMAC_WORK", "RENDERMAC_TOKEN_FILE",
+		"RENDERMAC_CA_FILE", "RENDERMAC_SERVER_PIN", "RENDERMAC_INSECURE_PLAINTEXT"} {
+		t.Setenv(v, "")
+	}
+	ca, err := testca.New("install CA")
+	require.NoError(t, err)
+	caFile, err := ca.WriteCA(home, "ca")
+	require.NoError(t, err)
+	h := launchdHost{goos: "darwin", lc: &recordingLaunchctl{}, uid: 501, home: home, exe: "/usr/local/bin/rendermac",
+		environ: []string{"RENDERMAC_SERVER_PIN=" + agent.PinOf(ca.Cert)}}
+	base := []string{"--services", "synthetic.mp4", "--work", "/Users/r/work"}
+	job, err := launchdJob(h, append(base, "--ca-file", caFile), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, append([]string{"agent"}, append(base, "--ca-file", caFile)...), job.Args)
+	require.Equal(t, agent.PinOf(ca.Cert), job.Env["RENDERMAC_SERVER_PIN"], "the environment form is carried too")
+
+	_, err = launchdJob(h, append(base, "--ca-file", "ca.pem"), io.Discard)
+	require.ErrorContains(t, err, "absolute path")
+	_, err = launchdJob(h, append(base, "--ca-file", filepath.Join(home, "missing.pem")), io.Discard)
+	require.ErrorContains(t, err, "--ca-file")
+	_, err = launchdJob(h, append(base, "--server-pin", "sha256/short"), io.Discard)
+	require.ErrorContains(t, err, "--server-pin")
 }

@@ -126,6 +126,15 @@ func TestDeploySystemdUnit(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, credDir+"/"+cred, f.keyFile, "the key is the credential the unit loads")
 	require.Equal(t, "/etc/rendermac/signing.key", src)
+	// TLS from the certificate credentials the unit loads; SIGHUP reloads.
+	creds := map[string]string{}
+	for _, c := range keys["Service.LoadCredential"] {
+		name, from, _ := strings.Cut(c, ":")
+		creds[credDir+"/"+name] = from
+	}
+	require.Equal(t, "/etc/rendermac/tls.crt", creds[f.tls.CertFile], "--tls-cert is a credential")
+	require.Equal(t, "/etc/rendermac/tls.key", creds[f.tls.KeyFile], "--tls-key is a credential")
+	require.Equal(t, []string{"/bin/kill -HUP $MAINPID"}, keys["Service.ExecReload"])
 	require.Equal(t, []string{"multi-user.target"}, keys["Install.WantedBy"])
 
 	tool, err := exec.LookPath("systemd-analyze")
@@ -223,6 +232,13 @@ func TestDeployDockerfileAndCompose(t *testing.T) {
 	require.Equal(t, "service_completed_successfully", srv.DependsOn["keygen"].Condition)
 	require.Contains(t, srv.Volumes, "keys:"+filepath.Dir(f.keyFile))
 	require.NotEmpty(t, f.metricsListen, "/metrics reachable from the compose network")
+	// Compose terminates TLS in the server itself, over ACME, its cache
+	// in a volume; the image's default serves mounted certificate files.
+	require.NotEmpty(t, f.tls.ACME.Domains, "compose serves TLS with an ACME certificate")
+	require.Contains(t, srv.Volumes, "state:"+f.stateDir, "the ACME cache outlives the container")
+	require.Contains(t, srv.Ports, "443:"+strings.TrimPrefix(f.listen, "0.0.0.0:"), "the CA reaches TLS-ALPN-01 on 443")
+	require.False(t, f.insecurePlaintext)
+	require.NotEmpty(t, image.tls.CertFile, "the image serves TLS from mounted files")
 
 	// keygen writes the key the server reads, once.
 	kg := c.Services["keygen"]

@@ -594,7 +594,7 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 	if rep.StoreNote != "" {
 		card.NotCovered = append(card.NotCovered, "The fleet campaign's object-store outage: "+rep.StoreNote+".")
 	}
-	sec := &evidence.Fleet{Command: fleetReplay(cfg), Agents: cfg.Agents, Gateways: cfg.Gateways, Store: rep.Store,
+	sec := &evidence.Fleet{Command: fleetReplay(cfg), Agents: cfg.Agents, Gateways: cfg.Gateways, Store: rep.Store, Transport: rep.Transport,
 		LoadMs: cfg.Duration.Milliseconds(), WastedMs: rep.WastedTotal().Milliseconds(),
 		DrainMs: rep.DrainTime.Milliseconds(), DrainBoundMs: rep.DrainBound.Milliseconds(), Violations: []string{}}
 	for _, k := range fleet.FaultKinds() {

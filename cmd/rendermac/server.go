@@ -7,18 +7,23 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rendermac/rendermac/harness/evidence"
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/clientaddr"
 	"github.com/rendermac/rendermac/server/console"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
+	"github.com/rendermac/rendermac/server/listener"
 	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
@@ -35,6 +40,10 @@ type serverFlags struct {
 	catalogue, ffprobe                                             string
 	cardsDir                                                       string
 	consoleRemote                                                  bool
+	tls                                                            listener.Options
+	acmeDomains, stateDir, trustedProxies                          string
+	insecurePlaintext                                              bool
+	trusted                                                        clientaddr.Trusted
 }
 
 func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
@@ -70,7 +79,31 @@ func runServer(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if cfg.FFprobe, err = resolveFFprobe(f.ffprobe, log); err != nil {
 		return err
 	}
-	return controlplane.Run(ctx, cfg, nil)
+	return controlplane.Run(ctx, cfg, func(ctx context.Context, p *controlplane.Plane) error {
+		go reloadOnHangup(ctx, p.Certs, log)
+		return nil
+	})
+}
+
+// reloadOnHangup re-reads the certificate files on each SIGHUP until ctx
+// ends (certbot's deploy hook and cert-manager's sidecars send one); the
+// files are also watched at every handshake, so the signal only hastens it.
+func reloadOnHangup(ctx context.Context, certs *listener.Certs, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if certs == nil {
+				log.Info("SIGHUP: no certificate files to reload")
+			} else if err := certs.Reload(); err != nil {
+				log.Warn("SIGHUP: certificate files do not load; still serving the previous certificate", "err", err)
+			}
+		}
+	}
 }
 
 func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
@@ -118,6 +151,23 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 	set.DurationVar(&f.inputUploadTTL, "input-upload-ttl", api.DefaultUploadTTL,
 		"lifetime of an input's upload_url (at most 168h)")
 	set.IntVar(&f.pairMaxGuesses, "pair-max-guesses", api.DefaultPairMaxGuesses, "wrong guesses at a pairing code's id that burn the code")
+	set.StringVar(&f.tls.CertFile, "tls-cert", os.Getenv("RENDERMAC_TLS_CERT"),
+		"PEM certificate chain both listeners serve over TLS, reloaded when it or --tls-key changes and on SIGHUP (env RENDERMAC_TLS_CERT)")
+	set.StringVar(&f.tls.KeyFile, "tls-key", os.Getenv("RENDERMAC_TLS_KEY"), "PEM private key of --tls-cert (env RENDERMAC_TLS_KEY)")
+	set.StringVar(&f.acmeDomains, "acme-domain", os.Getenv("RENDERMAC_ACME_DOMAIN"),
+		"comma-separated DNS names to obtain certificates for over ACME (TLS-ALPN-01 on this listener: the CA must reach it on port 443), "+
+			"accepting the CA's terms (env RENDERMAC_ACME_DOMAIN)")
+	set.StringVar(&f.tls.ACME.Email, "acme-email", os.Getenv("RENDERMAC_ACME_EMAIL"), "contact address of the ACME account (env RENDERMAC_ACME_EMAIL)")
+	set.StringVar(&f.tls.ACME.DirectoryURL, "acme-ca", os.Getenv("RENDERMAC_ACME_CA"),
+		"ACME directory URL of a staging or private CA (env RENDERMAC_ACME_CA; default Let's Encrypt)")
+	set.StringVar(&f.tls.ACME.RootsFile, "acme-ca-root", os.Getenv("RENDERMAC_ACME_CA_ROOT"),
+		"PEM root trusted, besides the system's, for --acme-ca's own HTTPS (env RENDERMAC_ACME_CA_ROOT)")
+	set.StringVar(&f.stateDir, "state-dir", envOr("RENDERMAC_STATE_DIR", os.Getenv("STATE_DIRECTORY")),
+		"directory the server keeps state in: the ACME account and certificates, under acme/ (env RENDERMAC_STATE_DIR, else systemd's STATE_DIRECTORY)")
+	set.BoolVar(&f.insecurePlaintext, "insecure-plaintext", os.Getenv("RENDERMAC_INSECURE_PLAINTEXT") == "1",
+		"serve plain HTTP on addresses that are not loopback, for a TLS-terminating proxy in front (env RENDERMAC_INSECURE_PLAINTEXT=1)")
+	set.StringVar(&f.trustedProxies, "trusted-proxies", os.Getenv("RENDERMAC_TRUSTED_PROXIES"),
+		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client for the abuse limits, logs and console (env RENDERMAC_TRUSTED_PROXIES)")
 	f.limits = ratelimit.Limits{}.WithDefaults()
 	for _, l := range []struct {
 		name, what string
@@ -132,6 +182,9 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 		set.Var(l.rule, l.name, l.what+": N/DURATION (a burst of N, then N per DURATION) or off")
 	}
 	if err := parseFlags(set, args); err != nil {
+		return f, err
+	}
+	if err := f.checkTransport(); err != nil {
 		return f, err
 	}
 	switch {
@@ -161,7 +214,37 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 	return f, nil
 }
 
-// stack is the running control plane, handed to serve's ready callback.
+// checkTransport reads the TLS, ACME and proxy flags into f.tls and
+// f.trusted, and refuses plain HTTP on an address that is not loopback
+// without --insecure-plaintext, as controlplane.Run does, so that a
+// deployment's flags are judged before anything starts.
+func (f *serverFlags) checkTransport() error {
+	f.tls.ACME.Domains = splitList(f.acmeDomains)
+	if len(f.tls.ACME.Domains) > 0 && f.stateDir != "" {
+		f.tls.ACME.CacheDir = filepath.Join(f.stateDir, "acme")
+	}
+	if err := f.tls.Check(); err != nil {
+		return usageError{err.Error()}
+	}
+	trusted, err := clientaddr.Parse(f.trustedProxies)
+	if err != nil {
+		return usageError{"--trusted-proxies: " + err.Error()}
+	}
+	f.trusted = trusted
+	if f.tls.Enabled() {
+		return nil
+	}
+	if err := listener.CheckPlaintext("--listen", f.listen, f.insecurePlaintext); err != nil {
+		return usageError{err.Error()}
+	}
+	if f.metricsListen != "" {
+		if err := listener.CheckPlaintext("--metrics-listen", f.metricsListen, f.insecurePlaintext); err != nil {
+			return usageError{err.Error()}
+		}
+	}
+	return nil
+}
+
 // loadSigningKey reads the signing key, refusing a file that group or
 // others may read: anyone with the key can forge grants and webhooks.
 func loadSigningKey(path string) ([]byte, error) {
@@ -231,7 +314,8 @@ func (f serverFlags) config(key []byte, log *slog.Logger) controlplane.Config {
 		Limits: f.limits, PairMaxGuesses: f.pairMaxGuesses, MetricsListen: f.metricsListen,
 		MaxUploadBytes: f.maxInputUploadBytes, UploadTTL: f.inputUploadTTL,
 		S3:      artifact.S3Config{Endpoint: f.s3Endpoint, PathStyle: f.s3PathStyle},
-		Console: consoleConfig(f.cardsDir, f.consoleRemote)}
+		Console: consoleConfig(f.cardsDir, f.consoleRemote),
+		TLS:     f.tls, InsecurePlaintext: f.insecurePlaintext, TrustedProxies: f.trusted}
 }
 
 // consoleConfig is the console's configuration: the cards directory, and

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,4 +122,44 @@ func TestServerLogFormat(t *testing.T) {
 
 	_, err = newLogger(&buf, "info", "yaml")
 	require.ErrorContains(t, err, `--log-format "yaml": want text or json`)
+}
+
+// The transport flags: plain HTTP off loopback refused naming the address
+// and the flags (either listener), unless --insecure-plaintext; a
+// certificate and its key go together; ACME needs the state directory.
+func TestServerTransportFlags(t *testing.T) {
+	t.Setenv("STATE_DIRECTORY", "")
+	key := filepath.Join(t.TempDir(), "k")
+	base := []string{"--db", "postgres://x", "--artifacts", t.TempDir(), "--signing-key-file", key}
+	for _, tc := range []struct {
+		args []string
+		want string // "" : accepted
+	}{
+		{[]string{"--listen", "0.0.0.0:8080"}, "--listen 0.0.0.0:8080: refusing to serve plain HTTP"},
+		{[]string{"--listen", "127.0.0.1:8080", "--metrics-listen", ":9100"}, "--metrics-listen :9100"},
+		{[]string{"--listen", "render.example.com:8080"}, "--insecure-plaintext"},
+		{[]string{"--listen", "0.0.0.0:8080", "--insecure-plaintext"}, ""},
+		{[]string{"--listen", "localhost:8080"}, ""},
+		{[]string{"--listen", "[::1]:8080"}, ""},
+		{[]string{"--listen", "0.0.0.0:8443", "--tls-cert", "c.pem"}, "--tls-cert and --tls-key go together"},
+		{[]string{"--listen", "0.0.0.0:8443", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, ""},
+		{[]string{"--listen", "0.0.0.0:8443", "--acme-domain", "render.example.com"}, "--state-dir"},
+		{[]string{"--listen", "0.0.0.0:8443", "--acme-domain", "render.example.com", "--state-dir", "/var/lib/rendermac"}, ""},
+		{[]string{"--listen", "0.0.0.0:8443", "--acme-domain", "a.example", "--state-dir", "/s", "--tls-cert", "c", "--tls-key", "k"}, "give one"},
+		{[]string{"--acme-email", "ops@example.com"}, "apply only with --acme-domain"},
+		{[]string{"--trusted-proxies", "10.0.0.0/8,nonsense"}, `--trusted-proxies: trusted proxy "nonsense"`},
+	} {
+		_, err := parseServerFlags(append(slices.Clone(base), tc.args...), io.Discard)
+		if tc.want == "" {
+			require.NoError(t, err, "%v", tc.args)
+			continue
+		}
+		require.ErrorContains(t, err, tc.want, "%v", tc.args)
+	}
+	f, err := parseServerFlags(append(slices.Clone(base), "--acme-domain", "a.example,b.example", "--state-dir", "/var/lib/rendermac",
+		"--trusted-proxies", "10.0.0.0/8", "--listen", "0.0.0.0:443"), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a.example", "b.example"}, f.tls.ACME.Domains)
+	require.Equal(t, "/var/lib/rendermac/acme", f.tls.ACME.CacheDir)
+	require.Equal(t, "10.0.0.0/8", f.trusted.String())
 }

@@ -416,7 +416,7 @@ func (s *stack) pair(services ...string) (agent.Credentials, string) {
 	defer cancel()
 	code, _, err := api.CreatePairingCode(ctx, s.plane.Pool, time.Time{}, 10*time.Minute)
 	require.NoError(t, err)
-	creds, err := agent.Pair(ctx, s.baseURL(), code, "e2e-mac", services)
+	creds, err := agent.Pair(ctx, agent.Transport{}, s.baseURL(), code, "e2e-mac", services)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "device.json")
 	require.NoError(t, agent.SaveCredentials(path, creds))

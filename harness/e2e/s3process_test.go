@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -136,6 +137,11 @@ type serverProcess struct {
 	pool   *pgxpool.Pool
 	svc    *fencing.Service
 	buyer  *loadgen.Buyer
+	// log is the process's stderr; transport is how clients reach it.
+	log       *logBuffer
+	transport agent.Transport
+	// addr is the listen address (the base URL's host may be a name).
+	addr string
 }
 
 // startServerProcess starts `rendermac server` with storeArgs (its
@@ -143,6 +149,23 @@ type serverProcess struct {
 // until it is ready and creates a buyer. It is stopped (SIGTERM) and the
 // database's invariants checked when the test ends.
 func startServerProcess(t *testing.T, storeArgs []string, env ...string) *serverProcess {
+	return startServerProcessWith(t, serverProcessOptions{args: storeArgs, env: env, logLevel: "warn"})
+}
+
+// serverProcessOptions shape a server process: its flags beyond the
+// database, listen address, public URL and key; its environment; its log
+// level; and, for a TLS server (https), the CA its clients trust.
+type serverProcessOptions struct {
+	args, env []string
+	logLevel  string
+	https     bool
+	caFile    string
+	// host, when set, is the name in the base URL (an ACME certificate's),
+	// which the clients dial at the loopback address the server listens on.
+	host string
+}
+
+func startServerProcessWith(t *testing.T, o serverProcessOptions) *serverProcess {
 	t.Helper()
 	ctx := context.Background()
 	bin := buildServerBinary(t)
@@ -157,15 +180,23 @@ func startServerProcess(t *testing.T, storeArgs []string, env ...string) *server
 	addr, err := localserver.FreeAddr()
 	require.NoError(t, err)
 	base := "http://" + addr
+	if o.https {
+		base = "https://" + addr
+	}
+	if o.host != "" {
+		_, port, _ := net.SplitHostPort(addr)
+		base = "https://" + net.JoinHostPort(o.host, port)
+	}
 
 	// The server as an operator runs it, credentials from the environment.
 	// A verification deadline (the lease TTL) of 2 minutes covers hashing
 	// a GiB on a loaded 2-core machine.
-	args := append([]string{"server", "--db", db, "--listen", addr, "--public-url", base}, storeArgs...)
+	args := append([]string{"server", "--db", db, "--listen", addr, "--public-url", base}, o.args...)
 	cmd := exec.Command(bin, append(args, "--signing-key-file", keyFile, "--lease-ttl", "2m", "--heartbeat", "10s",
-		"--log-level", "warn")...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = newLogBuffer(t, "rendermac server"), newLogBuffer(t, "rendermac server")
+		"--log-level", o.logLevel)...)
+	cmd.Env = append(os.Environ(), o.env...)
+	log := newLogBuffer(t, "rendermac server")
+	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{}) // closed once the process has been waited for
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -178,7 +209,16 @@ func startServerProcess(t *testing.T, storeArgs []string, env ...string) *server
 			<-exited
 		}
 	})
-	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Minute}
+	tr := agent.Transport{CAFile: o.caFile}
+	client, err := tr.Client()
+	require.NoError(t, err)
+	client.Timeout = 10 * time.Minute
+	if o.host != "" {
+		var d net.Dialer
+		client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		}
+	}
 	t.Cleanup(client.CloseIdleConnections)
 	waitServerReady(t, client, base, exited)
 
@@ -190,7 +230,7 @@ func startServerProcess(t *testing.T, storeArgs []string, env ...string) *server
 	require.NoError(t, svc.CreateBuyer(ctx, buyerID, "e2e buyer", buyerBalanceCents))
 	apiKey, err := api.CreateAPIKey(ctx, pool, buyerID)
 	require.NoError(t, err)
-	return &serverProcess{cmd: cmd, base: base, client: client, pool: pool, svc: svc,
+	return &serverProcess{cmd: cmd, base: base, client: client, pool: pool, svc: svc, log: log, transport: tr, addr: addr,
 		buyer: &loadgen.Buyer{BaseURL: base, Key: apiKey, HTTP: client}}
 }
 
@@ -200,7 +240,7 @@ func (p *serverProcess) pair(t *testing.T, services ...string) agent.Credentials
 	ctx := context.Background()
 	code, _, err := api.CreatePairingCode(ctx, p.pool, time.Time{}, 10*time.Minute)
 	require.NoError(t, err)
-	creds, err := agent.Pair(ctx, p.base, code, "e2e-mac", services)
+	creds, err := agent.Pair(ctx, p.transport, p.base, code, "e2e-mac", services)
 	require.NoError(t, err)
 	return creds
 }

@@ -16,6 +16,9 @@ type Fleet struct {
 	Gateways int    `json:"gateways"`
 	// Store is the gateways' shared artifact store ("s3", "fs").
 	Store string `json:"store,omitempty"`
+	// Transport says how the agents reached the gateways (TLS, the CA
+	// given to them with --ca-file).
+	Transport string `json:"transport,omitempty"`
 	// LoadMs is how long load and faults ran (0 with NoTimings).
 	LoadMs int64 `json:"load_ms"`
 	// Faults counts the faults injected, by kind; Jobs the jobs by outcome.
@@ -54,6 +57,9 @@ func mdFleet(w *bufio.Writer, c Card) error {
 		store = " sharing the " + f.Store + " artifact store"
 	}
 	fmt.Fprintf(w, "%d `rendermac agent` processes, %d `rendermac server` processes%s; replay: %s\n\n", f.Agents, f.Gateways, store, code(f.Command))
+	if f.Transport != "" {
+		fmt.Fprintf(w, "Transport: %s.\n\n", f.Transport)
+	}
 	var rows [][]string
 	for _, k := range f.Faults {
 		n := itoa(k.N)

@@ -170,7 +170,7 @@ func TestAgentFailsOverWhenItsGatewayIsKilled(t *testing.T) {
 			if err := r.gws[k].start(); err != nil {
 				t.Fatal(err)
 			}
-			if err := waitReady(ctx, r.gws[k].url(), time.Minute); err != nil {
+			if err := r.waitReady(ctx, r.gws[k].url(), time.Minute); err != nil {
 				t.Fatal(err)
 			}
 		})

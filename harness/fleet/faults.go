@@ -127,7 +127,7 @@ func (r *run) inject(ctx context.Context, kind string, outage time.Duration, vic
 		if err := g.start(); err != nil {
 			return err
 		}
-		return waitReady(rctx, g.url(), time.Minute)
+		return r.waitReady(rctx, g.url(), time.Minute)
 	case FaultPostgresKill:
 		if err := r.pg.Crash(); err != nil {
 			return err

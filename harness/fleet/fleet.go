@@ -153,6 +153,7 @@ type run struct {
 	agents   []*agentProc
 	buyers   []*loadgen.Buyer
 	httpc    *http.Client
+	tls      fleetTLS
 	ffmpeg   bool
 	tmpfsOK  bool
 	faults   soak.FaultCounts
@@ -214,7 +215,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, LoadTime: loadTime, Agents: cfg.Agents, Gateways: cfg.Gateways, Rate: cfg.Rate,
 		Variant: cfg.AgentVariant, Drained: drained, DrainTime: drainTime, DrainBound: cfg.DrainBound,
-		Faults: r.faults.Counts(FaultKinds()), TmpfsDisks: r.tmpfsOK, FFmpeg: r.ffmpeg, Store: r.store, StoreNote: r.storeNote,
+		Faults: r.faults.Counts(FaultKinds()), TmpfsDisks: r.tmpfsOK, FFmpeg: r.ffmpeg, Store: r.store, StoreNote: r.storeNote, Transport: Transport,
 		Submitted: r.submitted.Load(), Accepted: r.accepted.Count(), Refused: r.refused.Load(), Cancels: r.cancels.Load()}
 	rep.Soak.Stats.Faults = r.faults.Total()
 	st, err := r.checkStore(ctx)
@@ -272,6 +273,10 @@ func (r *run) setup(ctx context.Context) error {
 	_, ferr := exec.LookPath("ffmpeg")
 	r.ffmpeg = ferr == nil && r.cfg.FFmpegPercent > 0
 	storeArgs, storeEnv := r.gatewayStore()
+	if err := r.setupTLS(); err != nil {
+		return err
+	}
+	storeArgs = append(storeArgs, r.gatewayTLSArgs()...)
 	for i := range r.cfg.Gateways {
 		addr, err := localserver.FreeAddr()
 		if err != nil {
@@ -279,7 +284,7 @@ func (r *run) setup(ctx context.Context) error {
 		}
 		g := &gateway{addr: addr, proc: proc{name: fmt.Sprintf("gateway-%d", i), bin: r.cfg.Bin, env: storeEnv, children: r.children,
 			log: filepath.Join(r.dir, fmt.Sprintf("gateway-%d.log", i)),
-			args: append(append([]string{"server", "--db", r.dbURL, "--listen", addr, "--public-url", "http://" + addr},
+			args: append(append([]string{"server", "--db", r.dbURL, "--listen", addr, "--public-url", "https://" + addr},
 				storeArgs...), "--signing-key-file", r.keyFile, "--log-level", "warn",
 				"--lease-ttl", leaseTTL.String(), "--heartbeat", heartbeat.String(),
 				"--limit-pair-per-ip", "off", "--limit-auth-failures-per-ip", "off", "--limit-jobs-per-buyer", "off",
@@ -290,7 +295,7 @@ func (r *run) setup(ctx context.Context) error {
 		r.gws = append(r.gws, g)
 	}
 	for _, g := range r.gws {
-		if err := waitReady(ctx, g.url(), time.Minute); err != nil {
+		if err := r.waitReady(ctx, g.url(), time.Minute); err != nil {
 			return fmt.Errorf("%s: %w (log %s)", g.name, err, g.log)
 		}
 	}
@@ -343,7 +348,7 @@ func (r *run) startAgent(ctx context.Context, i int) error {
 			return err
 		}
 		a.paths = append(a.paths, p)
-		urls = append(urls, "http://"+p.Addr())
+		urls = append(urls, "https://"+p.Addr())
 	}
 	code, _, err := api.CreatePairingCode(ctx, r.obs, time.Time{}, 10*time.Minute)
 	if err != nil {
@@ -355,7 +360,7 @@ func (r *run) startAgent(ctx context.Context, i int) error {
 			"--token-file", filepath.Join(r.dir, fmt.Sprintf("agent-%d-device.json", i)), "--name", fmt.Sprintf("fleet-mac-%d", i),
 			"--services", strings.Join(services, ","), "--slots", "2", "--work", a.work,
 			"--min-free-mb", strconv.Itoa(minFreeMB), "--ping-interval", pingInterval.String(), "--ping-timeout", pingTimeout.String(),
-			"--log-format", "json", "--log-level", "debug"}}
+			"--log-format", "json", "--log-level", "debug", "--ca-file", r.tls.caFile}}
 	if r.cfg.AgentVariant != "" {
 		a.env = []string{"RENDERMAC_AGENT_VARIANT=" + r.cfg.AgentVariant}
 	}
@@ -530,7 +535,7 @@ func (r *run) heal(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := waitReady(ctx, g.url(), time.Minute); err != nil {
+		if err := r.waitReady(ctx, g.url(), time.Minute); err != nil {
 			return err
 		}
 	}

@@ -126,12 +126,12 @@ type gateway struct {
 	addr string
 }
 
-func (g *gateway) url() string { return "http://" + g.addr }
+func (g *gateway) url() string { return "https://" + g.addr }
 
 // waitReady polls /readyz until the server answers 200 or d passes.
-func waitReady(ctx context.Context, base string, d time.Duration) error {
+func (r *run) waitReady(ctx context.Context, base string, d time.Duration) error {
 	deadline := time.Now().Add(d)
-	c := &http.Client{Timeout: time.Second}
+	c := r.readyClient()
 	defer c.CloseIdleConnections()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)

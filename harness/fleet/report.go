@@ -24,7 +24,9 @@ type Report struct {
 	FFmpeg           bool
 	// Store is the gateways' artifact store (StoreFS or StoreS3);
 	// StoreNote says why StoreAuto fell back to the filesystem.
-	Store, StoreNote  string
+	Store, StoreNote string
+	// Transport says how the agents reach the gateways (Transport).
+	Transport         string
 	Faults            map[string]int
 	Submitted         int64
 	Accepted, Refused int64
@@ -90,6 +92,9 @@ func (r *Report) PrintTable(w io.Writer) error {
 		r.Seed, r.LoadTime.Round(time.Second), r.Duration, r.Wall.Round(time.Second), r.Gateways, r.Agents, r.Rate, r.Store, v)
 	if r.StoreNote != "" {
 		fmt.Fprintf(w, "fleet: %s\n", r.StoreNote)
+	}
+	if r.Transport != "" {
+		fmt.Fprintf(w, "fleet: transport %s\n", r.Transport)
 	}
 	f := tablewriter.NewWriter(w)
 	f.Header("fault injected", "count")

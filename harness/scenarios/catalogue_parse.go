@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rendermac/rendermac/server/clientaddr"
 	"github.com/rendermac/rendermac/server/faultpoint"
 )
 
@@ -24,6 +25,8 @@ import (
 //	           proxy (the service's pool goes through the harness's TCP proxy)
 //	pings:     on (default) or off: the gateways send no WebSocket pings, so
 //	           no pong heartbeats a device and only its frames do
+//	proxies:   comma-separated CIDRs the stacks' APIs trust as reverse
+//	           proxies (--trusted-proxies; default none)
 //
 // A step is a command and its words; `key=value` words are options, words
 // after `->` are the expected outcome of the command itself, and "quoted
@@ -58,7 +61,7 @@ func (st scStep) opt(key, def string) string {
 	return def
 }
 
-var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings"}
+var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies"}
 
 func parseScenario(file, text string) (Scenario, error) {
 	s := Scenario{File: file, pg: "shared"}
@@ -148,6 +151,11 @@ func (s *Scenario) setHeader(key, val string) error {
 			return fmt.Errorf("postgres: want shared, dedicated or proxy, got %q", val)
 		}
 		s.pg = val
+	case "proxies":
+		if _, err := clientaddr.Parse(val); err != nil {
+			return err
+		}
+		s.proxies = val
 	case "pings":
 		if val != "on" && val != "off" {
 			return fmt.Errorf("pings: want on or off, got %q", val)

@@ -97,6 +97,7 @@ type scRun struct {
 	pgDown   bool
 	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
 	surface  *scSurface         // scenario_http.go's commands
+	tls      *scTLS             // scenario_tls.go's commands
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -248,6 +249,7 @@ func (r *scRun) cleanup() {
 		r.hook.srv.Close()
 	}
 	r.surface.close()
+	r.tls.close()
 	if r.observer != nil {
 		r.observer.Close()
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/harness/targets"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/server/clientaddr"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/gateway"
@@ -81,7 +83,12 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
 	}
-	as := controlplane.Assemble(controlplane.Parts{Pool: pool, Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
+	trusted, err := clientaddr.Parse(r.s.proxies) // checked when the script was parsed
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	as := controlplane.Assemble(controlplane.Parts{API: api.Config{TrustedProxies: trusted}, Pool: pool, Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
 		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: r.serviceConfig(),
 		Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
 	st.svc, st.gw = as.Service, as.Gateway

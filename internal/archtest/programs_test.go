@@ -29,23 +29,26 @@ const setupScript = "../../.ci/setup"
 // with the programs each may run. A new such call in another file fails
 // TestSetupProvidesEveryProgram until it is declared here.
 var dynamicPrograms = map[string][]string{
-	"agent/power.go":                         {"caffeinate"},                                           // macOS power assertion
-	"agent/runner/command.go":                {"sh", "node"},                                           // the operator's renderer: tests run sh scripts and deploy/composition
-	"agent/runner/composition_linux_test.go": {"node", "ffmpeg", "chromium"},                           // what the composition renderer needs
-	"agent/runner/ffmpeg.go":                 {"ffmpeg"},                                               // --ffmpeg, default ffmpeg on PATH
-	"agent/runner/runner.go":                 {"ffmpeg"},                                               // the same, checked with -version
-	"cmd/rendermac/deploy_test.go":           {"systemd-analyze"},                                      // verifies the unit
-	"cmd/rendermac/server.go":                {"ffprobe"},                                              // --ffprobe PATH, checked with -version
-	"harness/bench/idle.go":                  {selfBinary},                                             // the idle clients' process
-	"harness/bench/split.go":                 {selfBinary},                                             // the server as a subprocess
-	"harness/e2e/child_test.go":              {selfBinary},                                             // the test binary as a child agent
-	"harness/e2e/console_browser_test.go":    {"chromium"},                                             // chromium, chromium-browser or Chrome
-	"harness/e2e/input_test.go":              {"ffmpeg"},                                               // a large input rendered
-	"harness/e2e/s3process_test.go":          {selfBinary},                                             // the built server
+	"agent/power.go":                         {"caffeinate"},                 // macOS power assertion
+	"agent/runner/command.go":                {"sh", "node"},                 // the operator's renderer: tests run sh scripts and deploy/composition
+	"agent/runner/composition_linux_test.go": {"node", "ffmpeg", "chromium"}, // what the composition renderer needs
+	"agent/runner/ffmpeg.go":                 {"ffmpeg"},                     // --ffmpeg, default ffmpeg on PATH
+	"agent/runner/runner.go":                 {"ffmpeg"},                     // the same, checked with -version
+	"cmd/rendermac/deploy_test.go":           {"systemd-analyze"},            // verifies the unit
+	"cmd/rendermac/server.go":                {"ffprobe"},                    // --ffprobe PATH, checked with -version
+	"harness/bench/idle.go":                  {selfBinary},                   // the idle clients' process
+	"harness/bench/split.go":                 {selfBinary},                   // the server as a subprocess
+	"harness/e2e/child_test.go":              {selfBinary},                   // the test binary as a child agent
+	"harness/e2e/console_browser_test.go":    {"chromium"},                   // chromium, chromium-browser or Chrome
+	"harness/e2e/input_test.go":              {"ffmpeg"},                     // a large input rendered
+	"harness/e2e/s3process_test.go":          {selfBinary},
+	"harness/e2e/tls_test.go":                {selfBinary},                                             // the built server and agent                                             // the built server
 	"harness/fleet/procs.go":                 {selfBinary},                                             // server and agent processes
 	"harness/mutate/run.go":                  {"go", selfBinary},                                       // build and gate of each mutant
 	"internal/archtest/programs_test.go":     {"bash", "dirname", "ls", "sort", "id", "mktemp", "cat"}, // the set-up script's own
 	"internal/benchdb/pgbench.go":            {"pgbench"},                                              // found on PATH or in /usr/lib/postgresql
+	"internal/localserver/localserver.go":    {"versitygw", "pebble"},                                  // FindBin: PATH, GOBIN, GOPATH/bin, for the providers
+	"internal/pebbleprovider/pebble.go":      {"pebble"},                                               // the ACME test CA
 	"internal/pgprovider/local.go":           {"initdb", "postgres"},                                   // from the server binaries' directory
 	"internal/s3provider/provider.go":        {"versitygw"},                                            // found on PATH, GOBIN or GOPATH/bin
 	"server/controlplane/main_test.go":       {"go", selfBinary},                                       // builds and runs the server

@@ -6,9 +6,14 @@ package localserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -82,4 +87,74 @@ func (s *Shared[T]) Shutdown() error {
 		return nil
 	}
 	return v.Close()
+}
+
+// Binary is a server program a provider starts: its name, the environment
+// variable that may name its path, the command that installs it, and the
+// error FindBin wraps when it is nowhere.
+type Binary struct {
+	Name, Env, Install string
+	NotFound           error
+}
+
+// FindBin returns the first executable b it finds: explicit (when set, the
+// only place looked), $ENV, PATH, $GOBIN, $(go env GOPATH)/bin and
+// $HOME/go/bin, in that order; else an error wrapping b.NotFound that says
+// where it looked and how to install it.
+func FindBin(b Binary, explicit string) (string, error) {
+	var tried []string
+	try := func(path string) bool {
+		if path == "" {
+			return false
+		}
+		tried = append(tried, path)
+		fi, err := os.Stat(path)
+		return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+	}
+	if explicit != "" {
+		if try(explicit) {
+			return explicit, nil
+		}
+		return "", fmt.Errorf("%w: %s is not an executable file", b.NotFound, explicit)
+	}
+	if env := os.Getenv(b.Env); env != "" {
+		if try(env) {
+			return env, nil
+		}
+		return "", fmt.Errorf("%w: %s=%s is not an executable file", b.NotFound, b.Env, env)
+	}
+	if p, err := exec.LookPath(b.Name); err == nil {
+		return p, nil
+	}
+	tried = append(tried, "$PATH")
+	var dirs []string
+	if gobin := os.Getenv("GOBIN"); gobin != "" {
+		dirs = append(dirs, gobin)
+	}
+	if out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) == 2 {
+			dirs = append(dirs, strings.TrimSpace(lines[0]), filepath.Join(strings.TrimSpace(lines[1]), "bin"))
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go", "bin"))
+	}
+	for _, d := range dirs {
+		if p := filepath.Join(d, b.Name); d != "" && try(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w (looked in %s); install it with `%s` or set %s to its path",
+		b.NotFound, strings.Join(tried, ", "), b.Install, b.Env)
+}
+
+// LogTail is the last 2,000 bytes of a server's log file, trimmed, for an
+// error saying why it did not come up ("" when it cannot be read).
+func LogTail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
 }

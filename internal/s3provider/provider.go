@@ -91,51 +91,7 @@ func Find() (string, error) { return findBin("") }
 // findBin returns the first versitygw binary it finds, or ErrNoVersityGW
 // with the places it looked and how to install one.
 func findBin(explicit string) (string, error) {
-	var tried []string
-	try := func(path string) bool {
-		if path == "" {
-			return false
-		}
-		tried = append(tried, path)
-		fi, err := os.Stat(path)
-		return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-	}
-	if explicit != "" {
-		if try(explicit) {
-			return explicit, nil
-		}
-		return "", fmt.Errorf("%w: Options.Bin %s is not an executable file", ErrNoVersityGW, explicit)
-	}
-	if env := os.Getenv("VERSITYGW"); env != "" {
-		if try(env) {
-			return env, nil
-		}
-		return "", fmt.Errorf("%w: VERSITYGW=%s is not an executable file", ErrNoVersityGW, env)
-	}
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p, nil
-	}
-	tried = append(tried, "$PATH")
-	var dirs []string
-	if gobin := os.Getenv("GOBIN"); gobin != "" {
-		dirs = append(dirs, gobin)
-	}
-	if out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		if len(lines) == 2 {
-			dirs = append(dirs, strings.TrimSpace(lines[0]), filepath.Join(strings.TrimSpace(lines[1]), "bin"))
-		}
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(home, "go", "bin"))
-	}
-	for _, d := range dirs {
-		if p := filepath.Join(d, "versitygw"); d != "" && try(p) {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%w (looked in %s); install it with `%s` or set VERSITYGW to its path",
-		ErrNoVersityGW, strings.Join(tried, ", "), InstallCommand)
+	return localserver.FindBin(localserver.Binary{Name: "versitygw", Env: "VERSITYGW", Install: InstallCommand, NotFound: ErrNoVersityGW}, explicit)
 }
 
 // Endpoint is the server's base URL (path-style addressing).
@@ -200,13 +156,7 @@ func (s *Server) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	}
 }
 
-func (s *Server) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(s.dir, "versitygw.log"))
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return strings.TrimSpace(string(b))
-}
+func (s *Server) logTail() string { return localserver.LogTail(filepath.Join(s.dir, "versitygw.log")) }
 
 // Stop stops the server process (SIGTERM, then SIGKILL after 5s); objects
 // stay in the directory for the next Start. Requests meanwhile fail with

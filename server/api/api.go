@@ -14,6 +14,7 @@ import (
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/clientaddr"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
@@ -41,6 +42,11 @@ const (
 
 // Config tunes an API. Zero fields take the defaults.
 type Config struct {
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (package clientaddr); the abuse limits, the loopback
+	// checks and the request log then see that client. Empty: every
+	// client is its TCP peer.
+	TrustedProxies   clientaddr.Trusted
 	MaxInputBytes    int64
 	MaxArtifactBytes int64
 	DownloadTTL      time.Duration
@@ -181,13 +187,13 @@ const (
 // key would silently turn into another key. Here it reaches
 // artifact.ValidateKey as sent and is refused with 400 invalid_key.
 func (a *API) Handler() http.Handler {
-	return a.instrument(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return a.cfg.TrustedProxies.Handler(a.instrument(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, grant.PathPrefix) {
 			a.artifact(w, r)
 			return
 		}
 		a.mux.ServeHTTP(w, r)
-	}))
+	})))
 }
 
 // noRoute answers the catch-all pattern: 405 when the path exists for

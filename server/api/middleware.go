@@ -3,10 +3,13 @@ package api
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strconv"
 	"time"
+
+	"github.com/rendermac/rendermac/server/clientaddr"
 )
 
 // routeUnmatched labels requests no route pattern matched, so that probes
@@ -15,7 +18,8 @@ const routeUnmatched = "unmatched"
 
 // instrument counts every request in metrics.HTTPRequests by route pattern
 // and status and logs it. The log line carries method, route, path, status,
-// size and duration: never the query string (grant signatures), headers
+// size, duration and the client's address (behind a trusted proxy, the
+// forwarded client, and the proxy as via): never the query string (grant signatures), headers
 // (bearer secrets) or bodies.
 func (a *API) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -56,9 +60,13 @@ func (a *API) observe(r *http.Request, rec *recorder, took time.Duration) {
 	case route == "GET /healthz" || route == "GET /readyz" || route == "GET /metrics":
 		level = slog.LevelDebug // probes every few seconds would drown the log
 	}
-	a.log.LogAttrs(r.Context(), level, "http request",
-		slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
-		slog.Int("status", status), slog.Int64("bytes", rec.bytes), slog.Duration("took", took))
+	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
+		slog.Int("status", status), slog.Int64("bytes", rec.bytes), slog.Duration("took", took),
+		slog.String("client", clientHost(r))}
+	if peer := clientaddr.Peer(r); peer != "" {
+		attrs = append(attrs, slog.String("via", peer)) // the trusted proxy it came through
+	}
+	a.log.LogAttrs(r.Context(), level, "http request", attrs...)
 }
 
 // recorder remembers the status and size of a response. Unwrap lets
@@ -88,3 +96,11 @@ func (w *recorder) Write(p []byte) (int, error) {
 }
 
 func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// clientHost is the client's address without its port, for the log.
+func clientHost(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}

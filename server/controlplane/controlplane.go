@@ -25,10 +25,12 @@ import (
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
+	"github.com/rendermac/rendermac/server/clientaddr"
 	"github.com/rendermac/rendermac/server/console"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/grant"
+	"github.com/rendermac/rendermac/server/listener"
 	"github.com/rendermac/rendermac/server/metrics"
 	"github.com/rendermac/rendermac/server/probe"
 	"github.com/rendermac/rendermac/server/ratelimit"
@@ -93,6 +95,14 @@ type Config struct {
 	// Console configures the operators' web console at /console (cards
 	// directory and renderers, whether non-loopback peers may reach it).
 	Console console.Config
+	// TLS is where the listeners' certificate comes from (files or ACME);
+	// without one both listeners speak plain HTTP, which Run allows only on
+	// loopback addresses unless InsecurePlaintext (SPEC section 6).
+	TLS               listener.Options
+	InsecurePlaintext bool
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (package clientaddr).
+	TrustedProxies clientaddr.Trusted
 }
 
 func (f *Config) defaults() error {
@@ -125,6 +135,9 @@ type Plane struct {
 	// BaseURL is the public URL grants point at; Addr is the listen address;
 	// MetricsAddr is the metrics listener's address, or "" without one.
 	BaseURL, Addr, MetricsAddr string
+	// Certs serves the listeners' certificate (nil: plain HTTP); Reload
+	// it when the operator asks (SIGHUP).
+	Certs *listener.Certs
 }
 
 // serve runs the control plane until ctx ends: migrations, then service,
@@ -142,6 +155,20 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		return err
 	}
 	log, key := f.Log, f.SigningKey
+	certs, err := listener.New(f.TLS, log)
+	if err != nil {
+		return err
+	}
+	if certs == nil {
+		if err := listener.CheckPlaintext("--listen", f.Listen, f.InsecurePlaintext); err != nil {
+			return err
+		}
+		if f.MetricsListen != "" {
+			if err := listener.CheckPlaintext("--metrics-listen", f.MetricsListen, f.InsecurePlaintext); err != nil {
+				return err
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", f.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -156,7 +183,7 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 	}
 	base := f.PublicURL
 	if base == "" {
-		base = "http://" + ln.Addr().String()
+		base = scheme(certs) + "://" + ln.Addr().String()
 	}
 	signer, err := grant.NewSigner(key, base)
 	if err != nil {
@@ -201,7 +228,7 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 			Services: f.Services, Prober: prober(f.FFprobe)},
 		Gateway: gateway.Config{LeaseTTL: f.LeaseTTL, Heartbeat: f.Heartbeat, SweepInterval: f.SweepInterval,
 			PollInterval: f.PollInterval, Limits: f.Limits},
-		API: api.Config{Limits: f.Limits, PairMaxGuesses: f.PairMaxGuesses, MetricsTokenHash: f.MetricsTokenHash,
+		API: api.Config{TrustedProxies: f.TrustedProxies, Limits: f.Limits, PairMaxGuesses: f.PairMaxGuesses, MetricsTokenHash: f.MetricsTokenHash,
 			MaxUploadBytes: f.MaxUploadBytes, UploadTTL: f.UploadTTL,
 			MetricsElsewhere: metricsLn != nil, Services: f.Services},
 		Console: f.Console})
@@ -222,7 +249,8 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// No WriteTimeout: artifact transfers and WebSocket sessions are long.
 	}
-	p := &running{log: log, srv: srv, ln: ln, gw: gw, console: as.Console, deliverer: deliverer, plane: Plane{Pool: pool, Service: svc, Gateway: gw, BaseURL: base, Addr: ln.Addr().String()}}
+	p := &running{log: log, srv: srv, ln: ln, certs: certs, gw: gw, console: as.Console, deliverer: deliverer,
+		plane: Plane{Pool: pool, Service: svc, Gateway: gw, BaseURL: base, Addr: ln.Addr().String(), Certs: certs}}
 	metricsAt := p.serveMetrics(metricsLn, a, f.MetricsTokenHash != "")
 	lim := f.Limits.WithDefaults()
 	// The metrics token is logged only as whether there is one.
@@ -231,7 +259,8 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		"metrics", metricsAt, "limit_pair_per_ip", lim.PairPerIP, "limit_auth_failures_per_ip", lim.AuthFailuresPerIP,
 		"limit_jobs_per_buyer", lim.JobsPerBuyer, "limit_connects_per_ip", lim.ConnectsPerIP,
 		"limit_connects_per_device", lim.ConnectsPerDevice,
-		"console_remote", f.Console.Remote, "cards", f.Console.CardsDir)
+		"console_remote", f.Console.Remote, "cards", f.Console.CardsDir, "transport", transport(f),
+		"trusted_proxies", f.TrustedProxies.String())
 	return p.run(ctx, ready)
 }
 
@@ -286,6 +315,8 @@ type running struct {
 	log *slog.Logger
 	srv *http.Server
 	ln  net.Listener
+	// certs secures both listeners (nil: plain HTTP).
+	certs *listener.Certs
 	// metricsSrv serves /metrics on metricsLn; both nil without one.
 	metricsSrv *http.Server
 	metricsLn  net.Listener
@@ -304,9 +335,11 @@ func (p *running) run(ctx context.Context, ready func(context.Context, *Plane) e
 	wg.Go(func() { _ = gw.Run(loops) })
 	wg.Go(func() { _ = p.deliverer.Run(loops) })
 	served := make(chan error, 2)
-	go func() { served <- srv.Serve(p.ln) }()
+	go func() { served <- listener.Serve(srv, p.ln, p.certs) }()
 	if p.metricsSrv != nil {
-		go func() { served <- fmt.Errorf("metrics listener: %w", p.metricsSrv.Serve(p.metricsLn)) }()
+		go func() {
+			served <- fmt.Errorf("metrics listener: %w", listener.Serve(p.metricsSrv, p.metricsLn, p.certs))
+		}()
 	}
 
 	var err error
@@ -339,6 +372,27 @@ func (p *running) run(ctx context.Context, ready func(context.Context, *Plane) e
 		err = nil
 	}
 	return err
+}
+
+// scheme is the listeners' URL scheme.
+func scheme(certs *listener.Certs) string {
+	if certs == nil {
+		return "http"
+	}
+	return "https"
+}
+
+// transport says, for the log, how the listeners are secured.
+func transport(f Config) string {
+	switch {
+	case f.TLS.CertFile != "":
+		return "tls (certificate files " + f.TLS.CertFile + ", reloaded on change and SIGHUP)"
+	case len(f.TLS.ACME.Domains) > 0:
+		return "tls (ACME: " + strings.Join(f.TLS.ACME.Domains, ",") + ")"
+	case f.InsecurePlaintext:
+		return "plain HTTP (--insecure-plaintext)"
+	}
+	return "plain HTTP (loopback only)"
 }
 
 // traced wraps h in the API's spans when tracing is on (tp non-nil).
