@@ -17,9 +17,20 @@ const (
 	FailBuyerCancelled     FailureCode = "buyer_cancelled"
 )
 
-// FailAdmissionExpired is the job failure code of a queued job whose
-// admission deadline passed. The control plane sets it; an agent cannot send it.
-const FailAdmissionExpired FailureCode = "admission_expired"
+// Failure codes the control plane sets and an agent cannot send (a fail
+// carrying one is bad_failure_code).
+const (
+	// FailAdmissionExpired is the job failure code of a queued job whose
+	// admission deadline passed.
+	FailAdmissionExpired FailureCode = "admission_expired"
+	// FailOfferWithdrawn is the attempt failure code of an offer the
+	// gateway leased but never delivered (Withdraw): such an attempt does
+	// not count against the job's max_attempts.
+	FailOfferWithdrawn FailureCode = "offer_withdrawn"
+)
+
+// ControlPlaneCodes lists the failure codes only the control plane sets.
+var ControlPlaneCodes = []FailureCode{FailAdmissionExpired, FailOfferWithdrawn}
 
 // FailureCodes lists the codes an agent may send, retryable ones first.
 var FailureCodes = []FailureCode{FailNoCapacity, FailLeaseExpired, FailDownloadFailed, FailUploadFailed,
@@ -79,6 +90,10 @@ const (
 	CodeFailOK         Code = "fail_ok"
 	CodeFailConflict   Code = "fail_conflict"
 	CodeBadFailureCode Code = "bad_failure_code"
+	// Withdraw (the gateway's, never a frame): the undelivered offer's
+	// attempt ended uncharged, or the withdrawal was refused.
+	CodeWithdrawn        Code = "withdrawn"
+	CodeWithdrawConflict Code = "withdraw_conflict"
 	// Cancel.
 	CodeCancelled   Code = "cancelled"
 	CodeCancelling  Code = "cancelling"

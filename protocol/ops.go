@@ -52,13 +52,23 @@ type Reply struct {
 	CommitToken string
 	// LeaseExpiresAt is set on lease_offer and progress_ok.
 	LeaseExpiresAt time.Time
-	// Requeued is set on fail_ok.
+	// Requeued is set on fail_ok and withdrawn.
 	Requeued bool
 	// Existing marks a created reply that returned an earlier job for the
 	// same idempotency key.
 	Existing bool
 
 	Message string
+}
+
+// Withdrawal names an offer the gateway leased but could not deliver, with
+// the identities and the plaintext token of its lease_offer, for Withdraw
+// (SPEC section 3). It is never a wire frame: the device never saw it.
+type Withdrawal struct {
+	JobID       string
+	AttemptID   string
+	LeaseEpoch  int
+	CommitToken string
 }
 
 // SweepResult counts what one Sweep changed.

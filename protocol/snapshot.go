@@ -44,10 +44,14 @@ type JobRow struct {
 	FailureCode          FailureCode
 	MaxAttempts          int
 	AttemptCount         int
-	CreatedAt            time.Time
-	AdmissionDeadline    time.Time
-	HoldStatus           HoldStatus
-	HoldCents            int64
+	// WithdrawnCount is how many of the job's attempts were withdrawn
+	// offers (failure code offer_withdrawn), which spend no budget: the
+	// job has spent AttemptCount - WithdrawnCount of its MaxAttempts.
+	WithdrawnCount    int
+	CreatedAt         time.Time
+	AdmissionDeadline time.Time
+	HoldStatus        HoldStatus
+	HoldCents         int64
 	// Webhooks counts the job's outbox rows.
 	Webhooks           int
 	OutputSHA256       string

@@ -89,7 +89,7 @@ func TestWeightFlagErrors(t *testing.T) {
 		}
 	}
 	var all []string
-	for _, op := range strings.Fields("create lease progress commit commit_begin commit_finish fail cancel tick sweep upload boundary") {
+	for _, op := range strings.Fields("create lease progress commit commit_begin commit_finish fail cancel tick sweep upload boundary withdraw") {
 		all = append(all, "--weight", op+"=0")
 	}
 	var so, se bytes.Buffer

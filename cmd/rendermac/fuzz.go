@@ -277,7 +277,7 @@ type fuzzSetup struct {
 // takes with --target model.
 func modelVariantNames() []string {
 	return []string{string(model.VariantCommitFromCancelling), string(model.VariantNoEpochCheck),
-		string(model.VariantRequeuePastBudget), string(model.VariantKeepSlot)}
+		string(model.VariantRequeuePastBudget), string(model.VariantKeepSlot), string(model.VariantWithdrawCharged)}
 }
 
 func fuzzFactory(ctx context.Context, f fuzzFlags, stderr io.Writer) (fuzzSetup, func(), error) {

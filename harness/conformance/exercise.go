@@ -67,7 +67,8 @@ type testCase struct {
 // cases is the whole table, one group per file.
 func cases() []testCase {
 	var all []testCase
-	for _, group := range [][]testCase{createCases, leaseCases, progressCases, commitCases, failCases, cancelCases, sweepCases} {
+	for _, group := range [][]testCase{createCases, leaseCases, progressCases, commitCases, failCases, withdrawCases, cancelCases,
+		sweepCases} {
 		all = append(all, group...)
 	}
 	return all

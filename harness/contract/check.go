@@ -42,7 +42,7 @@ func Check(spec, semantics string, t Tables) []Result {
 	m := doc{name: docs.SemanticsFile, text: semantics}
 	var out []Result
 	out = append(out, failureCodes(s, t)...)
-	out = append(out, jobTable(s, t), attemptStatuses(s, t), attemptTable(s, t), maxAttempts(s, t),
+	out = append(out, controlPlaneCodes(s, t), jobTable(s, t), attemptStatuses(s, t), attemptTable(s, t), maxAttempts(s, t),
 		commitToken(s, t), readLimit(s, t), conflictReasons(s, t), replyCodes(s, m, t), createJobFields(m, t), actors(m, t),
 		admissionWindow(m, t))
 	return out
@@ -106,6 +106,25 @@ func failureCodes(s doc, t Tables) []Result {
 			Detail: strings.Join(sameSet(names, proto, what), "; ")})
 	}
 	return out
+}
+
+var reControlPlane = regexp.MustCompile(`\bControl plane only:`)
+
+// controlPlaneCodes: SPEC section 3, Fail: "Control plane only: ...": the
+// failure codes the control plane sets and a fail may not carry.
+func controlPlaneCodes(s doc, t Tables) Result {
+	const table = "control-plane failure codes"
+	names, at, err := s.listAfter(reControlPlane, '.', table)
+	if err != nil {
+		return unreadable(table, s.name, err)
+	}
+	d := sameSet(names, t.ControlPlaneCodes, "protocol.ControlPlaneCodes")
+	for _, n := range names {
+		if slices.Contains(t.FailureCodes, n) {
+			d = append(d, fmt.Sprintf("`%s` is control plane only in the contract, but protocol.FailureCodes lets an agent send it", n))
+		}
+	}
+	return Result{Table: table, Source: at, Contract: ticked(names), Detail: strings.Join(d, "; ")}
 }
 
 var reJobTable = regexp.MustCompile(`Job statuses and allowed transitions`)

@@ -22,8 +22,8 @@ func failed(rs []Result) map[string]Result {
 
 func TestProtocolAgreesWithContract(t *testing.T) {
 	rs := CheckEmbedded()
-	if len(rs) != 13 {
-		t.Fatalf("want 13 tables checked, got %d", len(rs))
+	if len(rs) != 14 {
+		t.Fatalf("want 14 tables checked, got %d", len(rs))
 	}
 	for _, r := range rs {
 		if !r.Passed() {
@@ -66,6 +66,9 @@ func TestAlteredProtocolIsReported(t *testing.T) {
 		// Moved between the lists: both lists report it (the other is checked below).
 		{"retryable failure codes", "`no_capacity`", func(x *Tables) { x.Retryable["no_capacity"] = false }},
 		{"non-retryable failure codes", "`runner_failed`", func(x *Tables) { x.Retryable["runner_failed"] = true }},
+		{"control-plane failure codes", "`offer_withdrawn` is in the contract's list", func(x *Tables) {
+			x.ControlPlaneCodes = x.ControlPlaneCodes[:1]
+		}},
 		{"job statuses and transitions", "cancelling -> succeeded", func(x *Tables) {
 			x.JobNext["cancelling"] = append(x.JobNext["cancelling"], "succeeded")
 		}},
@@ -106,6 +109,18 @@ func TestAlteredProtocolIsReported(t *testing.T) {
 	}
 }
 
+// TestAgentCodeMadeControlPlaneIsReported: a code the text keeps for the
+// control plane that protocol lets an agent send is reported.
+func TestAgentCodeMadeControlPlaneIsReported(t *testing.T) {
+	tb := Protocol()
+	tb.FailureCodes = append(tb.FailureCodes, "offer_withdrawn")
+	tb.Retryable["offer_withdrawn"] = false
+	r, ok := failed(Check(docs.SPEC, docs.Semantics, tb))["control-plane failure codes"]
+	if !ok || !strings.Contains(r.Detail, "lets an agent send it") {
+		t.Errorf("want offer_withdrawn reported as sendable by an agent, got %+v", r)
+	}
+}
+
 // TestUnreadableTextIsReported: a list the parser cannot find fails its
 // table, naming the file and what it looked for; nothing passes silently.
 func TestUnreadableTextIsReported(t *testing.T) {
@@ -114,7 +129,7 @@ func TestUnreadableTextIsReported(t *testing.T) {
 	if r.Source != "docs/SPEC.md" || !strings.Contains(r.Detail, "cannot find retryable failure codes") {
 		t.Errorf("want an unreadable-text failure naming SPEC.md, got %+v", r)
 	}
-	if f := failed(Check("", "", Protocol())); len(f) != 13 {
+	if f := failed(Check("", "", Protocol())); len(f) != 14 {
 		t.Errorf("empty documents: want every table to fail, got %d", len(f))
 	}
 	spec = strings.Replace(docs.SPEC, "verifying:  succeeded", "verifying   succeeded", 1)

@@ -11,9 +11,11 @@ import (
 // that a wrong table is reported.
 type Tables struct {
 	// FailureCodes are the codes an agent may send; Retryable those of them
-	// after which the control plane may requeue.
-	FailureCodes []string
-	Retryable    map[string]bool
+	// after which the control plane may requeue. ControlPlaneCodes are the
+	// failure codes only the control plane sets.
+	FailureCodes      []string
+	Retryable         map[string]bool
+	ControlPlaneCodes []string
 	// JobStatuses and AttemptStatuses in protocol's table order; the Next
 	// maps hold every transition the Assert functions allow.
 	JobStatuses     []string
@@ -92,6 +94,9 @@ func Protocol() Tables {
 			}
 		}
 	}
+	for _, c := range protocol.ControlPlaneCodes {
+		t.ControlPlaneCodes = append(t.ControlPlaneCodes, string(c))
+	}
 	t.Tokens = drawTokens()
 	for _, r := range []protocol.ConflictReason{protocol.ReasonIdentityMismatch, protocol.ReasonAttemptTerminal,
 		protocol.ReasonLeaseExpired, protocol.ReasonJobCancelling, protocol.ReasonPhaseRegression} {
@@ -102,11 +107,12 @@ func Protocol() Tables {
 		protocol.CodeProgressOK, protocol.CodeLeaseConflict, protocol.CodeCommitPending, protocol.CodeCommitOK,
 		protocol.CodeCommitConflict, protocol.CodeAttemptNotCommittable, protocol.CodeLeaseExpired,
 		protocol.CodeJobCancelled, protocol.CodeVerificationFailed, protocol.CodeFailOK, protocol.CodeFailConflict,
-		protocol.CodeBadFailureCode, protocol.CodeCancelled, protocol.CodeCancelling, protocol.CodeJobTerminal,
+		protocol.CodeBadFailureCode, protocol.CodeWithdrawn, protocol.CodeWithdrawConflict, protocol.CodeCancelled, protocol.CodeCancelling, protocol.CodeJobTerminal,
 		protocol.CodeNotFound, protocol.CodeUploadOK, protocol.CodeOutputSealed} {
 		t.Codes = append(t.Codes, string(c))
 	}
-	t.Codes = append(t.Codes, string(protocol.ReasonAttemptLost), string(protocol.FailAdmissionExpired))
+	t.Codes = append(t.Codes, string(protocol.ReasonAttemptLost), string(protocol.FailAdmissionExpired),
+		string(protocol.FailOfferWithdrawn))
 	for _, a := range []protocol.Actor{protocol.ActorBuyer, protocol.ActorMatcher, protocol.ActorDevice,
 		protocol.ActorVerify, protocol.ActorSweeper} {
 		t.Actors = append(t.Actors, string(a))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,6 +34,8 @@ const (
 	// envDrainTimeout is the child's drain bound (Go duration; default
 	// agent.DefaultDrainTimeout).
 	envDrainTimeout = "RENDERMAC_E2E_DRAIN_TIMEOUT"
+	// envSlots is the child's slot count (default 1).
+	envSlots = "RENDERMAC_E2E_SLOTS"
 )
 
 // runChildAgent is the child process: it loads the device credentials from
@@ -44,9 +47,16 @@ func runChildAgent() int {
 		fmt.Fprintln(os.Stderr, "child agent:", err)
 		return 2
 	}
+	slots := 1
+	if v := os.Getenv(envSlots); v != "" {
+		if slots, err = strconv.Atoi(v); err != nil {
+			fmt.Fprintln(os.Stderr, "child agent:", envSlots, err)
+			return 2
+		}
+	}
 	a, err := agent.New(agent.Config{
 		ServerURL: creds.Server, DeviceToken: creds.DeviceToken, Services: []string{runner.ServiceSynthetic},
-		Slots: 1, WorkDir: os.Getenv(envWorkDir), Rand: mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())),
+		Slots: slots, WorkDir: os.Getenv(envWorkDir), Rand: mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())),
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		BackoffBase: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond,
 	})

@@ -429,6 +429,7 @@ type agentOptions struct {
 	serverURL string
 	services  []string
 	runners   map[string]runner.Runner
+	slots     int // 0 is 1
 }
 
 // agentRun is an agent running in this process.
@@ -454,7 +455,7 @@ func runAgent(t *testing.T, name string, creds agent.Credentials, opts agentOpti
 	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(client.CloseIdleConnections)
 	a, err := agent.New(agent.Config{
-		ServerURL: serverURL, DeviceToken: creds.DeviceToken, Services: services, Slots: 1,
+		ServerURL: serverURL, DeviceToken: creds.DeviceToken, Services: services, Slots: max(opts.slots, 1),
 		WorkDir: t.TempDir(), Rand: mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())),
 		Logger: debugLogger(newLogBuffer(t, name)), HTTPClient: client, Runners: opts.runners,
 		BackoffBase: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond, ShutdownTimeout: 2 * time.Second,

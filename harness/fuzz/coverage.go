@@ -187,7 +187,7 @@ func (r *runner) countFaults(ev Event, c *Coverage) {
 		if j := r.v.job(ev.Job); j != nil && ev.Buyer >= 0 && WorldBuyers[ev.Buyer%len(WorldBuyers)].ID != j.buyer {
 			kinds = append(kinds, FaultForeignBuyer)
 		}
-	case OpProgress, OpCommit, OpCommitBegin, OpFail, OpCommitFinish, OpUpload:
+	case OpProgress, OpCommit, OpCommitBegin, OpFail, OpCommitFinish, OpUpload, OpWithdraw:
 		fenced = true
 		kinds = r.fenceFaults(ev)
 		if (ev.Op == OpCommit || ev.Op == OpCommitBegin) && !ev.OutputOK {
@@ -280,7 +280,8 @@ type Required struct {
 //     running->cancelled (a cancel leaves a lease-phase attempt live; it
 //     ends failed or lost, or cancelled only at a commit from uploading);
 //   - every reply code of section 3 the harness can provoke, lease_conflict
-//     with each of its reasons (attempt_lost is never a reply);
+//     with each of its reasons (attempt_lost is never a reply), and
+//     Withdraw's withdrawn and withdraw_conflict;
 //   - every fault kind the generator draws, and a boundary tick landing on
 //     each kind of boundary (lease expiry, admission deadline, heartbeat
 //     deadline) exactly and one microsecond either side.
@@ -306,7 +307,7 @@ func RequiredCoverage() Required {
 		protocol.CodeProgressOK, protocol.CodeCommitPending, protocol.CodeCommitOK, protocol.CodeCommitConflict,
 		protocol.CodeAttemptNotCommittable, protocol.CodeLeaseExpired, protocol.CodeJobCancelled,
 		protocol.CodeVerificationFailed, protocol.CodeFailOK, protocol.CodeFailConflict, protocol.CodeBadFailureCode,
-		protocol.CodeCancelled, protocol.CodeCancelling, protocol.CodeJobTerminal, protocol.CodeNotFound,
+		protocol.CodeWithdrawn, protocol.CodeWithdrawConflict, protocol.CodeCancelled, protocol.CodeCancelling, protocol.CodeJobTerminal, protocol.CodeNotFound,
 		protocol.CodeUploadOK, protocol.CodeOutputSealed} {
 		req.Replies = append(req.Replies, string(c))
 	}

@@ -32,11 +32,15 @@ const (
 	// lease expiry, an admission deadline, a device's heartbeat deadline)
 	// or one microsecond either side: where `<` and `<=` part.
 	OpBoundary
+	// OpWithdraw is the gateway taking back an offer it leased but could
+	// not deliver (SPEC section 3, Withdraw): fenced like a fail, and
+	// refused once the device acted on the offer.
+	OpWithdraw
 	opCount
 )
 
 var opNames = [opCount]string{"create", "lease", "progress", "commit", "commit_begin", "commit_finish", "fail", "cancel", "tick", "sweep", "upload",
-	"boundary"}
+	"boundary", "withdraw"}
 
 // Boundary is the kind of instant a boundary tick lands on.
 type Boundary uint8
@@ -131,7 +135,7 @@ func (e Event) String() string {
 		kv("param", e.Param)
 	case OpLease:
 		kv("dev", e.Device)
-	case OpProgress, OpCommit, OpCommitBegin, OpCommitFinish, OpFail:
+	case OpProgress, OpCommit, OpCommitBegin, OpCommitFinish, OpFail, OpWithdraw:
 		kv("job", e.Job)
 		kv("att", e.Attempt)
 		if e.Op != OpCommitFinish {
@@ -144,6 +148,8 @@ func (e Event) String() string {
 		case OpFail:
 			kv("token", tokenNames[e.Token])
 			kv("code", e.Code)
+		case OpWithdraw:
+			kv("token", tokenNames[e.Token])
 		case OpCommit, OpCommitBegin:
 			kv("token", tokenNames[e.Token])
 			kv("ok", e.OutputOK)

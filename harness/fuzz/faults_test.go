@@ -96,7 +96,7 @@ func TestModelCampaign(t *testing.T) {
 func TestCampaignCatchesBrokenModels(t *testing.T) {
 	t.Parallel()
 	for _, mut := range []model.Variant{model.VariantCommitFromCancelling, model.VariantNoEpochCheck,
-		model.VariantRequeuePastBudget, model.VariantKeepSlot} {
+		model.VariantRequeuePastBudget, model.VariantKeepSlot, model.VariantWithdrawCharged} {
 		t.Run(string(mut), func(t *testing.T) {
 			t.Parallel()
 			seeds := make([]uint64, 300)

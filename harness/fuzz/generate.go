@@ -30,7 +30,7 @@ type GenConfig struct {
 var DefaultGenConfig = GenConfig{
 	Weights: [opCount]int{
 		OpCreate: 12, OpLease: 18, OpProgress: 24, OpCommit: 14, OpCommitBegin: 4,
-		OpCommitFinish: 3, OpFail: 5, OpCancel: 5, OpTick: 8, OpSweep: 6, OpUpload: 3, OpBoundary: 6,
+		OpCommitFinish: 3, OpFail: 5, OpCancel: 5, OpTick: 8, OpSweep: 6, OpUpload: 3, OpBoundary: 6, OpWithdraw: 3,
 	},
 	Perturb:   Ratio{1, 8},
 	Duplicate: Ratio{1, 25},
@@ -89,7 +89,7 @@ var phases = []protocol.AttemptStatus{protocol.AttemptLeased, protocol.AttemptDo
 func genEvent(g *Rng, cfg GenConfig) Event {
 	ev := Event{Op: Op(g.Weighted(cfg.Weights[:])), Device: -1, Buyer: -1}
 	switch ev.Op {
-	case OpProgress, OpCommit, OpCommitBegin, OpCommitFinish, OpFail, OpCancel, OpUpload:
+	case OpProgress, OpCommit, OpCommitBegin, OpCommitFinish, OpFail, OpCancel, OpUpload, OpWithdraw:
 		ev.Job = geometric(g, 8, cfg.NextJob)
 	}
 	switch ev.Op {
@@ -119,6 +119,11 @@ func genEvent(g *Rng, cfg GenConfig) Event {
 		if g.Chance(cfg.Perturb) {
 			ev.Code = "made_up_code"
 		}
+	case OpWithdraw:
+		// Fenced like a fail; without a perturbation it is the gateway's
+		// own, aimed (like every frame) mostly at a live attempt, which a
+		// lease just before it leaves leased.
+		genFence(g, cfg, &ev)
 	case OpCancel:
 		if g.Chance(cfg.Perturb) {
 			ev.Buyer = g.IntN(len(WorldBuyers))

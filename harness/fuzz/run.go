@@ -381,6 +381,10 @@ func (r *runner) apply(ctx context.Context, t Target, ev Event) (outcome, error)
 		f := r.v.fence(ev)
 		return one(t.Fail(ctx, now, f.device, protocol.Fail{Type: protocol.TypeFail, JobID: f.jobID,
 			AttemptID: f.attemptID, LeaseEpoch: f.epoch, CommitToken: f.token, FailureCode: ev.Code}))
+	case OpWithdraw:
+		f := r.v.fence(ev)
+		return one(t.Withdraw(ctx, now, f.device, protocol.Withdrawal{JobID: f.jobID, AttemptID: f.attemptID,
+			LeaseEpoch: f.epoch, CommitToken: f.token}))
 	case OpCancel:
 		jobID, buyer := r.v.junkID(), WorldBuyers[0].ID
 		if j := r.v.job(ev.Job); j != nil {

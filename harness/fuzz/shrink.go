@@ -71,7 +71,7 @@ func Shrink(ctx context.Context, f Factory, seq Sequence, opts Options, first Ru
 // plainEvent is ev without its identity perturbations.
 func plainEvent(ev Event) Event {
 	switch ev.Op {
-	case OpProgress, OpCommit, OpCommitBegin, OpCommitFinish, OpFail:
+	case OpProgress, OpCommit, OpCommitBegin, OpCommitFinish, OpFail, OpWithdraw:
 		ev.Attempt, ev.Epoch, ev.Token = 0, 0, TokenRight
 		if ev.Op != OpCommitFinish {
 			ev.Device = -1

@@ -24,6 +24,9 @@ type Target interface {
 	// CommitFinish is verification plus transaction 2.
 	CommitFinish(ctx context.Context, now time.Time, jobID, attemptID string) (protocol.Reply, error)
 	Fail(ctx context.Context, now time.Time, deviceID string, f protocol.Fail) (protocol.Reply, error)
+	// Withdraw is the gateway taking back an offer it leased for deviceID
+	// but could not deliver (never a frame).
+	Withdraw(ctx context.Context, now time.Time, deviceID string, w protocol.Withdrawal) (protocol.Reply, error)
 	Cancel(ctx context.Context, now time.Time, buyerID, jobID string) (protocol.Reply, error)
 	Sweep(ctx context.Context, now time.Time) (protocol.SweepResult, error)
 	// Upload PUTs other bytes than the attempt's honest output to its
@@ -88,6 +91,11 @@ func (t *ModelTarget) Upload(_ context.Context, now time.Time, job, att string) 
 // Fail implements Target.
 func (t *ModelTarget) Fail(_ context.Context, now time.Time, dev string, f protocol.Fail) (protocol.Reply, error) {
 	return t.M.Fail(now, dev, f), nil
+}
+
+// Withdraw implements Target.
+func (t *ModelTarget) Withdraw(_ context.Context, now time.Time, dev string, w protocol.Withdrawal) (protocol.Reply, error) {
+	return t.M.Withdraw(now, dev, w), nil
 }
 
 // Cancel implements Target.

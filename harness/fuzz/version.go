@@ -13,8 +13,9 @@ import (
 // 2: the upload event; 3: params Postgres cannot store; 4: re-weighted toward
 // live attempts (job indexes resolve live-first, NextJob 1/4, more creates
 // and leases, fewer ticks); 5: boundary ticks (onto a lease expiry, an
-// admission deadline or a heartbeat deadline, or a microsecond either side).
-const GeneratorRulesVersion = 5
+// admission deadline or a heartbeat deadline, or a microsecond either side);
+// 6: the withdraw event (the gateway taking back an undelivered offer).
+const GeneratorRulesVersion = 6
 
 //go:embed *.go
 var sources embed.FS

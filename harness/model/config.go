@@ -56,4 +56,7 @@ const (
 	VariantRequeuePastBudget Variant = "requeue_past_budget"
 	// VariantKeepSlot leaves a device slot occupied when an attempt ends.
 	VariantKeepSlot Variant = "keep_slot"
+	// VariantWithdrawCharged withdraws an offer without counting it in
+	// withdrawn_count, so the undelivered attempt spends the job's budget.
+	VariantWithdrawCharged Variant = "withdraw_charged"
 )

@@ -12,7 +12,8 @@ import (
 // device's liveness. An accepted fail heartbeats the device. An expired
 // but unswept lease may still fail. Then the attempt fails with the code and
 // the job is cancelled (if cancelling), requeued (retryable code, budget
-// left, deadline ahead; Requeued true) or failed with the code.
+// left counting this attempt and no withdrawn one, deadline ahead; Requeued
+// true) or failed with the code.
 func (m *ExecutionModel) Fail(now time.Time, deviceID string, f protocol.Fail) protocol.Reply {
 	now = normalize(now)
 	if !f.FailureCode.Valid() {
@@ -28,8 +29,8 @@ func (m *ExecutionModel) Fail(now time.Time, deviceID string, f protocol.Fail) p
 	switch {
 	case j.row.Status == protocol.JobCancelling:
 		m.setJob(j, protocol.JobCancelled, "", protocol.ActorDevice, now)
-	case f.FailureCode.IsRetryable() && m.mayRequeue(j, a, now):
-		m.requeue(j, a, protocol.ActorDevice, now)
+	case f.FailureCode.IsRetryable() && m.mayRequeue(j, now):
+		m.requeue(j, protocol.ActorDevice, now)
 		return protocol.Reply{Code: protocol.CodeFailOK, Requeued: true}
 	default:
 		m.setJob(j, protocol.JobFailed, f.FailureCode, protocol.ActorDevice, now)

@@ -128,6 +128,10 @@ func failOf(o protocol.Reply, code protocol.FailureCode) protocol.Fail {
 		FailureCode: code}
 }
 
+func withdrawalOf(o protocol.Reply) protocol.Withdrawal {
+	return protocol.Withdrawal{JobID: o.JobID, AttemptID: o.AttemptID, LeaseEpoch: o.LeaseEpoch, CommitToken: o.CommitToken}
+}
+
 // job and attemptRow find rows in a fresh snapshot.
 func (b *testBundle) job(id string) protocol.JobRow {
 	b.t.Helper()

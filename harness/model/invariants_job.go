@@ -15,8 +15,8 @@ func (m *ExecutionModel) checkJob(j *job) {
 	}
 	for ; j.chk.requeuesSeen < len(j.requeues); j.chk.requeuesSeen++ {
 		f := j.requeues[j.chk.requeuesSeen]
-		if f.attemptNumber >= f.maxAttempts {
-			c.fail(5, "job %s requeued after attempt %d of max_attempts %d", j.row.ID, f.attemptNumber, f.maxAttempts)
+		if f.spent >= f.maxAttempts {
+			c.fail(5, "job %s requeued having spent %d of max_attempts %d", j.row.ID, f.spent, f.maxAttempts)
 		}
 		if !f.at.Before(f.deadline) {
 			c.fail(5, "job %s requeued at %s, not before its admission deadline %s", j.row.ID, f.at, f.deadline)
@@ -30,18 +30,22 @@ func (m *ExecutionModel) checkJob(j *job) {
 
 // checkAttempts checks a job's attempts: numbers 1..n matching
 // attempt_count, at most one live, none live on a terminal job, none past
-// the budget, each status equal to its replay. It also moves the device
-// tallies of invariant 9 for every attempt whose liveness changed.
+// the budget (withdrawn offers, which withdrawn_count counts, spend none),
+// each status equal to its replay. It also moves the device tallies of
+// invariant 9 for every attempt whose liveness changed.
 func (m *ExecutionModel) checkAttempts(j *job) {
 	c := &m.chk
-	live := 0
+	live, withdrawn := 0, 0
 	for i, a := range j.attempts {
 		if a.row.Number != i+1 {
 			c.fail(1, "job %s: attempt %s has number %d at position %d", j.row.ID, a.row.ID, a.row.Number, i+1)
 		}
-		if a.row.Number > j.row.MaxAttempts {
-			c.fail(5, "job %s: attempt %s has number %d > max_attempts %d", j.row.ID, a.row.ID, a.row.Number,
-				j.row.MaxAttempts)
+		if spent := a.row.Number - withdrawn; spent > j.row.MaxAttempts {
+			c.fail(5, "job %s: attempt %s is number %d after %d withdrawn offers, past max_attempts %d", j.row.ID,
+				a.row.ID, a.row.Number, withdrawn, j.row.MaxAttempts)
+		}
+		if a.row.FailureCode == protocol.FailOfferWithdrawn {
+			withdrawn++
 		}
 		if a.chkReplayed != a.row.Status {
 			c.fail(4, "attempt %s of job %s is %s but its journal replays to %q", a.row.ID, j.row.ID, a.row.Status,
@@ -63,6 +67,9 @@ func (m *ExecutionModel) checkAttempts(j *job) {
 	}
 	if len(j.attempts) != j.row.AttemptCount {
 		c.fail(1, "job %s has %d attempts but attempt_count %d", j.row.ID, len(j.attempts), j.row.AttemptCount)
+	}
+	if withdrawn != j.row.WithdrawnCount {
+		c.fail(5, "job %s has %d withdrawn offers but withdrawn_count %d", j.row.ID, withdrawn, j.row.WithdrawnCount)
 	}
 	if live > 1 {
 		c.fail(1, "job %s has %d live attempts", j.row.ID, live)

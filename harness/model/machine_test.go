@@ -81,7 +81,7 @@ func (mc *machine) expect(op string, r protocol.Reply, want ...protocol.Code) {
 // forward, so that runs reach commits and cancellations between the
 // transactions instead of drowning in expired leases.
 var actionWeights = map[string]int{"create": 2, "lease": 2, "progress": 4, "commitBegin": 3, "commitFinish": 2,
-	"fail": 1, "cancel": 1, "tick": 2, "sweep": 1, "revoke": 1}
+	"fail": 1, "withdraw": 1, "cancel": 1, "tick": 2, "sweep": 1, "revoke": 1}
 
 // actions returns the machine's actions by name, each repeated by its
 // weight ("progress#2"), for rapid's Repeat and the PRNG walk alike.
@@ -97,8 +97,9 @@ func (mc *machine) actions() map[string]func(chooser) {
 					protocol.CodeVerificationFailed, protocol.CodeJobCancelled, protocol.CodeAttemptNotCommittable)
 			}
 		},
-		"fail":   mc.fail,
-		"cancel": mc.cancel,
+		"fail":     mc.fail,
+		"withdraw": mc.withdraw,
+		"cancel":   mc.cancel,
 		"tick": func(c chooser) {
 			steps := []time.Duration{time.Second, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second,
 				31 * time.Second, 2 * time.Minute}
@@ -258,6 +259,23 @@ func (mc *machine) fail(c chooser) {
 	default:
 		mc.expect("fail", r, protocol.CodeFailOK, protocol.CodeFailConflict)
 	}
+}
+
+// withdraw is the gateway taking back an offer it could not deliver: it
+// may come after the device acted on it, or perturbed, and is then refused.
+func (mc *machine) withdraw(c chooser) {
+	o, ok := mc.pickOffer(c)
+	if !ok {
+		return
+	}
+	p, dev, epoch, token := mc.perturb(c, o)
+	r := mc.m.Withdraw(mc.now, dev, protocol.Withdrawal{JobID: o.JobID, AttemptID: o.AttemptID, LeaseEpoch: epoch,
+		CommitToken: token})
+	if p != honest {
+		mc.expect("withdraw (perturbed)", r, protocol.CodeWithdrawConflict)
+		return
+	}
+	mc.expect("withdraw", r, protocol.CodeWithdrawn, protocol.CodeWithdrawConflict)
 }
 
 func (mc *machine) cancel(c chooser) {

@@ -91,10 +91,11 @@ type job struct {
 	chk      jobCheck
 }
 
-// requeueFact is what was true when a job went back to queued.
+// requeueFact is what was true when a job went back to queued: the
+// attempts it had spent (withdrawn offers not counted) against its budget.
 type requeueFact struct {
-	attemptNumber, maxAttempts int
-	at, deadline               time.Time
+	spent, maxAttempts int
+	at, deadline       time.Time
 }
 
 // jobCheck is the checker's state of a job; the operations never read it.

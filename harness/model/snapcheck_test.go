@@ -12,7 +12,7 @@ import (
 func snapshotViolations(s protocol.Snapshot, credits map[string]int64) []string {
 	c := &snapCheck{s: s, jobs: map[string]protocol.JobRow{}, replayedJob: map[string]string{},
 		replayedAttempt: map[string]string{}, liveByJob: map[string]int{}, liveByDevice: map[string]int{},
-		numbers: map[string][]int{}}
+		numbers: map[string][]int{}, withdrawn: map[string]int{}}
 	for _, j := range s.Jobs {
 		c.jobs[j.ID] = j
 	}
@@ -34,6 +34,7 @@ type snapCheck struct {
 	replayedJob, replayedAttempt map[string]string
 	liveByJob, liveByDevice      map[string]int
 	numbers                      map[string][]int
+	withdrawn                    map[string]int // by job: its attempts failed offer_withdrawn
 	out                          []string
 }
 
@@ -84,8 +85,11 @@ func (c *snapCheck) attempts() {
 			c.bad("attempt %s token hash %q invalid or shared", a.ID, a.TokenHash)
 		}
 		hashes[a.TokenHash] = true
-		if a.Number > c.jobs[a.JobID].MaxAttempts {
-			c.bad("attempt %s number %d past budget", a.ID, a.Number)
+		if a.Number-c.withdrawn[a.JobID] > c.jobs[a.JobID].MaxAttempts {
+			c.bad("attempt %s number %d after %d withdrawn offers past budget", a.ID, a.Number, c.withdrawn[a.JobID])
+		}
+		if a.FailureCode == protocol.FailOfferWithdrawn {
+			c.withdrawn[a.JobID]++
 		}
 	}
 }
@@ -106,6 +110,9 @@ func (c *snapCheck) jobRows() {
 		}
 		if len(c.numbers[j.ID]) != j.AttemptCount {
 			c.bad("job %s attempt_count %d with %d attempts", j.ID, j.AttemptCount, len(c.numbers[j.ID]))
+		}
+		if c.withdrawn[j.ID] != j.WithdrawnCount {
+			c.bad("job %s withdrawn_count %d with %d withdrawn offers", j.ID, j.WithdrawnCount, c.withdrawn[j.ID])
 		}
 		want, webhooks := protocol.HoldHeld, 0
 		switch {

@@ -46,8 +46,8 @@ func (m *ExecutionModel) sweepLost(now time.Time, r *protocol.SweepResult) {
 			switch {
 			case j.row.Status == protocol.JobCancelling:
 				m.setJob(j, protocol.JobCancelled, "", protocol.ActorSweeper, now)
-			case m.mayRequeue(j, a, now):
-				m.requeue(j, a, protocol.ActorSweeper, now)
+			case m.mayRequeue(j, now):
+				m.requeue(j, protocol.ActorSweeper, now)
 				r.Requeued++
 			default:
 				m.setJob(j, protocol.JobFailed, protocol.FailLeaseExpired, protocol.ActorSweeper, now)

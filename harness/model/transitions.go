@@ -111,19 +111,24 @@ func (m *ExecutionModel) releaseSlot(a *attempt) {
 
 // requeue sends a job back to the queue after its attempt ended, recording
 // what the decision was based on so the checker can re-judge it.
-func (m *ExecutionModel) requeue(j *job, a *attempt, actor protocol.Actor, now time.Time) {
-	j.requeues = append(j.requeues, requeueFact{attemptNumber: a.row.Number, maxAttempts: j.row.MaxAttempts,
+func (m *ExecutionModel) requeue(j *job, actor protocol.Actor, now time.Time) {
+	j.requeues = append(j.requeues, requeueFact{spent: j.spent(), maxAttempts: j.row.MaxAttempts,
 		at: now, deadline: j.row.AdmissionDeadline})
 	m.setJob(j, protocol.JobQueued, "", actor, now)
 }
 
-// mayRequeue is the retry policy after an attempt of j ended with a
-// retryable code: budget left and deadline not reached.
-func (m *ExecutionModel) mayRequeue(j *job, a *attempt, now time.Time) bool {
+// spent is how many of its max_attempts the job has used: every attempt
+// but the withdrawn offers.
+func (j *job) spent() int { return j.row.AttemptCount - j.row.WithdrawnCount }
+
+// mayRequeue is the retry policy after the live attempt of j ended with a
+// retryable code: budget left (that attempt included) and deadline not
+// reached.
+func (m *ExecutionModel) mayRequeue(j *job, now time.Time) bool {
 	if !now.Before(j.row.AdmissionDeadline) {
 		return false
 	}
-	return m.cfg.Variant == VariantRequeuePastBudget || a.row.Number < j.row.MaxAttempts
+	return m.cfg.Variant == VariantRequeuePastBudget || j.spent() < j.row.MaxAttempts
 }
 
 // finalizeCancel ends a cancelling job's live attempt and then the job, in

@@ -43,6 +43,13 @@ var variantCases = []struct {
 		o := b.lease(devA)
 		return b.m.Fail(b.now, devA, failOf(o, protocol.FailNoCapacity)), protocol.CodeFailOK
 	}},
+	{VariantWithdrawCharged, []int{5}, func(b *testBundle) (protocol.Reply, protocol.Code) {
+		req := request(buyerRich, svcSynthetic)
+		req.MaxAttempts = 1
+		b.create(req)
+		o := b.lease(devA)
+		return b.m.Withdraw(b.now, devA, withdrawalOf(o)), protocol.CodeWithdrawn
+	}},
 	{VariantKeepSlot, []int{9}, func(b *testBundle) (protocol.Reply, protocol.Code) {
 		b.create(request(buyerRich, svcSynthetic))
 		o := b.lease(devA)

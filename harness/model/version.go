@@ -12,7 +12,9 @@ import (
 //
 // 2: an accepted commit (transaction 1 past its refusals) or fail
 // heartbeats the device; no refused frame does.
-const RulesVersion = 2
+// 3: Withdraw (an undelivered offer's attempt fails offer_withdrawn and
+// spends no budget: withdrawn_count, invariant 5 over the spent attempts).
+const RulesVersion = 3
 
 //go:embed *.go
 var sources embed.FS

@@ -37,7 +37,7 @@ var Catalogue = []Mutant{
 		What: "the sweeper marks every online device offline, heard from or not", Rules: []string{"sweep.offline"}},
 	// Attempt budget, retry rule, deadlines.
 	{ID: "budget-off-by-one", Kind: "off-by-one", File: "server/fencing/transitions.go",
-		Old: "a.Number < j.MaxAttempts", New: "a.Number <= j.MaxAttempts",
+		Old: "j.AttemptCount-j.WithdrawnCount < j.MaxAttempts", New: "j.AttemptCount-j.WithdrawnCount <= j.MaxAttempts",
 		What: "a failed last attempt is requeued: max_attempts+1 attempts", Rules: []string{"fail.requeue", "inv.5"}},
 	{ID: "retry-inverted", Kind: "condition", File: "server/fencing/transitions.go",
 		Old: "retryable := code.IsRetryable()", New: "retryable := !code.IsRetryable()",

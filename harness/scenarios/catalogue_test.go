@@ -52,6 +52,9 @@ var requiredScenarios = []string{
 	// The shipped agent's rules on the wire (issue 33).
 	"agent_retry_same_process", "agent_attempt_gone_while_running", "agent_cut_before_commit",
 	"agent_cancel_while_rendering", "agent_reconnect_after_expiry",
+	// The stops that burn a budget (issue 48).
+	"offline_fail_keeps_slot", "offer_withdrawn_when_undelivered", "close_withdraws_unanswered_offers",
+	"withdraw_refused_after_progress", "agent_second_signal_keeps_budget",
 }
 
 // Every script parses, names its fault, phase and outcome, carries a

@@ -129,6 +129,33 @@ func cmdDrop(r *scRun, st scStep) error {
 	return nil
 }
 
+// cmdClose ends one of the agent's sessions (the current one unless
+// session= names another) with a normal closure, 1000, as the shipped agent
+// does when it stops: the gateway then knows the device acts on nothing
+// more sent on that session.
+// Example: close a1
+// Example: close a1 session=1
+func cmdClose(r *scRun, st scStep) error {
+	a := r.agents[arg(st, 0)]
+	if a == nil || len(a.clients) == 0 {
+		return fmt.Errorf("agent %s never connected", arg(st, 0))
+	}
+	n, err := optInt(st, "session", a.session)
+	if err != nil {
+		return err
+	}
+	if n < 1 || n > len(a.clients) {
+		return fmt.Errorf("close: agent %s has sessions 1..%d, not %d", a.name, len(a.clients), n)
+	}
+	c := a.clients[n-1]
+	c.Close()
+	if c == a.client {
+		a.client = nil
+	}
+	r.tl.add(laneAgent, fmt.Sprintf("%s closed session %d (normal closure, 1000)", a.name, n))
+	return nil
+}
+
 // cmdSlots reports the agent's free slots. frame= sends a malformed slots
 // frame instead, raw, type first as Encode writes it: case (slots_free
 // followed by SLOTS_FREE=0, a name in another case) or missing (no

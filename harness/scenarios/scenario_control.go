@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -435,12 +436,17 @@ func cmdArm(r *scRun, st scStep) error {
 
 // cmdAwait waits until a fault point has been hit n times (default 1);
 // `await lock NAME` waits until a transaction waits on a row lock or the
-// background operation NAME has finished (scenario_concurrent.go).
+// background operation NAME has finished (scenario_concurrent.go); `await
+// log "TEXT"` until a gateway logged a message holding TEXT.
 // Example: await commit.before_tx2
+// Example: await log "session ended" gateway=gw1
 func cmdAwait(r *scRun, st scStep) error {
 	point := arg(st, 0)
-	if point == "lock" {
+	switch point {
+	case "lock":
 		return r.awaitLock(arg(st, 1))
+	case "log":
+		return r.awaitLog(st)
 	}
 	n, err := optInt(st, "n", 1)
 	if err != nil {
@@ -453,6 +459,26 @@ func cmdAwait(r *scRun, st scStep) error {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	return nil
+}
+
+// awaitLog is `await log "TEXT" [gateway=G]`: it waits until a gateway (G,
+// or any) has logged a line whose message holds TEXT, such as "session
+// ended", which a gateway logs once the session can neither be offered
+// into nor written to.
+func (r *scRun) awaitLog(st scStep) error {
+	text, gw := arg(st, 1), st.opt("gateway", "")
+	if text == "" {
+		return errors.New(`want: await log "TEXT" [gateway=G]`)
+	}
+	deadline := time.Now().Add(r.timeout)
+	for !r.logged(gw, text, slog.LevelInfo) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no gateway logged %q within %v", text, r.timeout)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	r.tl.add(laneGateway, fmt.Sprintf("logged: %s", text))
 	return nil
 }
 

@@ -53,6 +53,7 @@ type scRealAgent struct {
 	name, deviceID, token string
 	relay                 *scRelay
 	gate                  *scGatedRunner
+	agent                 *agent.Agent
 	workDir               string
 	stop                  context.CancelFunc
 	done                  chan error
@@ -419,7 +420,9 @@ func (t *scAgentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 //	agent cut A [after-upload] [offline]        drop its connection now, or once its next upload is stored;
 //	                                            offline: refuse reconnects until `agent online A`
 //	agent online A                              accept its reconnects again
-//	agent stop A                                shut the agent down as SIGTERM does
+//	agent drain A                               drain as a first SIGTERM does: no new work, running attempts finish
+//	agent stop A                                stop at once as a second SIGTERM does: running attempts fail
+//	                                            provider_offline, then Run returns
 //
 // Besides frames, the wire holds pseudo-frames an await can wait for:
 // `sent upload` (the agent has read an upload's answer) and `sent
@@ -432,6 +435,7 @@ func (t *scAgentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // Example: agent await a1 got progress_ok j1#1 n=2
 // Example: agent await a1 sent dial_refused n=2 since=upload
 // Example: agent cut a1 after-upload offline
+// Example: agent drain a1
 func cmdAgent(r *scRun, st scStep) error {
 	verb, name := arg(st, 0), arg(st, 1)
 	if verb == "start" {
@@ -475,10 +479,14 @@ func cmdAgent(r *scRun, st scStep) error {
 		a.relay.mu.Unlock()
 		r.tl.add(laneAgent, name+": network back")
 		return nil
+	case "drain":
+		a.agent.Drain()
+		r.tl.add(laneAgent, name+": draining (first SIGTERM): no new work, running attempts finish")
+		return nil
 	case "stop":
 		return r.stopRealAgent(a)
 	}
-	return fmt.Errorf("want: agent start|release|await|cut|online|stop AGENT ...")
+	return fmt.Errorf("want: agent start|release|await|cut|online|drain|stop AGENT ...")
 }
 
 func (r *scRun) startRealAgent(name string, st scStep) error {
@@ -529,6 +537,7 @@ func (r *scRun) startRealAgent(name string, st scStep) error {
 	if err != nil {
 		return err
 	}
+	a.agent = ag
 	ctx, stop := context.WithCancel(context.WithoutCancel(r.ctx))
 	a.stop = stop
 	go func() { a.done <- ag.Run(ctx) }()

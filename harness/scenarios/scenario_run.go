@@ -46,7 +46,7 @@ var scCommands = map[string]scCommand{}
 func init() {
 	for name, h := range map[string]scCommand{
 		// scenario_agent.go
-		"connect": cmdConnect, "drop": cmdDrop, "slots": cmdSlots, "progress": cmdProgress, "commit": cmdCommit,
+		"connect": cmdConnect, "drop": cmdDrop, "close": cmdClose, "slots": cmdSlots, "progress": cmdProgress, "commit": cmdCommit,
 		"fail": cmdFail, "upload": cmdUpload, "expect": cmdExpect, "nothing": cmdNothing,
 		// scenario_realagent.go
 		"agent": cmdAgent,

@@ -373,6 +373,11 @@ func (t *PostgresTarget) Fail(ctx context.Context, now time.Time, dev string, f 
 	return t.svc.Fail(ctx, now, dev, f)
 }
 
+// Withdraw implements fuzz.Target.
+func (t *PostgresTarget) Withdraw(ctx context.Context, now time.Time, dev string, w protocol.Withdrawal) (protocol.Reply, error) {
+	return t.svc.Withdraw(ctx, now, dev, w)
+}
+
 // Cancel implements fuzz.Target.
 func (t *PostgresTarget) Cancel(ctx context.Context, now time.Time, buyer, job string) (protocol.Reply, error) {
 	return t.svc.Cancel(ctx, now, buyer, job)

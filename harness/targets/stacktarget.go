@@ -54,7 +54,8 @@ import (
 //
 // Cancel, CreateJob: the API handler, called in-process. Sweep: the service
 // layer (the gateways' sweep loops are off; the harness sweeps at its own
-// instants). The frames gateway's LISTEN/NOTIFY listener runs and pushes
+// instants). Withdraw: the service layer too, as a gateway calls it when an
+// offer's write failed, which the wire cannot show. The frames gateway's LISTEN/NOTIFY listener runs and pushes
 // cancel notices to the sessions.
 //
 // Normalizations, each deliberate and the only ones:
@@ -329,6 +330,19 @@ func (t *StackTarget) Fail(ctx context.Context, now time.Time, dev string, f pro
 		return t.badEpoch(m, f.LeaseEpoch, mapped), nil
 	}
 	return protocol.Reply{}, fmt.Errorf("fail: unexpected answer %T %+v", msg, msg)
+}
+
+// Withdraw implements fuzz.Target on the service layer: a gateway
+// withdraws only an offer whose write failed, which the wire cannot show,
+// so the stack runs the same call its gateways make (the scenarios
+// offer_withdrawn_when_undelivered and device_close_withdraws_unanswered_offers
+// drive the gateway's own withdrawals).
+func (t *StackTarget) Withdraw(ctx context.Context, now time.Time, dev string, w protocol.Withdrawal) (protocol.Reply, error) {
+	if err := t.begin(now); err != nil {
+		return protocol.Reply{}, err
+	}
+	t.marks.Withdrawals.Add(1)
+	return t.svc.Withdraw(ctx, now, dev, w)
 }
 
 // Sweep implements fuzz.Target on the service layer.

@@ -51,6 +51,8 @@ type StackMarks struct {
 	WireCommits, SplitCommits atomic.Int64
 	// Progress and Fails count frames sent.
 	Progress, Fails atomic.Int64
+	// Withdrawals counts Withdraw steps run on the service layer.
+	Withdrawals atomic.Int64
 	// BadEpochFrames counts frames the decoder refused for lease_epoch < 1
 	// (normalization 1 of StackTarget).
 	BadEpochFrames atomic.Int64

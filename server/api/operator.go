@@ -24,9 +24,10 @@ import (
 // and pairing_codes; 00003: pairing code ids and wrong-guess counts;
 // 00005: attempts.encoder and verify_message; 00006: the console's operators
 // and indexes; 00007: the live-attempt indexes on ended_at IS NULL, which
-// the statements' store.SQLUnended is written for);
+// the statements' store.SQLUnended is written for; 00009: jobs.withdrawn_count,
+// which every lock of a job reads, and the attempt code offer_withdrawn);
 // /readyz is not ready below it.
-const SchemaVersion = 7
+const SchemaVersion = 9
 
 // pairingAlphabet has 32 symbols, so each draws exactly 5 random bits (no
 // modulo bias), and leaves out 0, 1, I and O, which people misread.

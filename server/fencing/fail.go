@@ -46,7 +46,7 @@ func (s *Service) fail(ctx context.Context, st *step, deviceID string, f protoco
 	if err := st.endAttempt(ctx, &a, fc, protocol.AttemptFailed, f.FailureCode); err != nil {
 		return protocol.Reply{}, err
 	}
-	requeued, err := st.afterAttemptEnded(ctx, &j, a, f.FailureCode, s.v)
+	requeued, err := st.afterAttemptEnded(ctx, &j, f.FailureCode, s.v)
 	if err != nil {
 		return protocol.Reply{}, err
 	}

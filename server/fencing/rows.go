@@ -15,7 +15,7 @@ import (
 // together with Lease's device-first SKIP LOCKED scan, cannot deadlock.
 const (
 	sqlLockJob = `
-SELECT id::text, buyer_id::text, service, status, max_attempts, attempt_count, admission_deadline
+SELECT id::text, buyer_id::text, service, status, max_attempts, attempt_count, withdrawn_count, admission_deadline
 FROM jobs WHERE id = $1 FOR UPDATE`
 
 	// The attempt is locked by its id and its job's id together, so a
@@ -33,7 +33,10 @@ type jobRow struct {
 	Status               protocol.JobStatus
 	MaxAttempts          int
 	AttemptCount         int
-	AdmissionDeadline    time.Time
+	// WithdrawnCount is how many of AttemptCount were withdrawn offers,
+	// which spend none of MaxAttempts.
+	WithdrawnCount    int
+	AdmissionDeadline time.Time
 }
 
 // attemptRow is a locked job_attempts row.
@@ -65,7 +68,8 @@ func optionalRow(found *bool, what string, dest ...any) func(pgx.Row) error {
 }
 
 func scanJob(row pgx.Row, id string, j *jobRow) (bool, error) {
-	err := row.Scan(&j.ID, &j.BuyerID, &j.Service, &j.Status, &j.MaxAttempts, &j.AttemptCount, &j.AdmissionDeadline)
+	err := row.Scan(&j.ID, &j.BuyerID, &j.Service, &j.Status, &j.MaxAttempts, &j.AttemptCount, &j.WithdrawnCount,
+		&j.AdmissionDeadline)
 	if errors.Is(err, pgx.ErrNoRows) {
 		*j = jobRow{}
 		return false, nil

@@ -105,6 +105,7 @@ const (
 	OpCommitBegin  = "commit_begin"
 	OpCommitFinish = "commit_finish"
 	OpFail         = "fail"
+	OpWithdraw     = "withdraw"
 	OpCancel       = "cancel"
 	OpSweep        = "sweep"
 	// OpVerifyRead is the read of a committing attempt's claim that

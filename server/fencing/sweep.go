@@ -129,7 +129,7 @@ func loseAttempt(ctx context.Context, st *step, l *jobAttemptLock) (lost, requeu
 	if err := st.notifyLost(ctx, a); err != nil {
 		return false, false, "", err
 	}
-	requeued, err = st.afterAttemptEnded(ctx, &j, a, protocol.FailLeaseExpired, variant{})
+	requeued, err = st.afterAttemptEnded(ctx, &j, protocol.FailLeaseExpired, variant{})
 	return err == nil, requeued, j.Status, err
 }
 

@@ -265,14 +265,16 @@ func (st *step) cancelBoth(ctx context.Context, j *jobRow, a *attemptRow, f fenc
 	return st.moveJob(ctx, j, protocol.JobCancelled, "")
 }
 
-// afterAttemptEnded decides a job whose live attempt just ended with code
-// (the rule Fail and Sweep share): a cancelling job is cancelled; otherwise
-// the job is requeued only if code is retryable, the attempt budget is not
-// spent and the deadline has not passed; otherwise it fails with code.
-// v is Fail's variant (Sweep passes the correct one, variant{}).
-func (st *step) afterAttemptEnded(ctx context.Context, j *jobRow, a attemptRow, code protocol.FailureCode, v variant) (requeued bool, err error) {
+// afterAttemptEnded decides a job whose live attempt (its latest) just
+// ended with code (the rule Fail and Sweep share): a cancelling job is
+// cancelled; otherwise the job is requeued only if code is retryable, the
+// attempts it has spent (every attempt but the withdrawn offers, this one
+// included) are fewer than max_attempts and the deadline has not passed;
+// otherwise it fails with code. v is Fail's variant (Sweep passes the
+// correct one, variant{}).
+func (st *step) afterAttemptEnded(ctx context.Context, j *jobRow, code protocol.FailureCode, v variant) (requeued bool, err error) {
 	retryable := code.IsRetryable() || v.requeueAnyFailure()
-	inBudget := a.Number < j.MaxAttempts || v.ignoreRetryBudget()
+	inBudget := j.AttemptCount-j.WithdrawnCount < j.MaxAttempts || v.ignoreRetryBudget()
 	switch {
 	case j.Status == protocol.JobCancelling:
 		return false, st.moveJob(ctx, j, protocol.JobCancelled, "")

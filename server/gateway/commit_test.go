@@ -241,19 +241,26 @@ func busyWorkers(b *bundle, deviceID string) int {
 	return n
 }
 
-// A fail no_capacity is a device saying it has no room: the slot it frees
-// is not offered again until the device reports free slots, or a device
-// on a full disk would be handed the requeued job straight back and burn
-// its attempt budget in milliseconds (seen in `rendermac fleet`).
-func TestFailNoCapacityOffersNothingUntilASlotsReport(t *testing.T) {
+// A fail no_capacity is a device saying it has no room, and a fail
+// provider_offline a device saying it is stopping: the slot either frees is
+// not offered again until the device reports free slots, or a device on a
+// full disk, or an agent failing its attempts on a second SIGTERM, would be
+// handed the requeued job straight back and burn its attempt budget in
+// milliseconds (seen in `rendermac fleet`, and issue 48's 7 ms).
+func TestFailNoCapacityOrOfflineOffersNothingUntilASlotsReport(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
-	c, o := b.leased(t)
-	deviceclient.MustSend(t, c, deviceclient.Fail(o, protocol.FailNoCapacity))
-	require.True(t, deviceclient.Expect[protocol.FailOK](t, c).Requeued)
-	deviceclient.ExpectNone(t, c, 500*time.Millisecond, "offered after a fail no_capacity without a slots report")
-	deviceclient.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
-	again := deviceclient.Expect[protocol.LeaseOffer](t, c)
-	require.Equal(t, o.JobID, again.JobID)
-	require.Equal(t, 2, again.AttemptNumber)
+	for _, code := range []protocol.FailureCode{protocol.FailNoCapacity, protocol.FailProviderOffline} {
+		t.Run(string(code), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, Config{})
+			c, o := b.leased(t)
+			deviceclient.MustSend(t, c, deviceclient.Fail(o, code))
+			require.True(t, deviceclient.Expect[protocol.FailOK](t, c).Requeued)
+			deviceclient.ExpectNone(t, c, 500*time.Millisecond, "offered after a fail "+string(code)+" without a slots report")
+			deviceclient.MustSend(t, c, &protocol.Slots{Type: protocol.TypeSlots, SlotsFree: 1})
+			again := deviceclient.Expect[protocol.LeaseOffer](t, c)
+			require.Equal(t, o.JobID, again.JobID)
+			require.Equal(t, 2, again.AttemptNumber)
+		})
+	}
 }

@@ -38,7 +38,20 @@
 // model answers them); its result is
 // written to the socket first, and only then is the slot it freed released
 // and offered again. Since the service call has returned by then, the
-// deciding transaction has committed: the slot is never reused early.
+// deciding transaction has committed: the slot is never reused early. A
+// fail no_capacity (no room) or provider_offline (the agent stopping) frees
+// no slot: the device gets no offer until its next slots report or hello.
+//
+// # Offers that never arrive
+//
+// An offer is leased before it is written. One the session cannot take (it
+// ended while the lease ran: an ended session writes nothing; or its grants
+// could not be made) is withdrawn at once through the service layer's
+// Withdraw, which queues the job again without charging the attempt. A
+// device that closes its session with a normal closure (the agent
+// stopping) acts on nothing more sent there: the offers written on it that
+// no frame of it named are withdrawn when it ends. Withdraw refuses an
+// attempt the device acted on, so a wrong guess costs nothing.
 //
 // # Notifications
 //

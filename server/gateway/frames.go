@@ -173,12 +173,14 @@ func (s *session) onFail(m *protocol.Fail) {
 	}
 	switch {
 	case r.Code != protocol.CodeFailOK:
-	case m.FailureCode == protocol.FailNoCapacity:
-		// The device refused for want of room (a full disk, no slot): the
-		// slot stays taken in this session's view until its next slots
-		// report says otherwise, or every offer would come straight back
-		// refused and burn the job's attempts in a few milliseconds.
-		s.log.Info("fail no_capacity: no offer until the device reports free slots", "job_id", m.JobID, "attempt_id", m.AttemptID)
+	case m.FailureCode == protocol.FailNoCapacity || m.FailureCode == protocol.FailProviderOffline:
+		// The device refused for want of room (a full disk, no slot), or
+		// it is stopping (provider_offline): the slot stays taken in this
+		// session's view until its next slots report says otherwise, or
+		// every offer would come straight back refused and burn the job's
+		// attempts in a few milliseconds.
+		s.log.Info("fail "+string(m.FailureCode)+": no offer until the device reports free slots", "job_id", m.JobID,
+			"attempt_id", m.AttemptID)
 	default:
 		s.release()
 	}

@@ -2,7 +2,11 @@ package gateway
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"strings"
+
+	"github.com/coder/websocket"
 
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/faultpoint"
@@ -181,16 +185,17 @@ func (s *session) unclaim(free int) {
 	s.slotsFree = min(s.slotsFree+free, s.slotsTotal)
 }
 
-// deliver sends a leased attempt. An offer that cannot be built or sent is
-// given back at once with a retryable fail (the token is still in hand),
-// so the job is requeued now instead of when the lease would expire.
+// deliver sends a leased attempt. An offer that cannot be built or sent
+// never reached the device, so it is withdrawn at once (the token is still
+// in hand): the job is queued again now, with none of its budget spent,
+// instead of when the lease would expire (SPEC section 5).
 func (s *session) deliver(r protocol.Reply, job fencing.OfferJob) bool {
 	offer, err := s.g.buildOffer(s.ctx, r, job)
 	if err != nil {
 		// No grant, no offer: the job goes back to the queue now.
 		s.log.Error("lease offer without grants", "job_id", r.JobID, "attempt_id", r.AttemptID, "err", err)
 		s.unclaim(0)
-		s.giveBack(r, protocol.FailProviderOffline)
+		s.withdraw(r, "its grants could not be made")
 		return false
 	}
 	s.waitLostFrames()
@@ -200,6 +205,7 @@ func (s *session) deliver(r protocol.Reply, job fencing.OfferJob) bool {
 	// for that slot until the next wake). A report sent before the device
 	// had the offer and read after this is one slot too many at most,
 	// which Lease's own count of live attempts refuses (no_slot).
+	s.offered(r)
 	s.unclaim(0)
 	sent := s.write(offer)
 	s.g.svc.FaultPoints().Hit(s.g.ctx, faultpoint.GatewayAfterOfferWrite)
@@ -207,7 +213,8 @@ func (s *session) deliver(r protocol.Reply, job fencing.OfferJob) bool {
 		s.g.offeredOn.Store(r.AttemptID, s)
 	}
 	if !sent {
-		s.giveBack(r, protocol.FailProviderOffline)
+		s.heard(r.AttemptID)
+		s.withdraw(r, "its write failed")
 		return false
 	}
 	s.g.m.Leases.Inc()
@@ -215,20 +222,67 @@ func (s *session) deliver(r protocol.Reply, job fencing.OfferJob) bool {
 	return true
 }
 
-// giveBack fails an attempt the device never received.
-func (s *session) giveBack(r protocol.Reply, code protocol.FailureCode) {
-	f := protocol.Fail{Type: protocol.TypeFail, JobID: r.JobID, AttemptID: r.AttemptID, LeaseEpoch: r.LeaseEpoch,
-		CommitToken: r.CommitToken, FailureCode: code, Message: "offer not delivered"}
-	res, err := s.g.svc.Fail(s.g.ctx, s.g.now(), s.deviceID, f)
+// withdraw takes back an offer the device never had (fencing's Withdraw):
+// its attempt spends none of the job's budget and the job is queued again.
+// why says how the gateway knows; a refusal (the device acted on the offer
+// after all, or the attempt ended meanwhile) changes nothing.
+func (s *session) withdraw(r protocol.Reply, why string) {
+	w := protocol.Withdrawal{JobID: r.JobID, AttemptID: r.AttemptID, LeaseEpoch: r.LeaseEpoch, CommitToken: r.CommitToken}
+	res, err := s.g.svc.Withdraw(s.g.ctx, s.g.now(), s.deviceID, w)
 	if err != nil {
-		s.log.Warn("give back undelivered offer; the sweeper will reclaim it", "job_id", r.JobID,
-			"attempt_id", r.AttemptID, "err", err)
+		s.log.Warn("withdraw undelivered offer; the sweeper will reclaim it", "job_id", r.JobID,
+			"attempt_id", r.AttemptID, "why", why, "err", err)
 		return
 	}
-	s.log.Info("gave back undelivered offer", "job_id", r.JobID, "attempt_id", r.AttemptID, "code", res.Code,
+	s.g.m.Withdrawals.WithLabelValues(string(res.Code)).Inc()
+	if res.Code != protocol.CodeWithdrawn {
+		s.log.Info("offer not withdrawn: the device acted on it, or its attempt is over", "job_id", r.JobID,
+			"attempt_id", r.AttemptID, "why", why, "code", res.Code)
+		return
+	}
+	s.log.Info("withdrew undelivered offer", "job_id", r.JobID, "attempt_id", r.AttemptID, "why", why,
 		"requeued", res.Requeued)
 	if res.Requeued {
 		s.g.jobsAvailable("")
+	}
+}
+
+// offered records an offer about to be written as unheard: no frame of
+// this session has named its attempt yet (withdrawUnheard).
+func (s *session) offered(r protocol.Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unheard[r.AttemptID] = r
+}
+
+// heard forgets an offer the device has spoken of on this session (a
+// phase, a commit, a fail), or that was withdrawn already.
+func (s *session) heard(attemptID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.unheard, attemptID)
+}
+
+// withdrawUnheard withdraws, once the session has ended, every offer
+// written on it that no frame of it has named, when the device itself
+// closed it normally (SPEC section 5): a device that says goodbye acts on
+// nothing more sent on this session. Withdraw's fence leaves any offer the
+// device did act on, on another session, to it. A session the gateway
+// closed (superseded, drained) or that dropped keeps its offers: the
+// device may come back for them, and the sweeper ends those it does not.
+func (s *session) withdrawUnheard(closedBy websocket.StatusCode) {
+	s.mu.Lock()
+	keep := s.draining || closedBy != websocket.StatusNormalClosure
+	unheard := slices.SortedFunc(maps.Values(s.unheard), func(a, b protocol.Reply) int {
+		return strings.Compare(a.AttemptID, b.AttemptID)
+	})
+	clear(s.unheard)
+	s.mu.Unlock()
+	if keep || s.g.ctx.Err() != nil {
+		return
+	}
+	for _, r := range unheard {
+		s.withdraw(r, "the device closed its session without answering it")
 	}
 }
 

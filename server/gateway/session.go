@@ -57,7 +57,12 @@ type session struct {
 	// free slots at the time of the promise.
 	promised int
 	// tails holds, per attempt, the done channel of its last queued frame.
-	tails    map[string]chan struct{}
+	tails map[string]chan struct{}
+	// unheard holds the lease replies (tokens included) of the offers
+	// written on this session that no frame of it has named since: what a
+	// device that closes the session normally never answered
+	// (withdrawUnheard).
+	unheard  map[string]protocol.Reply
 	draining bool
 	ended    bool
 	revoked  bool // Lease said not_found: no more offers on this session
@@ -85,7 +90,7 @@ func newSession(g *Gateway, conn *websocket.Conn, deviceID string) *session {
 	ctx, cancel := context.WithCancel(g.ctx)
 	s := &session{g: g, conn: conn, deviceID: deviceID, log: g.log.With("device_id", deviceID),
 		ctx: ctx, cancel: cancel, workers: make(chan struct{}, maxWorkersPerSession),
-		tails: map[string]chan struct{}{}}
+		tails: map[string]chan struct{}{}, unheard: map[string]protocol.Reply{}}
 	s.lostDone = sync.NewCond(&s.mu)
 	return s
 }
@@ -96,18 +101,22 @@ func (s *session) serve() {
 	s.conn.SetReadLimit(protocol.ReadLimitBytes)
 	s.armPing()
 	err := s.readLoop()
-	s.log.Info("session ended", "close_status", int(websocket.CloseStatus(err)), "err", err)
 	s.mu.Lock()
 	s.ended = true
 	if s.pingTimer != nil {
 		s.pingTimer.Stop()
 	}
 	s.mu.Unlock()
+	// From here no offer is claimed or written, so an offer whose lease is
+	// still running is withdrawn (deliver); then the session is no longer
+	// the device's, and says so.
+	s.cancel()
 	s.g.mu.Lock()
 	s.g.unregisterLocked(s)
 	s.g.mu.Unlock()
-	s.cancel()
+	s.log.Info("session ended", "close_status", int(websocket.CloseStatus(err)), "err", err)
 	s.bg.Wait()
+	s.withdrawUnheard(websocket.CloseStatus(err))
 	if s.takePromised() > 0 {
 		s.g.wakeService("") // pass the jobs this session was woken for on
 	}
@@ -165,6 +174,9 @@ func (s *session) handleFrame(typ websocket.MessageType, data []byte) {
 		s.log.Info("draining; frame left for the next session", "type", frameType(msg))
 		return
 	}
+	if id := attemptOf(msg); id != "" {
+		s.heard(id)
+	}
 	switch m := msg.(type) {
 	case *protocol.Hello:
 		defer s.inflight.Done()
@@ -179,6 +191,19 @@ func (s *session) handleFrame(typ websocket.MessageType, data []byte) {
 	case *protocol.Fail:
 		s.runOrdered(m.AttemptID, false, func() { s.onFail(m) })
 	}
+}
+
+// attemptOf is the attempt a device frame names ("" for hello and slots).
+func attemptOf(msg any) string {
+	switch m := msg.(type) {
+	case *protocol.Progress:
+		return m.AttemptID
+	case *protocol.Commit:
+		return m.AttemptID
+	case *protocol.Fail:
+		return m.AttemptID
+	}
+	return ""
 }
 
 // badMessage answers a frame that could not be understood and closes the
@@ -297,7 +322,15 @@ func (s *session) isWelcomed() bool {
 }
 
 // write sends one frame. It never logs the frame: an offer carries a token.
+// An ended session's connection is closed or dead, so nothing is written
+// to it: the write could still "succeed" into a socket nobody reads (the
+// connection's write lock can win its race with the cancelled context),
+// and an offer written there would be taken for delivered.
 func (s *session) write(msg any) bool {
+	if s.ctx.Err() != nil {
+		s.log.Info("write skipped: the session has ended", "type", frameType(msg))
+		return false
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
 	defer cancel()
 	if err := s.conn.Write(ctx, websocket.MessageText, protocol.Encode(msg)); err != nil {

@@ -26,6 +26,9 @@ type Metrics struct {
 	Commits *prometheus.CounterVec
 	// Fails counts fail results by reply code.
 	Fails *prometheus.CounterVec
+	// Withdrawals counts the gateway's withdrawals of undelivered offers
+	// by reply code (withdrawn, withdraw_conflict).
+	Withdrawals *prometheus.CounterVec
 	// Conflicts counts lease_conflict replies by reason.
 	Conflicts *prometheus.CounterVec
 	// Sessions is the number of open device WebSocket sessions.
@@ -57,6 +60,7 @@ func New() *Metrics {
 		LeasesSkipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "rendermac_leases_skipped_total", Help: "Offer passes that ran no Lease transaction: no job announced since a Lease found the device's services empty."}),
 		Commits:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_commits_total", Help: "Commit results by outcome."}, []string{"outcome"}),
 		Fails:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_fails_total", Help: "Fail results by reply code."}, []string{"code"}),
+		Withdrawals:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_offers_withdrawn_total", Help: "Undelivered lease offers the gateway withdrew, by reply code."}, []string{"code"}),
 		Conflicts:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_lease_conflicts_total", Help: "lease_conflict replies by reason."}, []string{"reason"}),
 		Sessions:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "rendermac_sessions", Help: "Open device sessions."}),
 		BadMessages:   prometheus.NewCounter(prometheus.CounterOpts{Name: "rendermac_bad_messages_total", Help: "Frames answered with bad_message."}),
@@ -67,7 +71,7 @@ func New() *Metrics {
 		Webhooks:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_webhook_deliveries_total", Help: "Webhook delivery attempts by result."}, []string{"result"}),
 		RateLimited:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_rate_limited_total", Help: "Requests refused with 429 rate_limited, by limit."}, []string{"limit"}),
 	}
-	for _, c := range []prometheus.Collector{m.Leases, m.LeasesSkipped, m.Commits, m.Fails, m.Conflicts, m.Sessions, m.BadMessages,
+	for _, c := range []prometheus.Collector{m.Leases, m.LeasesSkipped, m.Commits, m.Fails, m.Withdrawals, m.Conflicts, m.Sessions, m.BadMessages,
 		m.Sweeps, m.SweepChanges, m.VerifySeconds, m.HTTPRequests, m.Webhooks, m.RateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		m.register(c)

@@ -49,14 +49,29 @@ var invariantChecks = []invariantCheck{
 	                 AND e.from_status = 'uploading' AND e.to_status = 'committing' AND e.actor = 'device'))`},
 	{3, `SELECT format('job %s went cancelling -> succeeded (event %s)', job_id, id) FROM job_events
 	     WHERE kind = 'job' AND from_status = 'cancelling' AND to_status = 'succeeded'`},
-	{5, `SELECT format('attempt %s has number %s > max_attempts %s', a.id, a.attempt_number, j.max_attempts)
-	     FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE a.attempt_number > j.max_attempts`},
+	// A withdrawn offer (failure code offer_withdrawn) spends no budget:
+	// withdrawn_count counts them, and every attempt's number less the
+	// withdrawn offers before it is within max_attempts.
+	{5, `SELECT format('job %s: withdrawn_count %s but %s withdrawn offers', j.id, j.withdrawn_count, coalesce(w.n, 0))
+	     FROM jobs j LEFT JOIN (SELECT job_id, count(*) n FROM job_attempts
+	                            WHERE failure_code = 'offer_withdrawn' GROUP BY job_id) w ON w.job_id = j.id
+	     WHERE coalesce(w.n, 0) <> j.withdrawn_count`},
+	{5, `SELECT format('attempt %s is number %s after %s withdrawn offers, past max_attempts %s',
+	            a.id, a.attempt_number, a.withdrawn_before, j.max_attempts)
+	     FROM (SELECT id, job_id, attempt_number,
+	                  count(*) FILTER (WHERE failure_code = 'offer_withdrawn')
+	                      OVER (PARTITION BY job_id ORDER BY attempt_number
+	                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS withdrawn_before
+	           FROM job_attempts) a JOIN jobs j ON j.id = a.job_id
+	     WHERE a.attempt_number - a.withdrawn_before > j.max_attempts`},
 	{5, `SELECT format('job %s requeued at %s (event %s) past its budget or deadline', j.id, e.at, e.id)
 	     FROM job_events e JOIN jobs j ON j.id = e.job_id
 	     WHERE e.kind = 'job' AND e.from_status = 'active' AND e.to_status = 'queued'
 	       AND (e.at >= j.admission_deadline
-	            OR (SELECT count(*) FROM job_events x WHERE x.job_id = e.job_id AND x.kind = 'attempt'
-	                AND x.from_status IS NULL AND x.id < e.id) >= j.max_attempts)`},
+	            OR (SELECT count(*) FILTER (WHERE x.from_status IS NULL)
+	                     - count(*) FILTER (WHERE x.to_status = 'failed' AND x.code = 'offer_withdrawn')
+	                FROM job_events x WHERE x.job_id = e.job_id AND x.kind = 'attempt'
+	                AND x.id < e.id) >= j.max_attempts)`},
 	// A plaintext token is 32 base64url characters, so a value of 64
 	// lowercase hex characters is never one. (Length and characters apart:
 	// a bounded repeat such as {64} costs Postgres's regex engine about

@@ -15,7 +15,7 @@ import (
 const (
 	sqlSnapshotJobs = `
 SELECT j.id::text, j.buyer_id::text, j.service, j.status, coalesce(j.failure_code, ''),
-       j.max_attempts, j.attempt_count, j.created_at, j.admission_deadline,
+       j.max_attempts, j.attempt_count, j.withdrawn_count, j.created_at, j.admission_deadline,
        coalesce(h.status, ''), coalesce(h.amount_cents, 0),
        (SELECT count(*) FROM webhook_outbox w WHERE w.job_id = j.id),
        coalesce(j.output_sha256, ''), coalesce(j.succeeded_attempt_id::text, '')
@@ -91,7 +91,7 @@ func scanJobRow(r pgx.Row) (protocol.JobRow, error) {
 	var j protocol.JobRow
 	var webhooks int64
 	err := r.Scan(&j.ID, &j.BuyerID, &j.Service, &j.Status, &j.FailureCode, &j.MaxAttempts, &j.AttemptCount,
-		&j.CreatedAt, &j.AdmissionDeadline, &j.HoldStatus, &j.HoldCents, &webhooks, &j.OutputSHA256,
+		&j.WithdrawnCount, &j.CreatedAt, &j.AdmissionDeadline, &j.HoldStatus, &j.HoldCents, &webhooks, &j.OutputSHA256,
 		&j.SucceededAttemptID)
 	j.Webhooks = int(webhooks)
 	j.CreatedAt, j.AdmissionDeadline = j.CreatedAt.UTC(), j.AdmissionDeadline.UTC()
