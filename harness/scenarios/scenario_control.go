@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/harness/loadgen"
@@ -342,6 +344,113 @@ func cmdProxy(r *scRun, st scStep) error {
 	return nil
 }
 
+// cmdDB makes the scenario's database answer as a standby does, or as a
+// primary again: `db read-only` sets default_transaction_read_only for
+// every new connection to it and resets every connection through the
+// proxy, so the gateways' pools reconnect to a server that refuses every
+// write with SQLSTATE 25006 (as a demoted primary, or a standby a proxy
+// routed them to, does); `db writable` resets the setting, for new
+// connections only: one opened meanwhile stays read-only, as a connection
+// to a standby stays on the standby.
+//
+// `db standby-silent` (a dedicated cluster) names a synchronous standby
+// that never connects (synchronous_standby_names), so every commit waits
+// for a confirmation that does not come, as it does on a primary whose
+// synchronous standby has not received its WAL; `db standby-awaited`
+// waits until a commit waits so; `db standby-confirms` clears it, which
+// releases the waiting commits.
+// Example: db read-only
+func cmdDB(r *scRun, st scStep) error {
+	switch arg(st, 0) {
+	case "standby-silent", "standby-confirms":
+		return r.syncStandby(arg(st, 0) == "standby-silent")
+	case "standby-awaited":
+		return r.awaitSyncRep()
+	}
+	if r.proxy == nil {
+		return fmt.Errorf("db %s needs `postgres: proxy` in the header", arg(st, 0))
+	}
+	var set string
+	switch arg(st, 0) {
+	case "read-only":
+		set = "SET default_transaction_read_only = on"
+	case "writable":
+		set = "RESET default_transaction_read_only"
+	default:
+		return fmt.Errorf("want: db read-only|writable")
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	u, err := url.Parse(r.dbURL)
+	if err != nil {
+		return err
+	}
+	sql := "ALTER DATABASE " + pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize() + " " + set
+	if err := pgx.BeginTxFunc(ctx, r.observer, pgx.TxOptions{AccessMode: pgx.ReadWrite}, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, sql)
+		return err
+	}); err != nil {
+		return fmt.Errorf("db %s: %w", arg(st, 0), err)
+	}
+	r.tl.add(laneDatabase, "database "+arg(st, 0)+" for new connections")
+	if arg(st, 0) == "read-only" {
+		r.cutProxy()
+	}
+	return nil
+}
+
+// syncStandby sets or clears a synchronous standby that never confirms,
+// and waits until every backend of the cluster has reloaded its settings.
+func (r *scRun) syncStandby(silent bool) error {
+	if r.s.pg != "dedicated" {
+		return fmt.Errorf("db standby-silent|standby-confirms needs `postgres: dedicated` in the header")
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	sql := "ALTER SYSTEM RESET synchronous_standby_names"
+	what := "synchronous standby confirms (none named)"
+	if silent {
+		sql = "ALTER SYSTEM SET synchronous_standby_names = 'rendermac_silent_standby'"
+		what = "synchronous standby named that never confirms: commits wait"
+	}
+	for _, q := range []string{sql, "SELECT pg_reload_conf()"} {
+		if _, err := r.observer.Exec(ctx, q); err != nil {
+			return fmt.Errorf("db standby: %s: %w", q, err)
+		}
+	}
+	// A backend rereads the settings when it next goes idle; the
+	// gateways' pooled connections are idle, so a short settle covers
+	// them (pg_reload_conf only signals).
+	time.Sleep(300 * time.Millisecond)
+	r.syncSilent = silent
+	r.tl.add(laneDatabase, what)
+	return nil
+}
+
+// awaitSyncRep waits until a backend of the dedicated cluster waits for
+// the synchronous standby's confirmation of its commit (wait_event
+// SyncRep): the commit is written on the primary and not acknowledged.
+func (r *scRun) awaitSyncRep() error {
+	if r.s.pg != "dedicated" {
+		return fmt.Errorf("db standby-awaited needs `postgres: dedicated` in the header")
+	}
+	deadline := time.Now().Add(r.timeout)
+	for {
+		var n int
+		if err := r.observer.QueryRow(r.ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			r.tl.add(laneDatabase, fmt.Sprintf("%d commit(s) wait for the synchronous standby", n))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no commit waited for the synchronous standby within %s", r.timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // cmdPool warms a gateway's pool: N connections are acquired at once (so
 // the pool opens that many) and released idle, as under load.
 // Example: pool warm 8 gw1
@@ -437,7 +546,8 @@ func cmdArm(r *scRun, st scStep) error {
 // cmdAwait waits until a fault point has been hit n times (default 1);
 // `await lock NAME` waits until a transaction waits on a row lock or the
 // background operation NAME has finished (scenario_concurrent.go); `await
-// log "TEXT"` until a gateway logged a message holding TEXT.
+// log "TEXT" [gateway=G] [level=warn]` until a gateway (G, or any) logged a
+// message holding TEXT at that level or above.
 // Example: await commit.before_tx2
 // Example: await log "session ended" gateway=gw1
 func cmdAwait(r *scRun, st scStep) error {
@@ -462,17 +572,21 @@ func cmdAwait(r *scRun, st scStep) error {
 	return nil
 }
 
-// awaitLog is `await log "TEXT" [gateway=G]`: it waits until a gateway (G,
-// or any) has logged a line whose message holds TEXT, such as "session
-// ended", which a gateway logs once the session can neither be offered
-// into nor written to.
+// awaitLog is `await log "TEXT" [gateway=G] [level=warn]`: it waits until
+// a gateway (G, or any) has logged a line whose message holds TEXT at that
+// level or above, such as "session ended", which a gateway logs once the
+// session can neither be offered into nor written to.
 func (r *scRun) awaitLog(st scStep) error {
 	text, gw := arg(st, 1), st.opt("gateway", "")
 	if text == "" {
-		return errors.New(`want: await log "TEXT" [gateway=G]`)
+		return errors.New(`want: await log "TEXT" [gateway=G] [level=warn]`)
+	}
+	level := slog.LevelInfo
+	if st.opt("level", "") == "warn" {
+		level = slog.LevelWarn
 	}
 	deadline := time.Now().Add(r.timeout)
-	for !r.logged(gw, text, slog.LevelInfo) {
+	for !r.logged(gw, text, level) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no gateway logged %q within %v", text, r.timeout)
 		}

@@ -52,7 +52,7 @@ func init() {
 		"agent": cmdAgent,
 		// scenario_control.go
 		"create": cmdCreate, "cancel": cmdCancel, "advance": cmdAdvance, "sweep": cmdSweep, "gateway": cmdGateway,
-		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "arm": cmdArm, "await": cmdAwait,
+		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "db": cmdDB, "arm": cmdArm, "await": cmdAwait,
 		"release": cmdRelease, "race": cmdRace,
 		// scenario_concurrent.go
 		"created": cmdCreated, "funds": cmdFunds, "register": cmdRegister, "lease": cmdLease, "leased": cmdLeased,
@@ -95,9 +95,11 @@ type scRun struct {
 	agents   map[string]*scAgent
 	real     map[string]*scRealAgent // shipped agents in process (`agent start`)
 	pgDown   bool
-	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
-	surface  *scSurface         // scenario_http.go's commands
-	tls      *scTLS             // scenario_tls.go's commands
+	// syncSilent is set while `db standby-silent` holds every commit.
+	syncSilent bool
+	hook       *scWebhookEndpoint // cmdWebhookEndpoint's receiver
+	surface    *scSurface         // scenario_http.go's commands
+	tls        *scTLS             // scenario_tls.go's commands
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -162,6 +164,12 @@ func (r *scRun) execute() error {
 			r.tl.add(laneAgent, "FAILED "+st.String()+": "+err.Error())
 			break
 		}
+	}
+	// A failed step may leave commits waiting for a synchronous standby
+	// that never confirms: lift the requirement first, or quiescing waits
+	// for them forever.
+	if r.syncSilent {
+		_ = r.syncStandby(false)
 	}
 	// Quiesce before judging the rows: the invariant queries are not one
 	// snapshot, so no writer may run between them.

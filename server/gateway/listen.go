@@ -13,6 +13,7 @@ import (
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/fencing"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // listenLoop keeps one dedicated connection LISTENing on the cancel and
@@ -66,7 +67,7 @@ func (g *Gateway) listenOnce(ctx context.Context, connected func()) error {
 	g.log.Info("listening for notifications", "subscription", g.subscriptions.Add(1))
 	g.listeningOnce.Do(func() { close(g.listening) })
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		n, err := store.AwaitNotification(ctx, conn)
 		if err != nil {
 			return fmt.Errorf("wait for notification: %w", err)
 		}
