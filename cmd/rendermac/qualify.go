@@ -534,7 +534,7 @@ var defaultS3Scenarios = []string{"artifact_store_outage", "late_upload_after_co
 // qualifyS3Scenarios runs --s3-scenarios with artifacts on S3, unless the
 // whole catalogue already ran there (--artifacts-s3) or the list is empty.
 // Without versitygw it records what was not run, or fails under CI=true,
-// which installs it (.ci/run).
+// which installs it (.ci/setup).
 func qualifyS3Scenarios(ctx context.Context, card *evidence.Card, notRun *[]string, f qualifyFlags, pgs *scenarioPostgres, prog *progress) error {
 	if f.artifactsS3 || f.s3Scenarios == "" {
 		return nil

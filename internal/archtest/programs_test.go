@@ -42,21 +42,23 @@ var dynamicPrograms = map[string][]string{
 	"harness/e2e/console_browser_test.go":    {"chromium"},                   // chromium, chromium-browser or Chrome
 	"harness/e2e/input_test.go":              {"ffmpeg"},                     // a large input rendered
 	"harness/e2e/s3process_test.go":          {selfBinary},
-	"harness/e2e/tls_test.go":                {selfBinary},                                             // the built server and agent                                             // the built server
-	"harness/fleet/procs.go":                 {selfBinary},                                             // server and agent processes
-	"harness/mutate/run.go":                  {"go", selfBinary},                                       // build and gate of each mutant
-	"internal/archtest/programs_test.go":     {"bash", "dirname", "ls", "sort", "id", "mktemp", "cat"}, // the set-up script's own
-	"internal/benchdb/pgbench.go":            {"pgbench"},                                              // found on PATH or in /usr/lib/postgresql
-	"internal/localserver/localserver.go":    {"versitygw", "pebble"},                                  // FindBin: PATH, GOBIN, GOPATH/bin, for the providers
-	"internal/pebbleprovider/pebble.go":      {"pebble"},                                               // the ACME test CA
-	"internal/pgprovider/local.go":           {"initdb", "postgres"},                                   // from the server binaries' directory
-	"internal/s3provider/provider.go":        {"versitygw"},                                            // found on PATH, GOBIN or GOPATH/bin
-	"server/controlplane/main_test.go":       {"go", selfBinary},                                       // builds and runs the server
-	"server/controlplane/metrics_test.go":    {selfBinary},                                             // the built server
-	"server/faultpoint/kill_unix_test.go":    {selfBinary},                                             // the test binary as a helper process
-	"server/fencing/defaultbuild_test.go":    {"go"},                                                   // $GOROOT/bin/go
-	"server/fencing/verify_test.go":          {"ffmpeg"},                                               // renders test outputs
-	"server/probe/probe.go":                  {"ffprobe"},                                              // the configured ffprobe
+	"harness/e2e/tls_test.go":                {selfBinary},                                                                                        // the built server and agent
+	"harness/fleet/patroni.go":               {"patroni", "etcd"},                                                                                 // PatroniAvailable: is a Patroni fleet possible here
+	"harness/fleet/procs.go":                 {selfBinary},                                                                                        // server and agent processes
+	"harness/mutate/run.go":                  {"go", selfBinary},                                                                                  // build and gate of each mutant
+	"internal/archtest/programs_test.go":     {"bash", "dirname", "ls", "sort", "id", "mktemp", "cat"},                                            // the set-up script's own
+	"internal/benchdb/pgbench.go":            {"pgbench"},                                                                                         // found on PATH or in /usr/lib/postgresql
+	"internal/localserver/localserver.go":    {"versitygw", "pebble"},                                                                             // FindBin: PATH, GOBIN, GOPATH/bin, for the providers
+	"internal/pebbleprovider/pebble.go":      {"pebble"},                                                                                          // the ACME test CA
+	"internal/patroniprovider/child.go":      {"etcd", "patroni", "initdb", "pg_ctl", "postgres", "pg_basebackup", "pg_rewind", "pg_controldata"}, // etcd and Patroni, which runs these from pgprovider.BinDir
+	"internal/pgprovider/local.go":           {"initdb", "postgres"},                                                                              // from the server binaries' directory
+	"internal/s3provider/provider.go":        {"versitygw"},                                                                                       // found on PATH, GOBIN or GOPATH/bin
+	"server/controlplane/main_test.go":       {"go", selfBinary},                                                                                  // builds and runs the server
+	"server/controlplane/metrics_test.go":    {selfBinary},                                                                                        // the built server
+	"server/faultpoint/kill_unix_test.go":    {selfBinary},                                                                                        // the test binary as a helper process
+	"server/fencing/defaultbuild_test.go":    {"go"},                                                                                              // $GOROOT/bin/go
+	"server/fencing/verify_test.go":          {"ffmpeg"},                                                                                          // renders test outputs
+	"server/probe/probe.go":                  {"ffprobe"},                                                                                         // the configured ffprobe
 }
 
 // shellPrograms are run by shell scripts the Go code passes to sh -c,
