@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -82,4 +83,23 @@ func TestCLIReferenceIsCurrent(t *testing.T) {
 	want, err := os.ReadFile(cliDoc)
 	require.NoError(t, err, "docs/cli.md is missing; write it with: %s", regenerateCLIDoc)
 	require.True(t, string(want) == got, "docs/cli.md is not the commands' current --help; regenerate it with:\n  %s", regenerateCLIDoc)
+}
+
+// flagLine is a flag's first line in a usage: "  -name" and at most one
+// word naming its value. The flag package takes a usage's first
+// back-quoted text as that name, so a usage quoting a command in
+// backquotes prints "-postgres apt-get install patroni etcd-server".
+var flagLine = regexp.MustCompile(`^  -[a-z0-9-]+( [^ ]+)?$`)
+
+// Every flag's first line names the flag and at most a one-word value:
+// no usage text back-quotes a phrase the flag package would print as the
+// value's name.
+func TestCLIFlagValueNamesAreOneWord(t *testing.T) {
+	var bad []string
+	for _, line := range strings.Split(cliReference(t), "\n") {
+		if strings.HasPrefix(line, "  -") && !flagLine.MatchString(line) {
+			bad = append(bad, line)
+		}
+	}
+	require.Empty(t, bad, "flags whose usage back-quotes a phrase (the flag package prints it as the value's name): drop the backquotes")
 }
