@@ -527,9 +527,12 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, notRun *[]string
 
 // defaultS3Scenarios are the scenarios qualify runs again on S3 by
 // default: the ones whose outcome depends on the artifact store (the
-// object-store outage against the real server process, and PUTs of other
-// bytes to a claimed output key, which the bucket refuses).
-var defaultS3Scenarios = []string{"artifact_store_outage", "late_upload_after_commit", "upload_after_claim", "upload_during_verification"}
+// object-store outage against the real server process, PUTs of other
+// bytes to a claimed output key, which the bucket refuses, and every kind
+// of grant, which the bucket presigns and checks, with the sealed copies
+// it serves).
+var defaultS3Scenarios = []string{"artifact_store_outage", "late_upload_after_commit", "upload_after_claim", "upload_during_verification",
+	"grant_kinds"}
 
 // qualifyS3Scenarios runs --s3-scenarios with artifacts on S3, unless the
 // whole catalogue already ran there (--artifacts-s3) or the list is empty.

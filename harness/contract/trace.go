@@ -111,6 +111,16 @@ var Traced = map[string][]string{
 	"cancel.order":           {pg, stack},
 	"sweep.order":            {pg, stack},
 	"liveness.rejections":    {pg, stack},
+	// The buyers' HTTP API, grants, uploaded inputs and S3: what only the
+	// scenarios' runs on a bucket check (qualify's --s3-scenarios).
+	"input.create-only":   {"scenario:grant_kinds@s3"},
+	"s3.grants":           {"scenario:grant_kinds@s3"},
+	"s3.put-prefixes":     {"scenario:grant_kinds@s3"},
+	"s3.condition-signed": {"scenario:grant_kinds@s3"},
+	"s3.sealed":           {"scenario:grant_kinds@s3"},
+	"s3.served-key":       {"scenario:grant_kinds@s3"},
+	"s3.snapshot":         {"scenario:grant_kinds@s3"},
+	"s3.no-verdict":       {"scenario:grant_kinds@s3"},
 }
 
 // The campaigns, by the names qualify gives them.

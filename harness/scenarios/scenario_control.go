@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,12 +17,18 @@ import (
 
 	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/api"
 )
 
 // cmdCreate has the buyer create a job through the HTTP API (POST /v1/jobs
 // on gateway `via`, default gw1) and names it. With `async` the request
 // runs in the background and `created` awaits its outcome (scenario_concurrent.go).
+// service= orders a service of the script's catalogue with only the
+// params= given (strings) and raw= (JSON literals: numbers, booleans);
+// inline=no creates it without an input.
 // Example: create j1 max_attempts=2 window=1s
+// Example: create j2 service=verify.h264 params=duration_s=4 inline=no
+// Example: create j3 service=params.demo raw=count=3,loop=true params=mode=fast
 // input=NAME sends the upload `input NAME` made (input_id) instead of the
 // inline input; `-> CODE` expects the create refused with that code
 // (`create j2 input=u2 -> validation_error`).
@@ -40,6 +47,21 @@ func cmdCreate(r *scRun, st scStep) error {
 	}
 	req := loadgen.JobRequest{Service: scService, Params: map[string]string{"seed": name},
 		Input: []byte("input of " + name), MaxAttempts: new(maxAttempts), AdmissionWindowS: new(int64(window / time.Second))}
+	if svc := st.opt("service", ""); svc != "" { // a service of the script's catalogue, with the params given alone
+		req.Service, req.Params = svc, map[string]string{}
+	}
+	params, err := splitParams(st.opt("params", ""))
+	if err != nil {
+		return err
+	}
+	maps.Copy(req.Params, params)
+	raw, err := splitParams(st.opt("raw", ""))
+	if err != nil {
+		return err
+	}
+	if st.opt("inline", "yes") == "no" {
+		req.Input = nil
+	}
 	if in := st.opt("input", ""); in != "" {
 		id, ok := r.surfaceState().inputs[in]
 		if !ok {
@@ -53,11 +75,11 @@ func cmdCreate(r *scRun, st scStep) error {
 	}
 	if arg(st, 1) == "async" {
 		return r.background(name, "POST /v1/jobs ("+name+")", func() (string, error) {
-			got, _, err := r.postJob(gw, name, req)
+			got, _, err := r.postJob(gw, name, req, raw)
 			return got, err
 		})
 	}
-	got, detail, err := r.postJob(gw, name, req)
+	got, detail, err := r.postJob(gw, name, req, raw)
 	if err != nil {
 		return err
 	}
@@ -74,10 +96,17 @@ func cmdCreate(r *scRun, st scStep) error {
 	return nil
 }
 
-// postJob sends the create and, on 201, names the job. It returns
-// "created" or the refusal's code, and the reply for error messages.
-func (r *scRun) postJob(gw *scStack, name string, req loadgen.JobRequest) (got, detail string, err error) {
-	status, job, err := r.buyer(gw.baseURL(), r.apiKey).CreateJob(r.ctx, req)
+// postJob sends the create (with raw's params as JSON literals, when
+// there are any) and, on 201, names the job. It returns "created" or the
+// refusal's code, and the reply for error messages.
+func (r *scRun) postJob(gw *scStack, name string, req loadgen.JobRequest, raw map[string]string) (got, detail string, err error) {
+	var status int
+	var job api.JobDetail
+	if len(raw) > 0 {
+		status, job, err = r.createJobRaw(gw.baseURL(), req, raw)
+	} else {
+		status, job, err = r.buyer(gw.baseURL(), r.apiKey).CreateJob(r.ctx, req)
+	}
 	detail = fmt.Sprintf("HTTP %d %s", status, job.ID)
 	if err != nil {
 		detail = err.Error() // a refusal's status and body, or why there was no reply
@@ -184,15 +213,33 @@ func cmdAdvance(r *scRun, st scStep) error {
 
 // cmdSweep runs the sweeper of gateway `via` (default gw1) at the pinned
 // instant and checks the counts after `->`; `error` there expects the sweep
-// to report trouble (an artifact store outage while re-verifying).
+// to report trouble (an artifact store outage while re-verifying), and
+// error=TEXT trouble whose message holds TEXT.
+// within= bounds the sweep's wall time: a sweep still running then fails
+// the step (a verification that hangs past its own bounds).
 // Example: sweep -> lost=1 requeued=1
+// Example: sweep within=3s -> reverified=0 "error=output over"
 func cmdSweep(r *scRun, st scStep) error {
 	gw, err := r.stack(st.opt("via", "gw1"))
 	if err != nil {
 		return err
 	}
-	res, serr := gw.svc.Sweep(r.ctx, r.clock.Now())
+	ctx := r.ctx
+	within := time.Duration(0)
+	if v := st.opt("within", ""); v != "" {
+		if within, err = time.ParseDuration(v); err != nil || within <= 0 {
+			return fmt.Errorf("sweep: within=%q: want a positive duration", v)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
+	started := time.Now()
+	res, serr := gw.svc.Sweep(ctx, r.clock.Now())
 	r.sweptAt = time.Now()
+	if within > 0 && ctx.Err() != nil {
+		return fmt.Errorf("sweep: not done within %v (took %v): %v", within, r.sweptAt.Sub(started).Round(time.Millisecond), serr)
+	}
 	got := map[string]int{"lost": res.Lost, "requeued": res.Requeued, "reverified": res.Reverified,
 		"admission_expired": res.AdmissionExpired, "succeeded": res.Succeeded, "failed": res.Failed,
 		"cancelled": res.Cancelled, "offline": res.Offline}
@@ -207,6 +254,13 @@ func cmdSweep(r *scRun, st scStep) error {
 	for _, w := range st.arrow {
 		if w == "error" {
 			wantErr = true
+			continue
+		}
+		if text, ok := strings.CutPrefix(w, "error="); ok { // the trouble reported is this one
+			wantErr = true
+			if serr == nil || !strings.Contains(serr.Error(), text) {
+				return fmt.Errorf("sweep: want an error saying %q, got %v (%s)", text, serr, label)
+			}
 			continue
 		}
 		k, v, _ := strings.Cut(w, "=")
@@ -249,10 +303,19 @@ func cmdGateway(r *scRun, st scStep) error {
 }
 
 // cmdStore takes the artifact store down (every call fails with an I/O
-// error) or brings it back.
+// error) or brings it back; `fail OP [n=N]` fails the next N calls of one
+// operation (link, copy, open, stat, put) with an injected I/O error;
+// `overwrite JOB` and `overwrite-at-seal JOB` write other bytes at the
+// output key of JOB's last attempt, now or just before verification seals
+// it (scenario_store.go).
 // Example: store down
+// Example: store fail copy
 func cmdStore(r *scRun, st scStep) error {
 	switch arg(st, 0) {
+	case "fail":
+		return r.storeFail(st)
+	case "overwrite", "overwrite-at-seal":
+		return r.storeOverwrite(st)
 	case "down", "up":
 		if r.s3 != nil { // the real thing: stop or start the S3 server process
 			if err := r.setS3(arg(st, 0) == "up"); err != nil {

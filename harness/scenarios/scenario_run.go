@@ -99,7 +99,9 @@ type scRun struct {
 	syncSilent bool
 	hook       *scWebhookEndpoint // cmdWebhookEndpoint's receiver
 	surface    *scSurface         // scenario_http.go's commands
+	vf         *scVerify          // the catalogue and ffprobe slot (scenario_verify.go)
 	tls        *scTLS             // scenario_tls.go's commands
+	txns       map[string]*scTxn  // the harness's own transactions (`txn`, scenario_core.go)
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -138,6 +140,10 @@ func newRun(ctx context.Context, env *Env, s Scenario) *scRun {
 			r.marksTotal++
 		}
 	}
+	// A commit's verification may run ffprobe for up to its timeout (a
+	// slow start on a loaded machine is not a failure), so every wait of a
+	// scenario that runs it allows for that too.
+	r.timeout += s.ffprobeTimeout
 	return r
 }
 
@@ -205,6 +211,9 @@ func (r *scRun) setup() error {
 	if r.dir, err = os.MkdirTemp("", "rendermac-scenario-"); err != nil {
 		return err
 	}
+	if err := r.setupVerify(); err != nil {
+		return err
+	}
 	var raw artifact.Store
 	if r.env.opts.ArtifactsS3 {
 		if r.s3, err = openS3(ctx); err != nil {
@@ -257,7 +266,9 @@ func (r *scRun) cleanup() {
 		r.hook.srv.Close()
 	}
 	r.surface.close()
+	r.vf.close()
 	r.tls.close()
+	r.closeTxns()
 	if r.observer != nil {
 		r.observer.Close()
 	}
@@ -309,11 +320,19 @@ func (r *scRun) checkInvariants() error {
 // as the Env's server or harness variant says.
 func (r *scRun) serviceConfig() fencing.Config {
 	cfg := fencing.Config{LeaseTTL: scLeaseTTL, Variant: r.env.opts.ServerVariant, FaultPoints: r.fp}
+	if r.vf != nil {
+		cfg.Services, cfg.Prober = r.vf.services, r.vf.prober
+	}
 	switch r.env.opts.HarnessVariant {
 	case VariantLeaseTTLMismatch:
 		cfg.LeaseTTL = 10 * scLeaseTTL
 	case VariantNoMediaCheck:
-		for _, sv := range protocol.Services {
+		services := cfg.Services
+		if services == nil {
+			services = protocol.Services
+		}
+		cfg.Services = nil
+		for _, sv := range services {
 			if sv.Name == scService {
 				sv.Media = artifact.MediaNone
 			}

@@ -45,6 +45,7 @@ var dynamicPrograms = map[string][]string{
 	"harness/e2e/tls_test.go":                {selfBinary},                                                                                        // the built server and agent
 	"harness/fleet/patroni.go":               {"patroni", "etcd"},                                                                                 // PatroniAvailable: is a Patroni fleet possible here
 	"harness/fleet/procs.go":                 {selfBinary},                                                                                        // server and agent processes
+	"harness/scenarios/scenario_verify.go":   {"ffprobe"},                                                                                         // the installed ffprobe, found by LookPath
 	"harness/mutate/run.go":                  {"go", selfBinary},                                                                                  // build and gate of each mutant
 	"internal/archtest/programs_test.go":     {"bash", "dirname", "ls", "sort", "id", "mktemp", "cat"},                                            // the set-up script's own
 	"internal/benchdb/pgbench.go":            {"pgbench"},                                                                                         // found on PATH or in /usr/lib/postgresql

@@ -61,10 +61,20 @@ func (s *session) onHello(m *protocol.Hello) {
 // cannot have seen yet.
 func (s *session) onSlots(m *protocol.Slots) {
 	s.touch()
-	s.mu.Lock()
-	s.slotsFree = max(0, min(m.SlotsFree, s.slotsTotal)-s.offering)
-	s.mu.Unlock()
+	s.reportSlots(m.SlotsFree)
 	s.wakeOffer()
+}
+
+// reportSlots sets the session's free slots from a report, less the claims
+// in flight, which the device cannot have seen. The count may go below
+// zero: a claim that ends without an offer gives its slot back (unclaim),
+// and a count clamped at zero here would then say one slot free that the
+// report said was taken (a stopping device was offered a requeued job
+// that way, and the offer was withdrawn on its closed session).
+func (s *session) reportSlots(free int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slotsFree = min(max(0, free), s.slotsTotal) - s.offering
 }
 
 // onProgress renews a lease through the service layer, which heartbeats

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/store"
 )
@@ -149,6 +150,7 @@ func (s *session) writeLost(n fencing.CancelNotice) {
 	if hook := s.g.beforeLostFrame.Load(); hook != nil {
 		(*hook)()
 	}
+	s.g.svc.FaultPoints().Hit(s.g.ctx, faultpoint.GatewayBeforeLostFrame)
 	s.g.wakes.notices.Add(1)
 	if s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: n.JobID, AttemptID: n.AttemptID,
 		Reason: protocol.ReasonAttemptLost}) {
