@@ -9,7 +9,7 @@ STEPS   ?= 200
 # (make build, make cross: what agents and servers run) has none of them.
 TAGS    ?= faultpoints,mutations,docker
 
-.PHONY: build test race lint bench qualify mutate fuzz-model cross clean
+.PHONY: build setup test race lint bench qualify mutate fuzz-model cross clean
 
 build:
 	$(GO) build ./...
@@ -31,7 +31,14 @@ JUNIT     ?=
 TEST_RACE    = $(GO) test -race -count=1 -timeout 14m -tags $(TAGS) $(PKGS)
 TEST_DEFAULT = $(GO) test -count=1 ./server/faultpoint/
 
-test:
+# What the tests run beside Go (Postgres's server binaries, ffmpeg, chromium,
+# node and the composition renderer, versitygw, pebble, patroni, etcd),
+# installed when missing: each step said with its time, present ones skipped,
+# one line saying what to run where it cannot install (apt-get needs root).
+setup:
+	@bash .ci/setup
+
+test: setup
 ifeq ($(JUNIT),)
 	$(TEST_RACE)
 	$(TEST_DEFAULT)   # the production build: fault points are no-ops
@@ -69,7 +76,10 @@ bench:
 
 # The CI gate: model and model-vs-Postgres campaigns on an embedded Postgres
 # (DATABASE_URL if set), evidence card in evidence-out/; exits 1 on a failure.
+# It installs nothing: .ci/setup --qualify says what it will not run for
+# want of a tool (the card says it again).
 qualify:
+	@bash .ci/setup --qualify
 	$(GO) run -tags $(TAGS) ./cmd/rendermac qualify --seeds $(SEEDS) --steps $(STEPS) --out evidence-out
 
 # The source mutation campaign: every mutant of mutate.Catalogue (a fence

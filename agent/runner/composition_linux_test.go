@@ -21,7 +21,7 @@ import (
 // The command runner is proven with a real open-source composition renderer:
 // deploy/composition, timecut (BSD-3-Clause) driving Debian's chromium and
 // ffmpeg. These tests never skip: without the renderer they fail, naming the
-// install step (.ci/run performs it).
+// install step (.ci/setup performs it).
 
 const compositionInstall = "cd deploy/composition && PUPPETEER_SKIP_CHROMIUM_DOWNLOAD=1 npm ci --ignore-scripts; apt-get install -y chromium ffmpeg nodejs"
 

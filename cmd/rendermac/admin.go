@@ -275,8 +275,10 @@ func adminWebhookSecret(_ context.Context, args []string, stdout, stderr io.Writ
 
 func adminGenKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	f := adminFlagSet("gen-key", stderr, false)
+	if len(args) == 1 && isHelp(args[0]) {
+		return parseFlags(f.FlagSet, args)
+	}
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		f.Usage()
 		return usageError{"gen-key takes exactly one argument, the key file to create"}
 	}
 	if err := writeSigningKey(args[0]); err != nil {

@@ -114,7 +114,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, error) {
 	set.StringVar(&f.name, "name", "", "device name shown to operators when pairing (default: host name)")
 	set.StringVar(&f.ffmpeg, "ffmpeg", "", "ffmpeg binary (default: ffmpeg on PATH)")
 	set.StringVar(&f.commandServices, "command-service", "",
-		"comma-separated NAME=FILE: service NAME runs the operator's renderer configured by the JSON file FILE (command runner: README, SPEC section 5)")
+		"comma-separated NAME=FILE: service NAME runs the operator's renderer configured by the JSON file FILE (command runner: docs/operators.md, SPEC section 5)")
 	set.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	set.StringVar(&f.config, "config", os.Getenv("RENDERMAC_CONFIG"),
 		"JSON file of settings by flag name (env RENDERMAC_CONFIG); flags beat RENDERMAC_<FLAG> variables, which beat the file")

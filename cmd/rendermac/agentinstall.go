@@ -16,6 +16,13 @@ import (
 // agentServiceCommands are `rendermac agent install | uninstall | status`.
 var agentServiceCommands = []string{"install", "uninstall", "status"}
 
+// agentServiceUsage is the --help of uninstall and status (install's is the
+// agent's flags).
+var agentServiceUsage = map[string]string{
+	"uninstall": "macOS: unload the launchd agent (launchctl bootout) and remove its plist; its logs are kept.",
+	"status":    "macOS: print the launchd agent's state (launchctl print).",
+}
+
 // launchdHost is what the launchd commands need of the machine; tests
 // give their own (Linux runs them with a recording launchctl).
 type launchdHost struct {
@@ -46,6 +53,13 @@ const launchdPATH = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/s
 
 // runAgentService runs install, uninstall or status against h.
 func runAgentService(h launchdHost, cmd string, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 1 && isHelp(args[0]) {
+		if cmd == "install" { // install takes the agent's flags
+			_, err := parseAgentFlags(args, stderr)
+			return err
+		}
+		return helpError{fmt.Sprintf("Usage: rendermac agent %s\n\n%s\n", cmd, agentServiceUsage[cmd])}
+	}
 	if h.goos != "darwin" {
 		return usageError{fmt.Sprintf("agent %s manages a launchd agent, which exists on macOS only (this is %s)", cmd, h.goos)}
 	}

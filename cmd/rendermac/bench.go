@@ -23,7 +23,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"       rendermac bench --client-only --url URL --db URL [--metrics-url URL] [--metrics-token-file FILE] [--agents N] [--slots S] [--jobs M] [--duration D]", stderr)
 	agents := set.Int("agents", d.Agents, "simulated agents")
 	slots := set.Int("slots", d.Slots, "slots of each simulated agent (attempts it works at once)")
-	twoProcess := set.Bool("two-process", false, "also run the stack phases against `rendermac server` started as a subprocess (this binary), so client and server cost are separate")
+	twoProcess := set.Bool("two-process", false, "also run the stack phases against rendermac server started as a subprocess (this binary), so client and server cost are separate")
 	clientOnly := set.Bool("client-only", false, "only generate the load, against a server already running at --url on the database --db (no embedded Postgres, pgbench, idle sessions or campaigns)")
 	url := set.String("url", "", "with --client-only: the server's base URL, e.g. http://127.0.0.1:8080")
 	db := set.String("db", os.Getenv("DATABASE_URL"), "with --client-only: the server's Postgres URL, for the setup (buyers, devices) and the invariant check (env DATABASE_URL)")

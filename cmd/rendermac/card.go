@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,12 +29,12 @@ merge  joins the JSON cards of one sharded run (qualify --shard 1/N ... N/N, in
 // runCard is `rendermac card diff A.json B.json` and
 // `rendermac card merge [--out DIR] SHARD.json...`.
 func runCard(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		fmt.Fprintln(stderr, cardUsage)
-		if len(args) == 0 {
-			return usageError{"missing subcommand"}
-		}
-		return nil
+		return usageError{"missing subcommand"}
+	}
+	if isHelp(args[0]) || (args[0] == "diff" && len(args) == 2 && isHelp(args[1])) {
+		return helpError{cardUsage + "\n"}
 	}
 	switch args[0] {
 	case "diff":
@@ -123,7 +122,7 @@ func runCardMerge(args []string, stdout, stderr io.Writer) error {
 func parseCardMergeFlags(args []string, stderr io.Writer) (out string, paths []string, err error) {
 	fs := newFlagSet("card merge", "[--out DIR] SHARD.json...", stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "%s\n\nFlags of card merge:\n", cardUsage)
+		fmt.Fprintf(fs.Output(), "%s\n\nFlags of card merge:\n", cardUsage)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&out, "out", "evidence-out", "directory for the merged card (Markdown, JSON, JUnit XML, HTML)")
@@ -141,11 +140,8 @@ func parseCardMergeFlags(args []string, stderr io.Writer) (out string, paths []s
 func parseWithOperands(fs *flag.FlagSet, args []string) ([]string, error) {
 	var operands []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usageError{err.Error()}
+		if err := parseQuietly(fs, args); err != nil {
+			return nil, err
 		}
 		if fs.NArg() == 0 {
 			return operands, nil
@@ -174,8 +170,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("replay", "FILE (a card .json or a replay .txt)", stderr)
 	db := fs.String("db", os.Getenv("DATABASE_URL"), "Postgres URL for sequences that ran against Postgres")
 	force := fs.Bool("force", false, "replay what another build (commit, schema, model, generator) recorded")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := parseQuietly(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return usageError{"want exactly one FILE"}

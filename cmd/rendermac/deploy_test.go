@@ -24,11 +24,14 @@ import (
 // serverHelpFlags returns the flag names `rendermac server --help` prints.
 func serverHelpFlags(t *testing.T) map[string]bool {
 	t.Helper()
-	var help bytes.Buffer
-	_, err := parseServerFlags([]string{"--help"}, &help)
+	var stderr bytes.Buffer
+	_, err := parseServerFlags([]string{"--help"}, &stderr)
+	var help helpError // the usage run prints on stdout
+	require.ErrorAs(t, err, &help)
 	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Empty(t, stderr.String())
 	names := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`).FindAllStringSubmatch(help.String(), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`).FindAllStringSubmatch(help.usage, -1) {
 		names[m[1]] = true
 	}
 	require.Contains(t, names, "log-format")

@@ -30,7 +30,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"or auto (s3 when versitygw is found, else fs)")
 	set.StringVar(&cfg.Postgres, "postgres", fleet.PostgresLocal, "the gateways' database: local (one embedded cluster, crashed and "+
 		"restarted in place) or patroni (etcd and three Postgres nodes under Patroni, synchronous_mode, a multi-host --db; "+
-		"faults: primary killed, switchover; needs `"+patroniprovider.InstallCommand+"`)")
+		"faults: primary killed, switchover; needs: "+patroniprovider.InstallCommand+")")
 	set.StringVar(&cfg.PGVariant, "pg-variant", "", "break the Patroni cluster on purpose: async_holdback (asynchronous "+
 		"replication, the standbys' WAL held back before each primary kill), which must fail the run naming the lost acknowledgements")
 	set.StringVar(&cfg.AgentVariant, "agent-variant", "", "run every agent as a broken variant, which must fail the run (a -tags mutations build only)")

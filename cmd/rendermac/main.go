@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"syscall"
 )
 
@@ -37,6 +39,7 @@ func commands() []command {
 		{"admin", "operator tasks: buyers, API keys, pairing codes, devices, signing keys", runAdmin},
 		{"dev", "run a throwaway local control plane with a demo buyer and pairing code", runDev},
 		{"agent", "run the Mac agent: pair a device or serve leases from the gateway", runAgent},
+		{"version", "print the module version, commit and build tags of this binary", runVersion},
 	}
 }
 
@@ -59,9 +62,14 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	switch {
+	case len(args) >= 2 && args[0] == "help": // rendermac help CMD [SUB]: CMD [SUB] --help
+		return run(ctx, append(args[1:len(args):len(args)], "--help"), stdout, stderr)
+	case len(args) == 0 || isHelp(args[0]) || args[0] == "help":
 		printHelp(stdout)
 		return 0
+	case args[0] == "--version" || args[0] == "-version":
+		args = []string{"version"}
 	}
 	for _, c := range commands() {
 		if c.name != args[0] {
@@ -70,8 +78,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err := c.run(ctx, args[1:], stdout, stderr)
 		var ue usageError
 		var ee exitError
+		var he helpError
 		switch {
 		case err == nil:
+			return 0
+		case errors.As(err, &he):
+			fmt.Fprint(stdout, he.usage)
 			return 0
 		case errors.Is(err, flag.ErrHelp):
 			return 0
@@ -90,13 +102,52 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// helpGroup is one heading of `rendermac help` and its commands in order.
+type helpGroup struct {
+	title string
+	names []string
+}
+
+// helpGroups orders `rendermac help`: what an operator runs first, then the
+// harness that proves it. A command no group names is listed under the last
+// group (TestHelpGroupsEveryCommand fails until it is placed).
+var helpGroups = []helpGroup{
+	{"Run a farm", []string{"server", "agent", "dev", "admin", "migrate"}},
+	{"Prove it (the harness)", []string{"qualify", "fuzz", "scenarios", "rules", "mutate", "replay", "card", "bench", "soak", "fleet"}},
+	{"This binary", []string{"version"}},
+}
+
 func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "rendermac: fenced, pull-leased media workers and the harness that proves them.")
-	fmt.Fprintln(w, "\nUsage: rendermac <command> [flags]\n\nCommands:")
+	fmt.Fprintln(w, "\nUsage: rendermac <command> [flags]")
+	byName := map[string]command{}
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		byName[c.name] = c
 	}
-	fmt.Fprintln(w, "\nRun 'rendermac <command> --help' for a command's flags.")
+	for i, g := range helpGroups {
+		fmt.Fprintf(w, "\n%s:\n", g.title)
+		names := g.names
+		if i == len(helpGroups)-1 {
+			names = append(slices.Clone(names), ungrouped()...)
+		}
+		for _, n := range names {
+			if c, ok := byName[n]; ok {
+				fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+			}
+		}
+	}
+	fmt.Fprintln(w, "\nRun 'rendermac <command> --help' (or 'rendermac help <command>') for a command's flags.")
+}
+
+// ungrouped are the commands no help group names, in commands() order.
+func ungrouped() []string {
+	var out []string
+	for _, c := range commands() {
+		if !slices.ContainsFunc(helpGroups, func(g helpGroup) bool { return slices.Contains(g.names, c.name) }) {
+			out = append(out, c.name)
+		}
+	}
+	return out
 }
 
 // campaignGC lets a campaign's heap grow to five times its live data
@@ -116,10 +167,47 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: rendermac %s %s\n\nFlags:\n", name, synopsis)
+		fmt.Fprintf(fs.Output(), "Usage: rendermac %s %s\n\nFlags:\n", name, synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// helpError is a request for a command's usage (-h, --help): run prints
+// the usage on stdout and exits 0, as tools people know do. It is
+// flag.ErrHelp to errors.Is.
+type helpError struct{ usage string }
+
+func (e helpError) Error() string        { return flag.ErrHelp.Error() }
+func (e helpError) Is(target error) bool { return target == flag.ErrHelp }
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// parseQuietly parses args into fs without letting the flag package print:
+// a help request comes back as a helpError carrying the usage, a bad flag
+// as a usageError that run reports once (the flag package would print the
+// error and the whole usage on stderr, then run the error again).
+func parseQuietly(fs *flag.FlagSet, args []string) error {
+	var usage bytes.Buffer
+	out := fs.Output()
+	fs.SetOutput(&usage)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return helpError{usage.String()}
+	case err != nil:
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+// machineDefault makes the usage text of flag name show text instead of a
+// default computed from this machine (its CPUs), so that the usage, and
+// docs/cli.md generated from it, read the same everywhere.
+func machineDefault(fs *flag.FlagSet, name, text string) {
+	fs.Lookup(name).DefValue = text
 }
 
 // variantFlag registers name, the flag that selects a deliberately broken
@@ -133,11 +221,8 @@ func variantFlag(fs *flag.FlagSet, p *string, name, old, usage string) {
 
 // parseFlags parses args, turning a bad flag into a usageError.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
+	if err := parseQuietly(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}

@@ -28,7 +28,8 @@ type junitReport struct {
 // with one passing and one failing test (testdata/junitdemo): make fails
 // as the tests do, and the report parses, naming the failure and the pass,
 // and the production-build run (server/faultpoint) beside them. Without
-// JUNIT, `make test` runs exactly the commands it always ran.
+// JUNIT, `make test` runs exactly the commands it always ran (after the
+// set-up script, .ci/setup).
 func TestMakeTestWritesJUnit(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make on PATH")
@@ -43,7 +44,8 @@ func TestMakeTestWritesJUnit(t *testing.T) {
 	}
 	plain, err := runMake("-n", "test").Output()
 	require.NoError(t, err)
-	require.Equal(t, "go test -race -count=1 -timeout 14m -tags faultpoints,mutations,docker ./...\n"+
+	require.Equal(t, "bash .ci/setup\n"+
+		"go test -race -count=1 -timeout 14m -tags faultpoints,mutations,docker ./...\n"+
 		"go test -count=1 ./server/faultpoint/   # the production build: fault points are no-ops\n", string(plain),
 		"make test without JUNIT is unchanged")
 

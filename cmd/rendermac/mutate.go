@@ -23,6 +23,7 @@ func runMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("mutate", "[--src DIR] [--workers N] [--timeout D] [--only ID,...] [--tests] [--out DIR]", stderr)
 	src := fs.String("src", ".", "the module's source tree (copied, never changed)")
 	workers := fs.Int("workers", max(1, runtime.NumCPU()/2), "mutants run at once, each in its own copy of the tree")
+	machineDefault(fs, "workers", "half the CPUs, at least 1")
 	timeout := fs.Duration("timeout", 20*time.Minute, "bound on one mutant's build, gate and tests (the gate takes 1.5-6 min on 2 cores, longer under load; a timeout fails the campaign)")
 	only := fs.String("only", "", "comma-separated mutant ids to run (default: the whole catalogue)")
 	tests := fs.Bool("tests", false, "on a mutant the gate missed, also run the mutated package's tests")

@@ -79,6 +79,8 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualifyFlags, error) {
 	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "sequences of the model campaign run in parallel")
 	fs.IntVar(&f.pgWorkers, "pg-workers", defaultWorkers("both"), "sequences of the model-vs-Postgres and three-way campaigns run in "+
 		"parallel, each on its own database cloned from the migrated template")
+	machineDefault(fs, "workers", "one per CPU")
+	machineDefault(fs, "pg-workers", fmt.Sprintf("%d per CPU", targets.WorkersPerCPU))
 	fullCompareFlag(fs, &f.fullEvery)
 	fs.StringVar(&f.out, "out", "evidence-out", "directory for the card (Markdown, JSON, JUnit XML, HTML) and replay files")
 	fs.StringVar(&f.db, "db", os.Getenv("DATABASE_URL"), "Postgres URL (default: DATABASE_URL, else an embedded cluster)")
@@ -535,7 +537,7 @@ var defaultS3Scenarios = []string{"artifact_store_outage", "late_upload_after_co
 // qualifyS3Scenarios runs --s3-scenarios with artifacts on S3, unless the
 // whole catalogue already ran there (--artifacts-s3) or the list is empty.
 // Without versitygw it records what was not run, or fails under CI=true,
-// which installs it (.ci/run).
+// which installs it (.ci/setup).
 func qualifyS3Scenarios(ctx context.Context, card *evidence.Card, notRun *[]string, f qualifyFlags, pgs *scenarioPostgres, prog *progress) error {
 	if f.artifactsS3 || f.s3Scenarios == "" {
 		return nil

@@ -36,7 +36,7 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.BoolVar(&f.timeline, "timeline", false, "print every scenario's agent/gateway/database timeline")
 	fs.BoolVar(&f.log, "log", false, "copy the gateways' log lines to stderr")
 	fs.BoolVar(&f.artifactsS3, "artifacts-s3", false, "artifacts in a bucket of a real S3 server (a versitygw process per scenario, "+
-		"which `store down` stops) with presigned grants, instead of a directory")
+		"which the step store down stops) with presigned grants, instead of a directory")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

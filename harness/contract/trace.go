@@ -138,7 +138,7 @@ var NotCheckable = map[string]string{
 	"agent.launchd": "macOS only: launchd runs the plist; qualify runs on Linux (the generated plist's ExitTimeOut is a unit test, " +
 		"TestAgentInstallUninstallStatus)",
 	"tls.acme": "needs an ACME CA: qualify starts no Pebble, and a public CA is out of reach; " +
-		"harness/e2e TestACMECertificateFromPebble runs it against Pebble (installed by .ci/run)",
+		"harness/e2e TestACMECertificateFromPebble runs it against Pebble (installed by .ci/setup)",
 }
 
 // RuleTrace is one rule with what reaches it.

@@ -32,7 +32,7 @@ func init() {
 
 // compositionRunner is the command runner an operator would configure for
 // the example renderer. The test fails, naming the install step, when the
-// renderer is not installed (.ci/run installs it).
+// renderer is not installed (.ci/setup installs it).
 func compositionRunner(t *testing.T) *runner.Command {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("..", "..", "deploy", "composition"))

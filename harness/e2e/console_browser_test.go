@@ -34,7 +34,7 @@ func findChromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Fatalf("no Chromium found on PATH (nor RENDERMAC_CHROMIUM): the console's browser test needs it; run `%s` (.ci/run does)", chromiumInstall)
+	t.Fatalf("no Chromium found on PATH (nor RENDERMAC_CHROMIUM): the console's browser test needs it; run `%s` (.ci/setup, which make test runs, does)", chromiumInstall)
 	return ""
 }
 

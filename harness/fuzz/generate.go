@@ -26,7 +26,7 @@ type GenConfig struct {
 // few enough ticks that leases outlive a few frames, and job indexes that
 // mostly pick the first job of the aim order (live attempts first). The
 // distribution it gives (replies by code, faults by phase) is in the card's
-// coverage matrix; README says how it moved in GeneratorRulesVersion 4.
+// coverage matrix; CHANGELOG.md says how it moved in GeneratorRulesVersion 4.
 var DefaultGenConfig = GenConfig{
 	Weights: [opCount]int{
 		OpCreate: 12, OpLease: 18, OpProgress: 24, OpCommit: 14, OpCommitBegin: 4,

@@ -53,9 +53,9 @@ func init() {
 const NeedFFprobe = "ffprobe"
 
 // ErrNeedsFFprobe is why a scenario that runs ffprobe was not run: none is
-// installed. Under CI=true, which installs it (.ci/run), the scenario runs
+// installed. Under CI=true, which installs it (.ci/setup), the scenario runs
 // anyway and fails.
-var ErrNeedsFFprobe = errors.New("scenario runs ffprobe, which is not on PATH; install ffmpeg (.ci/run does)")
+var ErrNeedsFFprobe = errors.New("scenario runs ffprobe, which is not on PATH; install ffmpeg (bash .ci/setup does)")
 
 // ffprobeMissing reports why no ffprobe can run here, or nil.
 func ffprobeMissing() error {

@@ -61,7 +61,7 @@ func TestTheTreeFollowsTheImportTable(t *testing.T) {
 			bad = append(bad, CheckReach(deps)...)
 			bad = append(bad, CheckTestLinks(pkgs)...)
 			if len(bad) > 0 {
-				t.Fatalf("the import table (internal/archtest/table.go, README Architecture) is broken:\n%s", strings.Join(bad, "\n"))
+				t.Fatalf("the import table (internal/archtest/table.go, docs/architecture.md) is broken:\n%s", strings.Join(bad, "\n"))
 			}
 		})
 	}

@@ -27,6 +27,19 @@ var assemblers = map[string]string{
 
 // assemblyCalls names the calls of an assembler in one parsed file.
 func assemblyCalls(fset *token.FileSet, f *ast.File) []string {
+	var calls []string
+	packageCalls(f, func(call *ast.CallExpr, local, path, fn string) {
+		if assemblers[path] == fn {
+			calls = append(calls, fmt.Sprintf("%s: %s.%s", fset.Position(call.Pos()), local, fn))
+		}
+	})
+	return calls
+}
+
+// packageCalls calls visit for every call of another package's function in
+// f (local.Fn(...)), with the name the file gives the package, its import
+// path and the function's name.
+func packageCalls(f *ast.File, visit func(call *ast.CallExpr, local, path, fn string)) {
 	names := map[string]string{} // local import name -> path
 	for _, im := range f.Imports {
 		p, _ := strconv.Unquote(im.Path.Value)
@@ -36,7 +49,6 @@ func assemblyCalls(fset *token.FileSet, f *ast.File) []string {
 		}
 		names[name] = p
 	}
-	var calls []string
 	ast.Inspect(f, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
 		if !ok {
@@ -46,16 +58,13 @@ func assemblyCalls(fset *token.FileSet, f *ast.File) []string {
 		if !ok {
 			return true
 		}
-		x, ok := sel.X.(*ast.Ident)
-		if !ok {
-			return true
-		}
-		if p, ok := names[x.Name]; ok && assemblers[p] == sel.Sel.Name {
-			calls = append(calls, fmt.Sprintf("%s: %s.%s", fset.Position(call.Pos()), x.Name, sel.Sel.Name))
+		if x, ok := sel.X.(*ast.Ident); ok {
+			if p, ok := names[x.Name]; ok {
+				visit(call, x.Name, p, sel.Sel.Name)
+			}
 		}
 		return true
 	})
-	return calls
 }
 
 // TestOneAssemblyPoint checks that the gateway and the API are built by

@@ -10,7 +10,7 @@
 // [Open] looks for `etcd` and `patroni` on PATH and for the PostgreSQL
 // server binaries as package pgprovider does. Without them it fails with
 // [ErrNoPatroni] and the command that installs them (Debian's packages
-// `patroni` and `etcd-server`, which .ci/run installs); callers fail, never
+// `patroni` and `etcd-server`, which .ci/setup installs); callers fail, never
 // skip. As root, Patroni (and so initdb and postgres) runs as the
 // unprivileged "postgres" account, since initdb refuses root.
 //

@@ -9,7 +9,7 @@
 //
 // Open finds the binary in Options.Bin, $PEBBLE, PATH, $GOBIN and
 // $(go env GOPATH)/bin; without one it fails with ErrNoPebble and the
-// command that installs it (InstallCommand, which .ci/run runs). Tests fail
+// command that installs it (InstallCommand, which .ci/setup runs). Tests fail
 // rather than skip.
 package pebbleprovider
 

@@ -60,6 +60,17 @@ func TestContractLivesInTheRepo(t *testing.T) {
 	require.True(t, strings.Contains(string(readme), "(docs/SPEC.md)"), "the README must link the contract, docs/SPEC.md")
 }
 
+// readmeMaxLines bounds README.md: a front door (what it is, the quick
+// start, set-up, a map, links); reference text goes under docs/.
+const readmeMaxLines = 200
+
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root(t), "README.md"))
+	require.NoError(t, err)
+	n := bytes.Count(readme, []byte("\n"))
+	require.Less(t, n, readmeMaxLines, "README.md has %d lines: move reference text to a file under docs/ and link it", n)
+}
+
 // Nothing in the repo points at the workspace it was developed in.
 func TestNoFilePointsOutsideTheRepo(t *testing.T) {
 	r := root(t)

@@ -9,7 +9,7 @@
 // environment variable, PATH, $GOBIN and $(go env GOPATH)/bin, in that
 // order. If none is found it fails with [ErrNoVersityGW] and the command
 // that installs it (`go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`,
-// which .ci/run runs). Tests then fail; they never skip, because a
+// which .ci/setup runs). Tests then fail; they never skip, because a
 // silently skipped storage test is a test that lies.
 //
 // # Guarantees

@@ -154,7 +154,7 @@ func leasedWithSlotFree(t *testing.T) (b *bundle, c *deviceclient.Client, o *pro
 // slot free. It returns once that offer pass is over, so that none is still
 // running when a test's sweep commits (one could lease attempt 2 and write
 // its offer before the listener has even received the lost notice, the
-// window the README lists as open). The report is sent once the offer of
+// window docs/limitations.md lists as open). The report is sent once the offer of
 // attempt 1 is off the session's books: a report read while an offer is in
 // flight counts that offer's slot taken.
 func reportSlotFree(t *testing.T, b *bundle, c *deviceclient.Client) {
