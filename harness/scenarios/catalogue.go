@@ -53,6 +53,8 @@ type Scenario struct {
 	// noPings turns the gateways' WebSocket pings off (header `pings: off`),
 	// so that only frames heartbeat the devices.
 	noPings bool
+	// leaseTTL is the stacks' lease TTL (header `lease-ttl:`; 0: scLeaseTTL).
+	leaseTTL time.Duration
 	// proxies are the stacks' trusted reverse proxies (header `proxies:`).
 	proxies string
 }

@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rendermac/rendermac/server/clientaddr"
 	"github.com/rendermac/rendermac/server/faultpoint"
@@ -27,6 +28,8 @@ import (
 //	           no pong heartbeats a device and only its frames do
 //	proxies:   comma-separated CIDRs the stacks' APIs trust as reverse
 //	           proxies (--trusted-proxies; default none)
+//	lease-ttl: the lease TTL of the stacks and their welcome (default 30s),
+//	           short where a shipped agent's pings must be capped by it
 //
 // A step is a command and its words; `key=value` words are options, words
 // after `->` are the expected outcome of the command itself, and "quoted
@@ -61,7 +64,7 @@ func (st scStep) opt(key, def string) string {
 	return def
 }
 
-var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies"}
+var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies", "lease-ttl"}
 
 func parseScenario(file, text string) (Scenario, error) {
 	s := Scenario{File: file, pg: "shared"}
@@ -156,6 +159,12 @@ func (s *Scenario) setHeader(key, val string) error {
 			return err
 		}
 		s.proxies = val
+	case "lease-ttl":
+		d, err := time.ParseDuration(val)
+		if err != nil || d < 300*time.Millisecond {
+			return fmt.Errorf("lease-ttl: want a duration of 300ms or more, got %q", val)
+		}
+		s.leaseTTL = d
 	case "pings":
 		if val != "on" && val != "off" {
 			return fmt.Errorf("pings: want on or off, got %q", val)

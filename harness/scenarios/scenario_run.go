@@ -94,10 +94,13 @@ type scRun struct {
 	stacks   map[string]*scStack
 	agents   map[string]*scAgent
 	real     map[string]*scRealAgent // shipped agents in process (`agent start`)
-	pgDown   bool
-	hook     *scWebhookEndpoint // cmdWebhookEndpoint's receiver
-	surface  *scSurface         // scenario_http.go's commands
-	tls      *scTLS             // scenario_tls.go's commands
+	// gwURLs are the session URLs of the running stacks by name, for the
+	// shipped agents' relays, which dial them from their own goroutines.
+	gwURLs  sync.Map
+	pgDown  bool
+	hook    *scWebhookEndpoint // cmdWebhookEndpoint's receiver
+	surface *scSurface         // scenario_http.go's commands
+	tls     *scTLS             // scenario_tls.go's commands
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -299,11 +302,19 @@ func (r *scRun) checkInvariants() error {
 
 // serviceConfig is the service layer every stack of this run uses, broken
 // as the Env's server or harness variant says.
+// leaseTTL is the run's lease TTL: the script's `lease-ttl:` or scLeaseTTL.
+func (r *scRun) leaseTTL() time.Duration {
+	if r.s.leaseTTL > 0 {
+		return r.s.leaseTTL
+	}
+	return scLeaseTTL
+}
+
 func (r *scRun) serviceConfig() fencing.Config {
-	cfg := fencing.Config{LeaseTTL: scLeaseTTL, Variant: r.env.opts.ServerVariant, FaultPoints: r.fp}
+	cfg := fencing.Config{LeaseTTL: r.leaseTTL(), Variant: r.env.opts.ServerVariant, FaultPoints: r.fp}
 	switch r.env.opts.HarnessVariant {
 	case VariantLeaseTTLMismatch:
-		cfg.LeaseTTL = 10 * scLeaseTTL
+		cfg.LeaseTTL = 10 * r.leaseTTL()
 	case VariantNoMediaCheck:
 		for _, sv := range protocol.Services {
 			if sv.Name == scService {
