@@ -247,9 +247,19 @@ func (rl *scRelay) pump(s *scRelaySession, session int, fromAgent bool) {
 		src, dst = s.agentConn, s.gatewayConn
 	}
 	ctx := context.Background()
+	var toGateway chan scHeldFrame
+	var written chan struct{}
+	if fromAgent {
+		toGateway, written = make(chan scHeldFrame, 1024), make(chan struct{})
+		go rl.forward(src, dst, toGateway, written)
+	}
 	for {
 		typ, data, err := src.Read(ctx)
 		if err != nil {
+			if fromAgent {
+				close(toGateway)
+				<-written // held frames reach the gateway before the close
+			}
 			if st := websocket.CloseStatus(err); st != -1 {
 				if fromAgent {
 					rl.add(scWireFrame{sent: true, session: session, typ: "close", detail: []string{"code=" + strconv.Itoa(int(st)), "-"}})
@@ -265,8 +275,12 @@ func (rl *scRelay) pump(s *scRelaySession, session int, fromAgent bool) {
 		// the agent's frames about it carry its script name.
 		f := rl.describe(session, fromAgent, data)
 		if fromAgent {
+			// Recorded as read; written on by forward, which holds it
+			// while the relay is stalled, so that the agent's later
+			// frames are still read and recorded meanwhile.
 			rl.add(f)
-			rl.awaitFlush()
+			toGateway <- scHeldFrame{typ, data}
+			continue
 		}
 		if err := dst.Write(ctx, typ, data); err != nil {
 			src.CloseNow()
@@ -278,6 +292,32 @@ func (rl *scRelay) pump(s *scRelaySession, session int, fromAgent bool) {
 				rl.drainAgent(s)
 			}
 			rl.add(f)
+		}
+	}
+}
+
+// scHeldFrame is an agent frame on its way to the gateway.
+type scHeldFrame struct {
+	typ  websocket.MessageType
+	data []byte
+}
+
+// forward writes the agent's frames to the gateway in order, each once the
+// relay is not stalled (`agent stall`, `agent flush`); a failed write drops
+// both ends and the rest. It closes written when frames is closed and
+// done.
+func (rl *scRelay) forward(src, dst *websocket.Conn, frames <-chan scHeldFrame, written chan<- struct{}) {
+	defer close(written)
+	failed := false
+	for m := range frames {
+		rl.awaitFlush()
+		if failed {
+			continue
+		}
+		if err := dst.Write(context.Background(), m.typ, m.data); err != nil {
+			src.CloseNow()
+			dst.CloseNow()
+			failed = true
 		}
 	}
 }
@@ -306,6 +346,12 @@ func (rl *scRelay) describe(session int, sent bool, data []byte) scWireFrame {
 		msg = err
 	}
 	f := scWireFrame{sent: sent, session: session, msg: msg}
+	if o, ok := msg.(*protocol.LeaseOffer); ok {
+		// The gateway may offer a job before the create step that made
+		// it has read its id; the offer is named (and delivered) once
+		// it has.
+		rl.r.awaitName(o.JobID)
+	}
 	// Under rl.mu: the offers' names (held) are shared by the sessions.
 	rl.mu.Lock()
 	defer rl.mu.Unlock()

@@ -107,6 +107,8 @@ type scRun struct {
 
 	mu    sync.Mutex
 	names map[string]string // uuid -> display name (j1, j1#2, a1)
+	// named, when not nil, is closed at the next setName (awaitName).
+	named chan struct{}
 	jobs  map[string]string // job display name -> uuid
 	// intruderKeys are the API keys of cmdIntruder, by who.
 	intruderKeys map[string]string
@@ -343,6 +345,33 @@ func (r *scRun) setName(id, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.names[id] = name
+	if r.named != nil {
+		close(r.named)
+		r.named = nil
+	}
+}
+
+// awaitName returns once id has a name, or after the frame timeout.
+func (r *scRun) awaitName(id string) {
+	deadline := time.NewTimer(r.timeout)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		if _, ok := r.names[id]; ok {
+			r.mu.Unlock()
+			return
+		}
+		if r.named == nil {
+			r.named = make(chan struct{})
+		}
+		ch := r.named
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return
+		}
+	}
 }
 
 // count adds n to a named counter that `reached counter` can test.
