@@ -379,6 +379,9 @@ func agentCount(r *scRun, a *scRealAgent, st scStep) error {
 		return errors.New("want: agent count AGENT sent|got TYPE [WORDS] -> N")
 	}
 	spec := wireSpec(st)
+	if i := slices.Index(spec, "->"); i >= 0 {
+		spec = spec[:i]
+	}
 	got := 0
 	for _, f := range a.relay.snapshot() {
 		if f.sent == (dir == "sent") && matchSpec([][]string{spec}, f.typ, f.detail) == 0 {
