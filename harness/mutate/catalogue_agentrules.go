@@ -3,12 +3,14 @@ package mutate
 // agentRuleMutants break the shipped agent's own rules (docs/SPEC.md
 // section 5, "The agent ... keeps itself alive", "Command runner",
 // "Signals"): what it answers to an offer while draining or short of disk,
-// how it stops, how it retries an upload, what it removes at start and
-// what its command runner's program gets. The control plane's rows stay
-// correct under each; qualify kills them because the scenario catalogue
-// runs the agent package in process through a recording relay (scenarios
-// 270 to 277, harness/scenarios/scenario_agentrules.go) and judges what it
-// did: its frames, its PUTs, its files, its program's argv and environment.
+// how it stops, how it retries an upload, what it removes at start, what
+// its command runner's program gets, how it notices a dead connection,
+// backs off and fails over. The control plane's rows stay correct under
+// each; qualify kills them because the scenario catalogue runs the agent
+// package in process through a recording relay (scenarios 270 to 280,
+// harness/scenarios/scenario_agentrules.go) and judges what it did: its
+// frames, its PUTs, its dials, its files, its program's argv and
+// environment.
 var agentRuleMutants = []Mutant{
 	{ID: "agent-drain-takes-offer", Kind: "agent-drain", File: "agent/state.go",
 		Old:  "\tcase a.draining:\n\t\ta.log.Info(\"offer while draining; refusing it\"",
@@ -78,6 +80,22 @@ var agentRuleMutants = []Mutant{
 		Old:  "\tvar env []string\n",
 		New:  "\tenv := os.Environ()\n",
 		What: "the operator's program inherits the agent's whole environment, secrets included (killed by agent_command_env)", Rules: []string{"runner.command-env"}},
+	{ID: "agent-ping-interval-uncapped", Kind: "agent-liveness", File: "agent/liveness.go",
+		Old:  "return min(cfg.PingInterval, third), min(cfg.PingTimeout, third)",
+		New:  "return cfg.PingInterval, min(cfg.PingTimeout, third)",
+		What: "the agent's ping interval is not capped at a third of the lease TTL, so a half-open connection goes unnoticed for the full interval (killed by agent_dead_connection)", Rules: []string{"agent.dead-connection"}},
+	{ID: "agent-backoff-no-jitter", Kind: "agent-backoff", File: "agent/backoff.go",
+		Old:  "return time.Duration(b.rnd.Int64N(int64(ceil) + 1))",
+		New:  "return ceil",
+		What: "every reconnect waits its full ceiling instead of a uniform draw below it: a fleet that lost its gateway together comes back in waves (killed by agent_backoff)", Rules: []string{"agent.backoff"}},
+	{ID: "agent-backoff-never-resets", Kind: "agent-backoff", File: "agent/agent.go",
+		Old:  "if lasted > sessionHealthy {",
+		New:  "if lasted > 10*sessionHealthy {",
+		What: "the backoff does not start over after a session that lasted 10 s, so a healthy agent's next drop waits the long delays of an old outage (killed by agent_backoff)", Rules: []string{"agent.backoff"}},
+	{ID: "agent-failover-stays", Kind: "agent-failover", File: "agent/agent.go",
+		Old:  "a.urlIdx = (a.urlIdx + 1) % len(a.wsURLs)",
+		New:  "a.urlIdx = a.urlIdx % len(a.wsURLs)",
+		What: "a failed session's next dial goes to the same gateway URL, never to the --failover ones (killed by agent_failover)", Rules: []string{"agent.failover"}},
 }
 
 func init() { Catalogue = append(Catalogue, agentRuleMutants...) }

@@ -550,9 +550,10 @@ func (t *scAgentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 //	                                            environment and renders (scenario_agentrules.go)
 //	agent release A [n=N] [fail=enospc|nospace|error]
 //	                                            let N held runs go, or fail them as named
-//	agent await A sent|got TYPE [WORDS] [n=N] [since=T] [within=D]
+//	agent await A sent|got TYPE [WORDS] [n=N] [since=T] [session=S] [within=D]
 //	                                            wait until the agent sent (got) N such frames
-//	                                            (counted after its first frame of type T), in D at most
+//	                                            (counted after its first frame of type T; on its
+//	                                            S-th session only), in D at most
 //	agent cut A [after-upload|blackhole] [offline]
 //	                                            drop its connection now, or once its next upload is stored;
 //	                                            blackhole: its connections carry nothing more, never closed;
@@ -842,6 +843,10 @@ func (r *scRun) awaitWire(a *scRealAgent, st scStep) error {
 	if err != nil {
 		return err
 	}
+	session, err := optInt(st, "session", 0)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	within, err := r.awaitBound(a, st)
 	if err != nil {
@@ -850,7 +855,7 @@ func (r *scRun) awaitWire(a *scRealAgent, st scStep) error {
 	deadline := time.NewTimer(r.timeout)
 	defer deadline.Stop()
 	for {
-		f, ok, changed := a.relay.find(dir == "sent", spec, 0, n, st.opt("since", ""))
+		f, ok, changed := a.relay.find(dir == "sent", spec, session, n, st.opt("since", ""))
 		if ok {
 			arrow := "<-"
 			if f.sent {
