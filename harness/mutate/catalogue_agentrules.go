@@ -7,7 +7,7 @@ package mutate
 // its command runner's program gets, how it notices a dead connection,
 // backs off and fails over. The control plane's rows stay correct under
 // each; qualify kills them because the scenario catalogue runs the agent
-// package in process through a recording relay (scenarios 270 to 280,
+// package in process through a recording relay (scenarios 270 to 282,
 // harness/scenarios/scenario_agentrules.go) and judges what it did: its
 // frames, its PUTs, its dials, its files, its program's argv and
 // environment.
@@ -83,7 +83,7 @@ var agentRuleMutants = []Mutant{
 	{ID: "agent-ping-interval-uncapped", Kind: "agent-liveness", File: "agent/liveness.go",
 		Old:  "return min(cfg.PingInterval, third), min(cfg.PingTimeout, third)",
 		New:  "return cfg.PingInterval, min(cfg.PingTimeout, third)",
-		What: "the agent's ping interval is not capped at a third of the lease TTL, so a half-open connection goes unnoticed for the full interval (killed by agent_dead_connection)", Rules: []string{"agent.dead-connection"}},
+		What: "the agent's ping interval is not capped at a third of the lease TTL, so a half-open connection goes unnoticed for the full interval (killed by agent_dead_connection)", Rules: []string{"agent.dead-connection", "fleet.reconnect-bound"}},
 	{ID: "agent-backoff-no-jitter", Kind: "agent-backoff", File: "agent/backoff.go",
 		Old:  "return time.Duration(b.rnd.Int64N(int64(ceil) + 1))",
 		New:  "return ceil",
@@ -96,6 +96,18 @@ var agentRuleMutants = []Mutant{
 		Old:  "a.urlIdx = (a.urlIdx + 1) % len(a.wsURLs)",
 		New:  "a.urlIdx = a.urlIdx % len(a.wsURLs)",
 		What: "a failed session's next dial goes to the same gateway URL, never to the --failover ones (killed by agent_failover)", Rules: []string{"agent.failover"}},
+	{ID: "agent-backoff-uncapped", Kind: "agent-backoff", File: "agent/backoff.go",
+		Old:  "if b.n < 62 && b.base<<b.n > 0 && b.base<<b.n < b.max {",
+		New:  "if b.n < 62 && b.base<<b.n > 0 {",
+		What: "the reconnect delay's ceiling doubles past the backoff max, so after a long outage the agent stays away for minutes after the heal and the queue waits (killed by agent_queue_drains_after_heal)", Rules: []string{"fleet.drain-bound", "agent.backoff"}},
+	{ID: "agent-catalogue-skips-missing", Kind: "agent-catalogue", File: "agent/runner/registry.go",
+		Old:  "svc, ok := protocol.FindService(catalogue, name)\n\t\tif !ok {\n",
+		New:  "svc, ok := protocol.FindService(catalogue, name)\n\t\tif !ok {\n\t\t\tcontinue // not in this catalogue: not served\n\t\t}\n\t\tif !ok {\n",
+		What: "an offered service missing from the catalogue is skipped and the agent starts without it (killed by agent_catalogue_refusals)", Rules: []string{"agent.catalogue"}},
+	{ID: "agent-catalogue-skips-unknown-kind", Kind: "agent-catalogue", File: "agent/runner/registry.go",
+		Old:  "k, ok := Kinds[svc.Runner.Kind]\n\t\tif !ok {\n",
+		New:  "k, ok := Kinds[svc.Runner.Kind]\n\t\tif !ok {\n\t\t\tk, ok = Kinds[protocol.RunnerSynthetic] // an unknown kind falls back to the synthetic runner\n\t\t}\n\t\tif !ok {\n",
+		What: "a service of a runner kind the agent lacks falls back to the synthetic runner instead of refusing the start (killed by agent_catalogue_refusals)", Rules: []string{"agent.catalogue"}},
 }
 
 func init() { Catalogue = append(Catalogue, agentRuleMutants...) }

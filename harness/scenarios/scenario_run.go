@@ -50,6 +50,8 @@ func init() {
 		"fail": cmdFail, "upload": cmdUpload, "expect": cmdExpect, "nothing": cmdNothing,
 		// scenario_realagent.go
 		"agent": cmdAgent,
+		// scenario_agentrules.go
+		"runners": cmdRunners,
 		// scenario_control.go
 		"create": cmdCreate, "cancel": cmdCancel, "advance": cmdAdvance, "sweep": cmdSweep, "gateway": cmdGateway,
 		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "arm": cmdArm, "await": cmdAwait,
