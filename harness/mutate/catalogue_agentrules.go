@@ -108,6 +108,10 @@ var agentRuleMutants = []Mutant{
 		Old:  "k, ok := Kinds[svc.Runner.Kind]\n\t\tif !ok {\n",
 		New:  "k, ok := Kinds[svc.Runner.Kind]\n\t\tif !ok {\n\t\t\tk, ok = Kinds[protocol.RunnerSynthetic] // an unknown kind falls back to the synthetic runner\n\t\t}\n\t\tif !ok {\n",
 		What: "a service of a runner kind the agent lacks falls back to the synthetic runner instead of refusing the start (killed by agent_catalogue_refusals)", Rules: []string{"agent.catalogue"}},
+	{ID: "gateway-no-capacity-fail-frees-slot", Kind: "slot", File: "server/gateway/frames.go",
+		Old:  "case m.FailureCode == protocol.FailNoCapacity || m.FailureCode == protocol.FailProviderOffline:",
+		New:  "case m.FailureCode == protocol.FailProviderOffline:",
+		What: "a fail no_capacity frees its slot in the gateway's view: a device on a full disk is offered the requeued job straight back (killed by no_capacity_fail_keeps_slot)", Rules: []string{"gateway.no-capacity-slot"}},
 }
 
 func init() { Catalogue = append(Catalogue, agentRuleMutants...) }
