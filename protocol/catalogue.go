@@ -155,7 +155,7 @@ func parseService(i int, raw json.RawMessage) (Service, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(sf.Params)) {
 		p, field, why := parseParam(name, sf.Params[name])
-		if field != "" {
+		if why != "" { // field is "" when the name itself is wrong
 			return fail("params."+name+field, "%s", why)
 		}
 		s.Params = append(s.Params, p)
@@ -225,7 +225,7 @@ func checkRunner(r RunnerSpec) (field, why string) {
 		if r.TimeoutS < 1 || r.TimeoutS > 24*3600 {
 			return "timeout_s", fmt.Sprintf("want 1..86400, got %d", r.TimeoutS)
 		}
-		return unused("width", "height", "command", "timeout_s")
+		return unused("command", "timeout_s")
 	}
 	return "kind", fmt.Sprintf("want one of %s, got %q", strings.Join(RunnerKinds, ", "), r.Kind)
 }

@@ -71,6 +71,11 @@ func TestParseCatalogueErrorsNameServiceAndField(t *testing.T) {
 		{entry(func(m map[string]any) { m["verify"].(map[string]any)["duration_param"] = "fast" }), `verify.duration_param: "fast" is not a declared integer or number param`},
 		{`{"services": [{"name": "command.remotion", "price_cents": 1, "runner": {"kind": "command", "command": ["npx"]}}]}`,
 			`service "command.remotion" (services[0]): runner.timeout_s: want 1..86400, got 0`},
+		// A command runner has no frame size: width is another kind's setting.
+		{`{"services": [{"name": "c", "price_cents": 1, "runner": {"kind": "command", "command": ["npx"], "timeout_s": 9, "width": 640}}]}`,
+			`service "c" (services[0]): runner.width: not a setting of runner kind "command"`},
+		{entry(func(m map[string]any) { m["params"].(map[string]any)["Bad-Name"] = map[string]any{"type": "boolean"} }),
+			`params.Bad-Name: a param name must match [a-z0-9_]{1,32}`},
 		{`{"include_builtin": true, "services": [{"name": "synthetic.mp4", "price_cents": 1, "runner": {"kind": "synthetic"}}]}`,
 			`service "synthetic.mp4" (services[0]): name: named twice`},
 		{`{"services": []}`, `service catalogue: services: no services`},

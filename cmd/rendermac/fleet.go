@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/harness/fleet"
+	"github.com/rendermac/rendermac/internal/patroniprovider"
 	"github.com/rendermac/rendermac/internal/s3provider"
 )
 
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := fleet.Defaults
-	set := newFlagSet("fleet", "[--duration D] [--seed N] [--agents N] [--gateways N] [--rate R] [--fault-every D] [--drain-bound D] [--ffmpeg-percent P] [--store auto|fs|s3] [--agent-variant V] [--keep]", stderr)
+	set := newFlagSet("fleet", "[--duration D] [--seed N] [--agents N] [--gateways N] [--rate R] [--fault-every D] [--drain-bound D] [--ffmpeg-percent P] [--store auto|fs|s3] [--postgres local|patroni] [--pg-variant async_holdback] [--agent-variant V] [--keep]", stderr)
 	set.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long load and faults run at least (until every fault kind was injected once, if that takes longer; the drain comes after)")
 	set.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "fixes the fault schedule and the load's choices")
 	set.IntVar(&cfg.Agents, "agents", cfg.Agents, "rendermac agent processes (2 slots each)")
@@ -27,6 +28,11 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	set.StringVar(&cfg.Store, "store", fleet.StoreAuto, "the gateways' shared artifact store: s3 (a versitygw process the run starts, "+
 		"stops for the object-store outage fault and restarts; "+s3provider.InstallCommand+" installs it), fs (one directory, no outage fault) "+
 		"or auto (s3 when versitygw is found, else fs)")
+	set.StringVar(&cfg.Postgres, "postgres", fleet.PostgresLocal, "the gateways' database: local (one embedded cluster, crashed and "+
+		"restarted in place) or patroni (etcd and three Postgres nodes under Patroni, synchronous_mode, a multi-host --db; "+
+		"faults: primary killed, switchover; needs `"+patroniprovider.InstallCommand+"`)")
+	set.StringVar(&cfg.PGVariant, "pg-variant", "", "break the Patroni cluster on purpose: async_holdback (asynchronous "+
+		"replication, the standbys' WAL held back before each primary kill), which must fail the run naming the lost acknowledgements")
 	set.StringVar(&cfg.AgentVariant, "agent-variant", "", "run every agent as a broken variant, which must fail the run (a -tags mutations build only)")
 	set.BoolVar(&cfg.Keep, "keep", false, "keep the run directory (every process's log)")
 	if err := parseFlags(set, args); err != nil {
@@ -41,6 +47,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.Bin = bin
 	cfg.Log = stderr
+	cfg.KeepOnFailure = true
 	rep, err := fleet.Run(ctx, cfg)
 	if err != nil {
 		return err
@@ -49,11 +56,15 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if n := rep.Violations(); n > 0 {
-		fmt.Fprintf(stdout, "FAIL: %d violations\nreplay: %s\n", n, fleetReplay(cfg))
+		fmt.Fprintf(stdout, "FAIL: %d violations\nreplay: %s\nprocess logs: %s\n", n, fleetReplay(cfg), rep.Dir)
 		return exitError{code: 1}
 	}
-	fmt.Fprintf(stdout, "PASS (drained %s after the last heal, wasted work %s)\n", rep.DrainTime.Round(time.Millisecond),
+	fmt.Fprintf(stdout, "PASS (drained %s after the last heal, wasted work %s", rep.DrainTime.Round(time.Millisecond),
 		rep.WastedTotal().Round(time.Millisecond))
+	if len(rep.PrimaryLosses) > 0 {
+		fmt.Fprintf(stdout, ", %d primary losses, longest failover outage %s", len(rep.PrimaryLosses), rep.MaxOutage().Round(time.Millisecond))
+	}
+	fmt.Fprintln(stdout, ")")
 	return nil
 }
 
@@ -65,6 +76,12 @@ func fleetReplay(c fleet.Config) string {
 		"--drain-bound", c.DrainBound.String(), "--ffmpeg-percent", fmt.Sprint(c.FFmpegPercent)}
 	if c.Store != "" && c.Store != fleet.StoreAuto {
 		args = append(args, "--store", c.Store)
+	}
+	if c.Postgres != "" && c.Postgres != fleet.PostgresLocal {
+		args = append(args, "--postgres", c.Postgres)
+	}
+	if c.PGVariant != "" {
+		args = append(args, "--pg-variant", c.PGVariant)
 	}
 	if c.AgentVariant != "" {
 		args = append(args, "--agent-variant", c.AgentVariant)

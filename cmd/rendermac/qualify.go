@@ -61,6 +61,7 @@ var notCovered = []string{
 	"Fuzz campaigns inject faults only at the protocol level (perturbed identities, duplicated and reordered frames, clock jumps); infrastructure faults (Postgres restarts, TCP cuts, gateway kills, store outages) are covered by the named scenarios, one path each, and by the fleet campaign, once or twice each.",
 	"The fleet campaign is short (about half a minute of load, a few agents, each fault kind once or twice) and its FFmpeg share small; the 10-minute, 8-agent run is `rendermac fleet --duration 10m --agents 8`, not part of qualify.",
 	"Exactly-once physical execution, which RenderMac does not promise: a provider may finish encoding after its lease is lost.",
+	"The fleet campaign's Patroni cluster loses its primary once by a kill and once by a switchover, on one machine's loopback: no network partition, no lagging disk, no managed service's own failover; the 10-minute run with more of each is `rendermac fleet --postgres patroni --duration 10m`.",
 }
 
 // parseQualifyFlags reads and checks qualify's flags: what runQualify runs
@@ -524,9 +525,12 @@ func qualifyScenarios(ctx context.Context, card *evidence.Card, notRun *[]string
 
 // defaultS3Scenarios are the scenarios qualify runs again on S3 by
 // default: the ones whose outcome depends on the artifact store (the
-// object-store outage against the real server process, and PUTs of other
-// bytes to a claimed output key, which the bucket refuses).
-var defaultS3Scenarios = []string{"artifact_store_outage", "late_upload_after_commit", "upload_after_claim", "upload_during_verification"}
+// object-store outage against the real server process, PUTs of other
+// bytes to a claimed output key, which the bucket refuses, and every kind
+// of grant, which the bucket presigns and checks, with the sealed copies
+// it serves).
+var defaultS3Scenarios = []string{"artifact_store_outage", "late_upload_after_commit", "upload_after_claim", "upload_during_verification",
+	"grant_kinds"}
 
 // qualifyS3Scenarios runs --s3-scenarios with artifacts on S3, unless the
 // whole catalogue already ran there (--artifacts-s3) or the list is empty.
@@ -584,7 +588,17 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 		return err
 	}
 	cfg.Bin = bin
-	fmt.Fprintf(stderr, "qualify: fleet campaign (%s of load, %d agents, %d gateways)\n", cfg.Duration, cfg.Agents, cfg.Gateways)
+	cfg.KeepOnFailure = true
+	switch perr := fleet.PatroniAvailable(); {
+	case perr == nil:
+		cfg.Postgres = fleet.PostgresPatroni
+	case os.Getenv("CI") == "true":
+		return fmt.Errorf("fleet campaign: the Patroni cluster is required under CI=true: %w", perr)
+	default:
+		card.NotCovered = append(card.NotCovered, "The fleet campaign ran on one local Postgres (no primary kill, no switchover): "+perr.Error()+".")
+	}
+	fmt.Fprintf(stderr, "qualify: fleet campaign (%s of load, %d agents, %d gateways, postgres %s)\n", cfg.Duration, cfg.Agents,
+		cfg.Gateways, cfg.Postgres)
 	rep, err := fleet.Run(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("fleet campaign: %w", err)
@@ -598,6 +612,14 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 	for _, k := range fleet.FaultKinds() {
 		sec.Faults = append(sec.Faults, evidence.Count{Name: k, N: rep.Faults[k], Note: rep.NotInjected(k)})
 	}
+	sec.Postgres = rep.PostgresLabel()
+	for _, l := range rep.PrimaryLosses {
+		out := l.Outage().Milliseconds()
+		if l.FirstCommit.IsZero() {
+			out = -1
+		}
+		sec.PrimaryLosses = append(sec.PrimaryLosses, evidence.PrimaryLoss{Kind: l.Kind, From: l.From, To: l.To, OutageMs: out})
+	}
 	sec.Jobs = []evidence.Count{{Name: "accepted", N: int(rep.Accepted)}, {Name: "succeeded", N: rep.Soak.Succeeded},
 		{Name: "cancelled", N: rep.Soak.Cancelled}, {Name: "failed", N: rep.Soak.Failed}}
 	for _, c := range rep.AllChecks() {
@@ -608,7 +630,11 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 			sec.Violations = append(sec.Violations, c.Name+": "+v)
 		}
 		if len(c.Violations) > 0 {
-			card.Failures = append(card.Failures, evidence.Failure{Source: "fleet", Detail: c.Name + ": " + strings.Join(c.Violations, "; "),
+			detail := c.Name + ": " + strings.Join(c.Violations, "; ")
+			if rep.Dir != "" {
+				detail += " (process logs kept in " + rep.Dir + ")"
+			}
+			card.Failures = append(card.Failures, evidence.Failure{Source: "fleet", Detail: detail,
 				Replay: fleetReplay(cfg)})
 		}
 	}

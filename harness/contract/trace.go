@@ -87,6 +87,11 @@ var Traced = map[string][]string{
 	"wire.commit-result":    {stack},
 	"fleet.reconnect-bound": {"fleet:reconnect-bound"},
 	"fleet.drain-bound":     {"fleet:drain-bound"},
+	// Section 6, Replicated Postgres: the scenarios' headers name theirs;
+	// the fleet campaign on the Patroni cluster kills the primary with
+	// its standbys' WAL held back and checks every acknowledgement after.
+	"failover.ack-after-replicated-commit": {"fleet:commit-ok-live", "fleet:accepted-terminal", "fleet:webhook-terminal",
+		"fleet:journal-chain"},
 	// Section 6 and its semantics on S3.
 	"s3.create-only": {"scenario:late_upload_after_commit@s3", "scenario:upload_after_claim@s3"},
 	// docs/semantics.md: orders of checks and effects.
@@ -106,6 +111,16 @@ var Traced = map[string][]string{
 	"cancel.order":           {pg, stack},
 	"sweep.order":            {pg, stack},
 	"liveness.rejections":    {pg, stack},
+	// The buyers' HTTP API, grants, uploaded inputs and S3: what only the
+	// scenarios' runs on a bucket check (qualify's --s3-scenarios).
+	"input.create-only":   {"scenario:grant_kinds@s3"},
+	"s3.grants":           {"scenario:grant_kinds@s3"},
+	"s3.put-prefixes":     {"scenario:grant_kinds@s3"},
+	"s3.condition-signed": {"scenario:grant_kinds@s3"},
+	"s3.sealed":           {"scenario:grant_kinds@s3"},
+	"s3.served-key":       {"scenario:grant_kinds@s3"},
+	"s3.snapshot":         {"scenario:grant_kinds@s3"},
+	"s3.no-verdict":       {"scenario:grant_kinds@s3"},
 }
 
 // The campaigns, by the names qualify gives them.

@@ -30,11 +30,26 @@ type Fleet struct {
 	WastedMs     int64 `json:"wasted_ms"`
 	DrainMs      int64 `json:"drain_ms"`
 	DrainBoundMs int64 `json:"drain_bound_ms"`
+	// Postgres says which database the gateways had (one local cluster,
+	// or the Patroni cluster); PrimaryLosses are the primaries the
+	// campaign killed or switched over, each with its failover outage.
+	Postgres      string        `json:"postgres,omitempty"`
+	PrimaryLosses []PrimaryLoss `json:"primary_losses,omitempty"`
 	// Violations are what the checks found (empty: passed).
 	Violations []string `json:"violations"`
 	// Checks are the IDs of the checks the run made (fleet.CheckIDs), as
 	// the rule trace names them (fleet:ID).
 	Checks []string `json:"checks,omitempty"`
+}
+
+// PrimaryLoss is one primary the fleet campaign took away, and the time
+// from then to the first job committed after it (OutageMs, a timing: 0
+// with NoTimings; -1 when no job committed after it).
+type PrimaryLoss struct {
+	Kind     string `json:"kind"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	OutageMs int64  `json:"outage_ms"`
 }
 
 // Count is a named count.
@@ -82,6 +97,26 @@ func mdFleet(w *bufio.Writer, c Card) error {
 	if !c.NoTimings {
 		fmt.Fprintf(w, "\nLoad %s; wasted work (agents rendering after their lease was lost) %s; queue drained %s after the last heal (bound %s).\n",
 			ms(f.LoadMs), ms(f.WastedMs), ms(f.DrainMs), ms(f.DrainBoundMs))
+	}
+	if f.Postgres != "" {
+		fmt.Fprintf(w, "\nPostgres: %s.\n", f.Postgres)
+	}
+	if len(f.PrimaryLosses) > 0 {
+		rows = nil
+		for _, l := range f.PrimaryLosses {
+			out := ms(l.OutageMs)
+			switch {
+			case c.NoTimings:
+				out = "(timings off)"
+			case l.OutageMs < 0:
+				out = "no job committed after it"
+			}
+			rows = append(rows, []string{l.Kind, l.From + " -> " + l.To, out})
+		}
+		fmt.Fprint(w, "\n")
+		if err := mdTable(w, []string{"Primary loss", "From -> to", "Failover outage (to the first committed job)"}, rows, 0); err != nil {
+			return err
+		}
 	}
 	if len(f.Violations) == 0 {
 		fmt.Fprint(w, "\nViolations: none.\n")

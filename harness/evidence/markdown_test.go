@@ -187,3 +187,29 @@ func TestFleetSectionShowsFaultsJobsAndViolations(t *testing.T) {
 		t.Errorf("NoTimings must drop the fleet's timings without changing the caller's card:\n%s", b.String())
 	}
 }
+
+// TestFleetSectionShowsPrimaryLosses: the Patroni fleet's losses each get
+// a row with their failover outage, "no job committed after it" for -1,
+// and no outage at all with NoTimings (without touching the caller's card).
+func TestFleetSectionShowsPrimaryLosses(t *testing.T) {
+	c := Card{Title: "t", Date: "2026-12-07", Fleet: &Fleet{Command: "rendermac fleet --postgres patroni", Agents: 3, Gateways: 2,
+		Postgres: "Patroni, 3 nodes, synchronous_mode",
+		PrimaryLosses: []PrimaryLoss{{Kind: "primary killed", From: "pg0", To: "pg1", OutageMs: 13075},
+			{Kind: "switchover", From: "pg1", To: "pg2", OutageMs: -1}}}}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, c, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Postgres: Patroni, 3 nodes, synchronous_mode.", "pg0 -> pg1", "13.075s", "no job committed after it"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := WriteMarkdown(&b, c, WriteOptions{NoTimings: true}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "13.075s") || c.Fleet.PrimaryLosses[0].OutageMs != 13075 {
+		t.Errorf("NoTimings must drop the outages without changing the caller's card:\n%s", b.String())
+	}
+}

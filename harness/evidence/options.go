@@ -89,6 +89,10 @@ func prepare(c Card, o WriteOptions) (Card, error) {
 		if c.Fleet != nil {
 			f := *c.Fleet
 			f.LoadMs, f.WastedMs, f.DrainMs, f.DrainBoundMs = 0, 0, 0, 0
+			f.PrimaryLosses = append([]PrimaryLoss(nil), f.PrimaryLosses...)
+			for i := range f.PrimaryLosses {
+				f.PrimaryLosses[i].OutageMs = 0
+			}
 			c.Fleet = &f
 		}
 	}

@@ -85,18 +85,21 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 	type attemptRow struct {
 		status, code string
 		lostAt       *time.Time
+		// job is the attempt's job's status; jobWinner its succeeded attempt.
+		job, jobWinner string
 	}
 	attempts := map[string]attemptRow{}
 	rows, err := r.obs.Query(ctx, `SELECT a.id::text, a.status, coalesce(a.failure_code, ''),
-	        (SELECT min(e.at) FROM job_events e WHERE e.attempt_id = a.id AND e.to_status = 'lost')
-	    FROM job_attempts a`)
+	        (SELECT min(e.at) FROM job_events e WHERE e.attempt_id = a.id AND e.to_status = 'lost'),
+	        j.status, coalesce(j.succeeded_attempt_id::text, '')
+	    FROM job_attempts a JOIN jobs j ON j.id = a.job_id`)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
 		var id string
 		var row attemptRow
-		if err := rows.Scan(&id, &row.status, &row.code, &row.lostAt); err != nil {
+		if err := rows.Scan(&id, &row.status, &row.code, &row.lostAt, &row.job, &row.jobWinner); err != nil {
 			rows.Close()
 			return err
 		}
@@ -107,7 +110,8 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 		return err
 	}
 
-	commitOK := soak.Check{ID: "commit-ok-live", Name: "no commit_ok for an attempt the journal says was lost or cancelled"}
+	commitOK := soak.Check{ID: "commit-ok-live", Name: "every commit_ok an agent heard is a succeeded attempt of a succeeded job, its output stored " +
+		"(size and hash: the outputs check); none for an attempt lost or cancelled"}
 	afterConflict := soak.Check{ID: "no-commit-after-conflict", Name: "no commit sent after a lease_conflict ended the attempt (agent logs)"}
 	ownToken := soak.Check{ID: "own-token", Name: "no commit refused commit_conflict: each agent sends its own attempt's token"}
 	retryable := soak.Check{ID: "retryable-only", Name: "no attempt failed with a non-retryable code (the mix has no bad job)"}
@@ -116,8 +120,14 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 	for _, l := range logs {
 		oks += len(l.commitOK)
 		for _, id := range l.commitOK {
-			if a, ok := attempts[id]; !ok || a.status != "succeeded" {
-				commitOK.Add("agent %d got commit_ok for attempt %s, which the journal has as %s", l.idx, id, a.status)
+			a, ok := attempts[id]
+			switch {
+			case !ok:
+				commitOK.Add("agent %d got commit_ok for attempt %s, which the database does not hold: an acknowledged commit was lost",
+					l.idx, id)
+			case a.status != "succeeded" || a.job != "succeeded" || a.jobWinner != id:
+				commitOK.Add("agent %d got commit_ok for attempt %s, which the journal has as %s (its job %s, succeeded by %q)",
+					l.idx, id, a.status, a.job, a.jobWinner)
 			}
 		}
 		conflicts += len(l.conflictAt)
@@ -177,7 +187,15 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 			kinds.Add("no %s: run longer or with a shorter --fault-every", k)
 		}
 	}
-	rep.Checks = append(rep.Checks, commitOK, afterConflict, ownToken, retryable, refusedOut, wifi, drain, kinds)
+	hooks, err := r.checkTerminalWebhooks(ctx)
+	if err != nil {
+		return err
+	}
+	journal, err := r.checkJournalChains(ctx)
+	if err != nil {
+		return err
+	}
+	rep.Checks = append(rep.Checks, commitOK, afterConflict, ownToken, retryable, refusedOut, hooks, journal, wifi, drain, kinds)
 	return nil
 }
 
@@ -186,7 +204,7 @@ func (r *run) check(ctx context.Context, rep *Report) error {
 func CheckIDs() []string {
 	return []string{"invariants", "accepted-terminal", "one-terminal", "holds", "outputs", "webhooks", "exercised",
 		"commit-ok-live", "no-commit-after-conflict", "own-token", "retryable-only", "no-capacity-spent", "reconnect-bound",
-		"drain-bound", "fault-kinds"}
+		"drain-bound", "fault-kinds", "webhook-terminal", "journal-chain"}
 }
 
 // refusalsSpent is how many no_capacity refusals by one device of one

@@ -20,11 +20,16 @@ const (
 	FaultGatewayKill  = "gateway SIGKILL + restart"
 	FaultPostgresKill = "postgres crash + restart"
 	FaultStoreOutage  = "object-store outage (versitygw stopped, restarted)"
+	// FaultPrimaryKill and FaultSwitchover need the Patroni cluster
+	// (Config.Postgres patroni), where they replace FaultPostgresKill.
+	FaultPrimaryKill = "primary killed (standbys' WAL held back, leader's Patroni + Postgres SIGKILL, promotion, rejoin)"
+	FaultSwitchover  = "switchover (planned, to the synchronous standby)"
 )
 
 // FaultKinds lists the kinds in report order.
 func FaultKinds() []string {
-	return []string{FaultMacSleep, FaultWiFiLoss, FaultDiskFull, FaultGatewayKill, FaultPostgresKill, FaultStoreOutage}
+	return []string{FaultMacSleep, FaultWiFiLoss, FaultDiskFull, FaultGatewayKill, FaultPostgresKill, FaultStoreOutage,
+		FaultPrimaryKill, FaultSwitchover}
 }
 
 // injectFaults injects one fault at a time, at seeded pauses, until
@@ -42,6 +47,9 @@ func (r *run) injectFaults(ctx context.Context, start time.Time) {
 		if len(round) == 0 {
 			round = FaultKinds()
 			rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+			if rounds == 0 {
+				round = primaryLossesFirst(round)
+			}
 		}
 		kind := round[0]
 		round = round[1:]
@@ -60,13 +68,32 @@ func (r *run) injectFaults(ctx context.Context, start time.Time) {
 		if !r.injectable(kind) {
 			continue // reported as not injected
 		}
+		began := time.Now()
 		if err := r.inject(ctx, kind, outage, victim, gw); err != nil {
 			fmt.Fprintf(r.cfg.Log, "fleet: fault %s: %v\n", kind, err)
 			continue
 		}
+		fmt.Fprintf(r.cfg.Log, "fleet: %s at %s of load, healed in %s\n", kind, began.Sub(start).Round(time.Millisecond),
+			time.Since(began).Round(time.Millisecond))
 		r.faults.Add(kind)
 		r.lastHeal.Store(time.Now().UnixNano())
 	}
+}
+
+// primaryLossesFirst moves the primary kill and the switchover to the
+// front of the first round: their outages leave the longest backlog,
+// which the rest of the round's load then works off instead of the drain
+// (a short run, qualify's, ends its load with the first round).
+func primaryLossesFirst(round []string) []string {
+	var first, rest []string
+	for _, k := range round {
+		if k == FaultPrimaryKill || k == FaultSwitchover {
+			first = append(first, k)
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	return append(first, rest...)
 }
 
 // injectable says whether this run can inject kind: a full disk needs
@@ -77,6 +104,10 @@ func (r *run) injectable(kind string) bool {
 		return r.tmpfsOK
 	case FaultStoreOutage:
 		return r.s3 != nil
+	case FaultPostgresKill:
+		return r.pat == nil
+	case FaultPrimaryKill, FaultSwitchover:
+		return r.pat != nil
 	}
 	return true
 }
@@ -138,6 +169,10 @@ func (r *run) inject(ctx context.Context, kind string, outage time.Duration, vic
 		return r.pg.Start(sctx)
 	case FaultStoreOutage:
 		return r.storeOutage(rctx, outage)
+	case FaultPrimaryKill:
+		return r.primaryKill(rctx, outage)
+	case FaultSwitchover:
+		return r.switchover(rctx)
 	}
 	return fmt.Errorf("unknown fault kind %q", kind)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,13 +59,19 @@ type Config struct {
 	// Store is the gateways' artifact store: StoreAuto (""), StoreFS or
 	// StoreS3; only S3 has the object-store outage fault.
 	Store string
+	// Postgres is the gateways' database: PostgresLocal ("") or
+	// PostgresPatroni; PGVariant ("" or PGVariantAsyncHoldback) breaks
+	// the Patroni cluster on purpose, and the run must then fail.
+	Postgres, PGVariant string
 	// AgentVariant runs every agent as a broken variant (a -tags mutations
 	// binary only); the run must then fail.
 	AgentVariant string
 	// Log receives progress lines (nil: discarded).
 	Log io.Writer
-	// Keep keeps the run directory (process logs) after the run.
-	Keep bool
+	// Keep keeps the run directory (process logs) after the run;
+	// KeepOnFailure keeps it only when a check found a violation
+	// (Report.Dir names it).
+	Keep, KeepOnFailure bool
 }
 
 // Defaults is what `rendermac fleet` runs without flags.
@@ -96,6 +103,9 @@ func (c *Config) defaults() {
 	}
 	if c.Store == "" {
 		c.Store = StoreAuto
+	}
+	if c.Postgres == "" {
+		c.Postgres = PostgresLocal
 	}
 }
 
@@ -134,6 +144,7 @@ type run struct {
 	cfg     Config
 	dir     string
 	pg      *pgprovider.Provider
+	pat     *patroniState // the Patroni cluster (Config.Postgres patroni), else nil
 	dbURL   string
 	obs     *pgxpool.Pool
 	hook    *soak.Receiver
@@ -172,6 +183,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	if cfg.Bin == "" {
 		return nil, errors.New("fleet: Config.Bin (the rendermac binary) is required")
+	}
+	if err := cfg.checkPostgres(); err != nil {
+		return nil, err
 	}
 	began := time.Now()
 	r := &run{cfg: cfg, httpc: &http.Client{Timeout: 15 * time.Second}}
@@ -218,6 +232,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Faults: r.faults.Counts(FaultKinds()), TmpfsDisks: r.tmpfsOK, FFmpeg: r.ffmpeg, Store: r.store, StoreNote: r.storeNote, Transport: Transport,
 		Submitted: r.submitted.Load(), Accepted: r.accepted.Count(), Refused: r.refused.Load(), Cancels: r.cancels.Load()}
 	rep.Soak.Stats.Faults = r.faults.Total()
+	rep.Postgres, rep.PGVariant, rep.Began = cfg.Postgres, cfg.PGVariant, loadStart
+	if rep.PrimaryLosses, err = r.primaryLosses(ctx); err != nil {
+		return nil, err
+	}
 	st, err := r.checkStore(ctx)
 	if err != nil {
 		return nil, err
@@ -228,6 +246,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if err := r.check(ctx, rep); err != nil {
 		return nil, err
+	}
+	if cfg.KeepOnFailure && rep.Violations() > 0 {
+		r.cfg.Keep = true
+	}
+	if r.cfg.Keep {
+		rep.Dir = r.dir
 	}
 	rep.Wall = time.Since(began)
 	return rep, nil
@@ -246,16 +270,7 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.openStore(ctx); err != nil {
 		return err
 	}
-	if r.pg, err = pgprovider.Open(ctx, pgprovider.Options{IgnoreEnv: true, DisableDocker: true}); err != nil {
-		return err
-	}
-	if r.pg.Kind() != "local" {
-		return fmt.Errorf("fleet needs a local Postgres cluster it can crash, got %s", r.pg.Kind())
-	}
-	if err := r.pg.Template(ctx, targets.TemplateName, store.Migrate); err != nil {
-		return fmt.Errorf("migrate template: %w", err)
-	}
-	if r.dbURL, err = r.pg.NewDatabase(ctx, targets.TemplateName); err != nil {
+	if err := r.openPostgres(ctx); err != nil {
 		return err
 	}
 	if r.obs, err = store.OpenPool(ctx, r.dbURL); err != nil {
@@ -308,6 +323,39 @@ func (r *run) setup(ctx context.Context) error {
 		}
 	}
 	return r.awaitAgentsOnline(ctx)
+}
+
+// openPostgres starts the run's Postgres (Config.Postgres) and sets
+// r.dbURL to a migrated database on it.
+func (r *run) openPostgres(ctx context.Context) error {
+	if r.cfg.Postgres == PostgresPatroni {
+		return r.openPatroni(ctx)
+	}
+	var err error
+	if r.pg, err = pgprovider.Open(ctx, pgprovider.Options{IgnoreEnv: true, DisableDocker: true}); err != nil {
+		return err
+	}
+	if r.pg.Kind() != "local" {
+		return fmt.Errorf("fleet needs a local Postgres cluster it can crash, got %s", r.pg.Kind())
+	}
+	if err := r.pg.Template(ctx, targets.TemplateName, store.Migrate); err != nil {
+		return fmt.Errorf("migrate template: %w", err)
+	}
+	r.dbURL, err = r.pg.NewDatabase(ctx, targets.TemplateName)
+	return err
+}
+
+// checkPostgres refuses an unknown Postgres or variant.
+func (c *Config) checkPostgres() error {
+	switch {
+	case !slices.Contains(Postgreses(), c.Postgres):
+		return fmt.Errorf("fleet: postgres %q: want one of %v", c.Postgres, Postgreses())
+	case !slices.Contains(PGVariants(), c.PGVariant):
+		return fmt.Errorf("fleet: postgres variant %q: want one of %v", c.PGVariant, PGVariants()[1:])
+	case c.PGVariant != "" && c.Postgres != PostgresPatroni:
+		return fmt.Errorf("fleet: postgres variant %s needs the Patroni cluster (postgres %s)", c.PGVariant, PostgresPatroni)
+	}
+	return nil
 }
 
 func (r *run) seedBuyers(ctx context.Context) error {
@@ -424,6 +472,9 @@ func (r *run) close() {
 	if r.pg != nil {
 		_ = r.pg.Close()
 	}
+	if r.pat != nil {
+		_ = r.pat.cluster.Close()
+	}
 	if r.s3 != nil {
 		_ = r.s3.Close()
 	}
@@ -518,7 +569,7 @@ func (r *run) violation(format string, args ...any) {
 // heal makes the stack whole: Postgres up, every gateway running, every
 // agent awake on an open path with its disk free.
 func (r *run) heal(ctx context.Context) error {
-	if err := r.pg.Start(ctx); err != nil {
+	if err := r.healPostgres(ctx); err != nil {
 		return err
 	}
 	if r.s3 != nil {
@@ -547,6 +598,20 @@ func (r *run) heal(ctx context.Context) error {
 		_ = os.Remove(filepath.Join(a.work, "ballast"))
 	}
 	return nil
+}
+
+// healPostgres starts what is down: the local cluster, or every Patroni
+// node, then waits for the Patroni cluster to be whole.
+func (r *run) healPostgres(ctx context.Context) error {
+	if r.pat == nil {
+		return r.pg.Start(ctx)
+	}
+	for _, i := range r.pat.cluster.Down() {
+		if err := r.pat.cluster.StartNode(i); err != nil {
+			return err
+		}
+	}
+	return r.awaitHealthy(ctx)
 }
 
 // drain waits until no job is live and no webhook is pending, or d passes.

@@ -25,6 +25,17 @@ type Report struct {
 	// Store is the gateways' artifact store (StoreFS or StoreS3);
 	// StoreNote says why StoreAuto fell back to the filesystem.
 	Store, StoreNote string
+	// Postgres is the gateways' database (PostgresLocal, PostgresPatroni)
+	// and PGVariant its broken variant, if any; PrimaryLosses are the
+	// primaries a Patroni run killed or switched over, each with its
+	// outage.
+	Postgres, PGVariant string
+	PrimaryLosses       []PrimaryLoss
+	// Dir is the kept run directory with every process's log ("" when
+	// it was removed).
+	Dir string
+	// Began is when load began (PrimaryLoss times are shown from it).
+	Began time.Time
 	// Transport says how the agents reach the gateways (Transport).
 	Transport         string
 	Faults            map[string]int
@@ -54,6 +65,10 @@ func (r *Report) NotInjected(kind string) string {
 		return "not injected (no tmpfs: mount refused)"
 	case kind == FaultStoreOutage && r.Store != StoreS3:
 		return "not injected (filesystem store)"
+	case kind == FaultPostgresKill && r.Postgres == PostgresPatroni:
+		return "not injected (Patroni cluster: primary kills instead)"
+	case (kind == FaultPrimaryKill || kind == FaultSwitchover) && r.Postgres != PostgresPatroni:
+		return "not injected (one local Postgres; --postgres patroni)"
 	}
 	return ""
 }
@@ -93,6 +108,7 @@ func (r *Report) PrintTable(w io.Writer) error {
 	if r.StoreNote != "" {
 		fmt.Fprintf(w, "fleet: %s\n", r.StoreNote)
 	}
+	fmt.Fprintf(w, "fleet: postgres %s\n", r.PostgresLabel())
 	if r.Transport != "" {
 		fmt.Fprintf(w, "fleet: transport %s\n", r.Transport)
 	}
@@ -139,6 +155,9 @@ func (r *Report) PrintTable(w io.Writer) error {
 	if err := ww.Render(); err != nil {
 		return err
 	}
+	if err := r.printLosses(w); err != nil {
+		return err
+	}
 	c := tablewriter.NewWriter(w)
 	c.Header("check", "over", "violations", "result")
 	for _, ch := range r.AllChecks() {
@@ -157,4 +176,50 @@ func (r *Report) PrintTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// PostgresLabel says which Postgres the run had, in words.
+func (r *Report) PostgresLabel() string {
+	switch {
+	case r.Postgres != PostgresPatroni:
+		return "one local cluster (crashed and restarted in place)"
+	case r.PGVariant == PGVariantAsyncHoldback:
+		return "Patroni, 3 nodes, ASYNCHRONOUS replication, standbys' WAL held back before each primary kill (broken on purpose: must fail)"
+	}
+	return "Patroni, 3 nodes, synchronous_mode (multi-host URL, target_session_attrs=read-write)"
+}
+
+// printLosses writes one row per primary loss: when, from and to which
+// node, and the outage to the first committed job after it.
+func (r *Report) printLosses(w io.Writer) error {
+	if len(r.PrimaryLosses) == 0 {
+		return nil
+	}
+	t := tablewriter.NewWriter(w)
+	t.Header("primary loss", "at (load time)", "from -> to", "WAL held back / success visible", "failover outage (to first committed job)")
+	for _, l := range r.PrimaryLosses {
+		held := "-"
+		if l.HeldBack {
+			held = fmt.Sprintf("yes / %v", l.Visible)
+		}
+		out := "no job committed after it"
+		if !l.FirstCommit.IsZero() {
+			out = l.Outage().Round(time.Millisecond).String()
+		}
+		kind := "primary killed"
+		if l.Kind == FaultSwitchover {
+			kind = "switchover"
+		}
+		_ = t.Append(kind, l.At.Sub(r.Began).Round(time.Millisecond).String(), l.From+" -> "+l.To, held, out)
+	}
+	return t.Render()
+}
+
+// MaxOutage is the longest failover outage of the run (0: none).
+func (r *Report) MaxOutage() time.Duration {
+	var m time.Duration
+	for _, l := range r.PrimaryLosses {
+		m = max(m, l.Outage())
+	}
+	return m
 }

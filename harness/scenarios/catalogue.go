@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -55,6 +56,12 @@ type Scenario struct {
 	noPings bool
 	// leaseTTL is the stacks' lease TTL (header `lease-ttl:`; 0: scLeaseTTL).
 	leaseTTL time.Duration
+	// catalogue is the service catalogue the stacks run on (header
+	// `catalogue:`, a file of testdata/catalogues); "" the built-in one.
+	catalogue string
+	// ffprobeTimeout turns ffprobe verification on, bounded by it (header
+	// `ffprobe:`); 0 runs none.
+	ffprobeTimeout time.Duration
 	// proxies are the stacks' trusted reverse proxies (header `proxies:`).
 	proxies string
 }
@@ -80,6 +87,11 @@ var ErrNeedsFaultpoints = errors.New("scenario arms server fault points; build w
 func (s Scenario) Runnable() error {
 	if slices.Contains(s.Needs, NeedFaultpoints) && !faultpointsBuilt {
 		return ErrNeedsFaultpoints
+	}
+	// Without ffprobe such a scenario is not run, and the card says so;
+	// under CI, which installs it, it runs and fails.
+	if slices.Contains(s.Needs, NeedFFprobe) && os.Getenv("CI") != "true" && ffprobeMissing() != nil {
+		return ErrNeedsFFprobe
 	}
 	return nil
 }

@@ -25,7 +25,12 @@ import (
 //	postgres:  shared (default), dedicated (own cluster, may be stopped) or
 //	           proxy (the service's pool goes through the harness's TCP proxy)
 //	pings:     on (default) or off: the gateways send no WebSocket pings, so
-//	           no pong heartbeats a device and only its frames do
+//	           no pong heartbeats a device and only its frames do (their
+//	           touch window stays the 10s ping interval pings would have)
+//	catalogue: the service catalogue the stacks run on, a file NAME of
+//	           testdata/catalogues (default: the built-in services)
+//	ffprobe:   verification runs ffprobe with this timeout (a duration);
+//	           the scenario needs ffprobe installed (scenario_verify.go)
 //	proxies:   comma-separated CIDRs the stacks' APIs trust as reverse
 //	           proxies (--trusted-proxies; default none)
 //	lease-ttl: the lease TTL of the stacks and their welcome (default 30s),
@@ -34,9 +39,10 @@ import (
 // A step is a command and its words; `key=value` words are options, words
 // after `->` are the expected outcome of the command itself, and "quoted
 // words" may hold spaces. The commands and their examples are listed with
-// their handlers (scenario_agent.go, scenario_realagent.go, scenario_control.go,
-// scenario_check.go, and the HTTP surface's in scenario_http.go and
-// scenario_webhook.go).
+// their handlers (scenario_agent.go, scenario_realagent.go and
+// scenario_agentrules.go, scenario_control.go,
+// scenario_check.go, the HTTP surface's in scenario_http.go and
+// scenario_webhook.go, and the core rules' own in scenario_core.go).
 // Every script must hold at least one `reached` step: the mark proving the
 // run hit the branch the scenario exists for. Any step may take
 // `store=fs` or `store=s3`: it then runs only on that artifact store (the
@@ -64,7 +70,7 @@ func (st scStep) opt(key, def string) string {
 	return def
 }
 
-var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies", "lease-ttl"}
+var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies", "lease-ttl", "catalogue", "ffprobe"}
 
 func parseScenario(file, text string) (Scenario, error) {
 	s := Scenario{File: file, pg: "shared"}
@@ -170,6 +176,18 @@ func (s *Scenario) setHeader(key, val string) error {
 			return fmt.Errorf("pings: want on or off, got %q", val)
 		}
 		s.noPings = val == "off"
+	case "catalogue": // parsed at setup, where a refusal fails the scenario
+		if _, err := catalogueFile(val); err != nil {
+			return fmt.Errorf("catalogue: %w", err)
+		}
+		s.catalogue = val
+	case "ffprobe":
+		d, err := time.ParseDuration(val)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("ffprobe: want a timeout such as 20s, got %q", val)
+		}
+		s.ffprobeTimeout = d
+		s.Needs = append(s.Needs, NeedFFprobe)
 	}
 	return nil
 }

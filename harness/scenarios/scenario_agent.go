@@ -277,6 +277,7 @@ func cmdFail(r *scRun, st scStep) error {
 // Example: upload a1 j1 notrack
 // Example: upload a1 j1 other late
 // Example: upload a1 j1 other late bare store=s3
+// Example: upload a1 j1 media=hevc
 func cmdUpload(r *scRun, st scStep) error {
 	a, o, _, err := r.frameParts(st, 2)
 	if err != nil {
@@ -285,6 +286,12 @@ func cmdUpload(r *scRun, st scStep) error {
 	words := st.args[2:]
 	data := mp4.Synthetic(mp4.SyntheticParams{Seed: o.AttemptID, MdatBytes: 2048})
 	what := "valid MP4"
+	if m := st.opt("media", ""); m != "" { // an encoded file for ffprobe (scenario_verify.go)
+		if data, err = mediaFile(m); err != nil {
+			return err
+		}
+		what = "MP4 " + m
+	}
 	if slices.Contains(words, "other") { // another valid file than the one a plain upload sends
 		data = mp4.Synthetic(mp4.SyntheticParams{Seed: o.AttemptID + "/other", MdatBytes: 1536})
 		what = "another valid MP4"
@@ -431,6 +438,7 @@ func (r *scRun) send(a, via *scAgent, msg any, label string) error {
 // after the last sweep the frames came.
 // Example: expect a1 cancel j1 + commit_rejected job_cancelled
 // Example: expect a1 lease_offer j1#2 within=2s
+// Example: expect a1 commit_rejected verification_failed "message=the output failed verification: profile_mismatch: codec: want h264, got hevc"
 func cmdExpect(r *scRun, st scStep) error {
 	a, err := r.agent(arg(st, 0))
 	if err != nil {
@@ -445,7 +453,7 @@ func cmdExpect(r *scRun, st scStep) error {
 	var specs [][]string
 	cur := []string{}
 	for _, w := range st.words[1:] {
-		if strings.HasPrefix(w, "within=") {
+		if strings.HasPrefix(w, "within=") || strings.HasPrefix(w, "store=") {
 			continue
 		}
 		if w == "+" {
@@ -484,7 +492,11 @@ func cmdExpect(r *scRun, st scStep) error {
 		}
 		if typ != "welcome" && typ != "lease_offer" && typ != "progress_ok" {
 			rendered[order[i]] = typ
-			if words := detail[:len(detail)-1]; len(words) > 0 {
+			// A verdict's message is rendered only where the spec asked for it.
+			words := slices.DeleteFunc(slices.Clone(detail[:len(detail)-1]), func(w string) bool {
+				return strings.HasPrefix(w, "message=") && !slices.Contains(specs[i], w)
+			})
+			if len(words) > 0 {
 				rendered[order[i]] += "(" + strings.Join(words, " ") + ")"
 			}
 		}
@@ -563,6 +575,9 @@ func (r *scRun) describe(agent string, held map[string]string, msg any) (string,
 	case *protocol.CommitOK:
 		return protocol.TypeCommitOK, []string{r.name(m.AttemptID)}
 	case *protocol.CommitRejected:
+		if m.Message != "" && m.Code == protocol.CodeVerificationFailed { // the verdict, which a spec may match
+			return protocol.TypeCommitRejected, []string{string(m.Code), "message=" + m.Message, r.name(m.AttemptID)}
+		}
 		return protocol.TypeCommitRejected, []string{string(m.Code), r.name(m.AttemptID)}
 	case *protocol.FailOK:
 		return protocol.TypeFailOK, []string{"requeued=" + strconv.FormatBool(m.Requeued), r.name(m.AttemptID)}

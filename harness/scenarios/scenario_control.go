@@ -5,21 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/api"
 )
 
 // cmdCreate has the buyer create a job through the HTTP API (POST /v1/jobs
 // on gateway `via`, default gw1) and names it. With `async` the request
 // runs in the background and `created` awaits its outcome (scenario_concurrent.go).
+// service= orders a service of the script's catalogue with only the
+// params= given (strings) and raw= (JSON literals: numbers, booleans);
+// inline=no creates it without an input.
 // Example: create j1 max_attempts=2 window=1s
+// Example: create j2 service=verify.h264 params=duration_s=4 inline=no
+// Example: create j3 service=params.demo raw=count=3,loop=true params=mode=fast
 // input=NAME sends the upload `input NAME` made (input_id) instead of the
 // inline input; `-> CODE` expects the create refused with that code
 // (`create j2 input=u2 -> validation_error`).
@@ -38,6 +47,21 @@ func cmdCreate(r *scRun, st scStep) error {
 	}
 	req := loadgen.JobRequest{Service: scService, Params: map[string]string{"seed": name},
 		Input: []byte("input of " + name), MaxAttempts: new(maxAttempts), AdmissionWindowS: new(int64(window / time.Second))}
+	if svc := st.opt("service", ""); svc != "" { // a service of the script's catalogue, with the params given alone
+		req.Service, req.Params = svc, map[string]string{}
+	}
+	params, err := splitParams(st.opt("params", ""))
+	if err != nil {
+		return err
+	}
+	maps.Copy(req.Params, params)
+	raw, err := splitParams(st.opt("raw", ""))
+	if err != nil {
+		return err
+	}
+	if st.opt("inline", "yes") == "no" {
+		req.Input = nil
+	}
 	if in := st.opt("input", ""); in != "" {
 		id, ok := r.surfaceState().inputs[in]
 		if !ok {
@@ -51,11 +75,11 @@ func cmdCreate(r *scRun, st scStep) error {
 	}
 	if arg(st, 1) == "async" {
 		return r.background(name, "POST /v1/jobs ("+name+")", func() (string, error) {
-			got, _, err := r.postJob(gw, name, req)
+			got, _, err := r.postJob(gw, name, req, raw)
 			return got, err
 		})
 	}
-	got, detail, err := r.postJob(gw, name, req)
+	got, detail, err := r.postJob(gw, name, req, raw)
 	if err != nil {
 		return err
 	}
@@ -72,10 +96,17 @@ func cmdCreate(r *scRun, st scStep) error {
 	return nil
 }
 
-// postJob sends the create and, on 201, names the job. It returns
-// "created" or the refusal's code, and the reply for error messages.
-func (r *scRun) postJob(gw *scStack, name string, req loadgen.JobRequest) (got, detail string, err error) {
-	status, job, err := r.buyer(gw.baseURL(), r.apiKey).CreateJob(r.ctx, req)
+// postJob sends the create (with raw's params as JSON literals, when
+// there are any) and, on 201, names the job. It returns "created" or the
+// refusal's code, and the reply for error messages.
+func (r *scRun) postJob(gw *scStack, name string, req loadgen.JobRequest, raw map[string]string) (got, detail string, err error) {
+	var status int
+	var job api.JobDetail
+	if len(raw) > 0 {
+		status, job, err = r.createJobRaw(gw.baseURL(), req, raw)
+	} else {
+		status, job, err = r.buyer(gw.baseURL(), r.apiKey).CreateJob(r.ctx, req)
+	}
 	detail = fmt.Sprintf("HTTP %d %s", status, job.ID)
 	if err != nil {
 		detail = err.Error() // a refusal's status and body, or why there was no reply
@@ -182,15 +213,33 @@ func cmdAdvance(r *scRun, st scStep) error {
 
 // cmdSweep runs the sweeper of gateway `via` (default gw1) at the pinned
 // instant and checks the counts after `->`; `error` there expects the sweep
-// to report trouble (an artifact store outage while re-verifying).
+// to report trouble (an artifact store outage while re-verifying), and
+// error=TEXT trouble whose message holds TEXT.
+// within= bounds the sweep's wall time: a sweep still running then fails
+// the step (a verification that hangs past its own bounds).
 // Example: sweep -> lost=1 requeued=1
+// Example: sweep within=3s -> reverified=0 "error=output over"
 func cmdSweep(r *scRun, st scStep) error {
 	gw, err := r.stack(st.opt("via", "gw1"))
 	if err != nil {
 		return err
 	}
-	res, serr := gw.svc.Sweep(r.ctx, r.clock.Now())
+	ctx := r.ctx
+	within := time.Duration(0)
+	if v := st.opt("within", ""); v != "" {
+		if within, err = time.ParseDuration(v); err != nil || within <= 0 {
+			return fmt.Errorf("sweep: within=%q: want a positive duration", v)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
+	started := time.Now()
+	res, serr := gw.svc.Sweep(ctx, r.clock.Now())
 	r.sweptAt = time.Now()
+	if within > 0 && ctx.Err() != nil {
+		return fmt.Errorf("sweep: not done within %v (took %v): %v", within, r.sweptAt.Sub(started).Round(time.Millisecond), serr)
+	}
 	got := map[string]int{"lost": res.Lost, "requeued": res.Requeued, "reverified": res.Reverified,
 		"admission_expired": res.AdmissionExpired, "succeeded": res.Succeeded, "failed": res.Failed,
 		"cancelled": res.Cancelled, "offline": res.Offline}
@@ -205,6 +254,13 @@ func cmdSweep(r *scRun, st scStep) error {
 	for _, w := range st.arrow {
 		if w == "error" {
 			wantErr = true
+			continue
+		}
+		if text, ok := strings.CutPrefix(w, "error="); ok { // the trouble reported is this one
+			wantErr = true
+			if serr == nil || !strings.Contains(serr.Error(), text) {
+				return fmt.Errorf("sweep: want an error saying %q, got %v (%s)", text, serr, label)
+			}
 			continue
 		}
 		k, v, _ := strings.Cut(w, "=")
@@ -247,10 +303,19 @@ func cmdGateway(r *scRun, st scStep) error {
 }
 
 // cmdStore takes the artifact store down (every call fails with an I/O
-// error) or brings it back.
+// error) or brings it back; `fail OP [n=N]` fails the next N calls of one
+// operation (link, copy, open, stat, put) with an injected I/O error;
+// `overwrite JOB` and `overwrite-at-seal JOB` write other bytes at the
+// output key of JOB's last attempt, now or just before verification seals
+// it (scenario_store.go).
 // Example: store down
+// Example: store fail copy
 func cmdStore(r *scRun, st scStep) error {
 	switch arg(st, 0) {
+	case "fail":
+		return r.storeFail(st)
+	case "overwrite", "overwrite-at-seal":
+		return r.storeOverwrite(st)
 	case "down", "up":
 		if r.s3 != nil { // the real thing: stop or start the S3 server process
 			if err := r.setS3(arg(st, 0) == "up"); err != nil {
@@ -340,6 +405,113 @@ func cmdProxy(r *scRun, st scStep) error {
 	}
 	r.cutProxy()
 	return nil
+}
+
+// cmdDB makes the scenario's database answer as a standby does, or as a
+// primary again: `db read-only` sets default_transaction_read_only for
+// every new connection to it and resets every connection through the
+// proxy, so the gateways' pools reconnect to a server that refuses every
+// write with SQLSTATE 25006 (as a demoted primary, or a standby a proxy
+// routed them to, does); `db writable` resets the setting, for new
+// connections only: one opened meanwhile stays read-only, as a connection
+// to a standby stays on the standby.
+//
+// `db standby-silent` (a dedicated cluster) names a synchronous standby
+// that never connects (synchronous_standby_names), so every commit waits
+// for a confirmation that does not come, as it does on a primary whose
+// synchronous standby has not received its WAL; `db standby-awaited`
+// waits until a commit waits so; `db standby-confirms` clears it, which
+// releases the waiting commits.
+// Example: db read-only
+func cmdDB(r *scRun, st scStep) error {
+	switch arg(st, 0) {
+	case "standby-silent", "standby-confirms":
+		return r.syncStandby(arg(st, 0) == "standby-silent")
+	case "standby-awaited":
+		return r.awaitSyncRep()
+	}
+	if r.proxy == nil {
+		return fmt.Errorf("db %s needs `postgres: proxy` in the header", arg(st, 0))
+	}
+	var set string
+	switch arg(st, 0) {
+	case "read-only":
+		set = "SET default_transaction_read_only = on"
+	case "writable":
+		set = "RESET default_transaction_read_only"
+	default:
+		return fmt.Errorf("want: db read-only|writable")
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	u, err := url.Parse(r.dbURL)
+	if err != nil {
+		return err
+	}
+	sql := "ALTER DATABASE " + pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize() + " " + set
+	if err := pgx.BeginTxFunc(ctx, r.observer, pgx.TxOptions{AccessMode: pgx.ReadWrite}, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, sql)
+		return err
+	}); err != nil {
+		return fmt.Errorf("db %s: %w", arg(st, 0), err)
+	}
+	r.tl.add(laneDatabase, "database "+arg(st, 0)+" for new connections")
+	if arg(st, 0) == "read-only" {
+		r.cutProxy()
+	}
+	return nil
+}
+
+// syncStandby sets or clears a synchronous standby that never confirms,
+// and waits until every backend of the cluster has reloaded its settings.
+func (r *scRun) syncStandby(silent bool) error {
+	if r.s.pg != "dedicated" {
+		return fmt.Errorf("db standby-silent|standby-confirms needs `postgres: dedicated` in the header")
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	sql := "ALTER SYSTEM RESET synchronous_standby_names"
+	what := "synchronous standby confirms (none named)"
+	if silent {
+		sql = "ALTER SYSTEM SET synchronous_standby_names = 'rendermac_silent_standby'"
+		what = "synchronous standby named that never confirms: commits wait"
+	}
+	for _, q := range []string{sql, "SELECT pg_reload_conf()"} {
+		if _, err := r.observer.Exec(ctx, q); err != nil {
+			return fmt.Errorf("db standby: %s: %w", q, err)
+		}
+	}
+	// A backend rereads the settings when it next goes idle; the
+	// gateways' pooled connections are idle, so a short settle covers
+	// them (pg_reload_conf only signals).
+	time.Sleep(300 * time.Millisecond)
+	r.syncSilent = silent
+	r.tl.add(laneDatabase, what)
+	return nil
+}
+
+// awaitSyncRep waits until a backend of the dedicated cluster waits for
+// the synchronous standby's confirmation of its commit (wait_event
+// SyncRep): the commit is written on the primary and not acknowledged.
+func (r *scRun) awaitSyncRep() error {
+	if r.s.pg != "dedicated" {
+		return fmt.Errorf("db standby-awaited needs `postgres: dedicated` in the header")
+	}
+	deadline := time.Now().Add(r.timeout)
+	for {
+		var n int
+		if err := r.observer.QueryRow(r.ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			r.tl.add(laneDatabase, fmt.Sprintf("%d commit(s) wait for the synchronous standby", n))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no commit waited for the synchronous standby within %s", r.timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // cmdPool warms a gateway's pool: N connections are acquired at once (so
@@ -437,7 +609,8 @@ func cmdArm(r *scRun, st scStep) error {
 // cmdAwait waits until a fault point has been hit n times (default 1);
 // `await lock NAME` waits until a transaction waits on a row lock or the
 // background operation NAME has finished (scenario_concurrent.go); `await
-// log "TEXT"` until a gateway logged a message holding TEXT.
+// log "TEXT" [gateway=G] [level=warn]` until a gateway (G, or any) logged a
+// message holding TEXT at that level or above.
 // Example: await commit.before_tx2
 // Example: await log "session ended" gateway=gw1
 func cmdAwait(r *scRun, st scStep) error {
@@ -462,17 +635,21 @@ func cmdAwait(r *scRun, st scStep) error {
 	return nil
 }
 
-// awaitLog is `await log "TEXT" [gateway=G]`: it waits until a gateway (G,
-// or any) has logged a line whose message holds TEXT, such as "session
-// ended", which a gateway logs once the session can neither be offered
-// into nor written to.
+// awaitLog is `await log "TEXT" [gateway=G] [level=warn]`: it waits until
+// a gateway (G, or any) has logged a line whose message holds TEXT at that
+// level or above, such as "session ended", which a gateway logs once the
+// session can neither be offered into nor written to.
 func (r *scRun) awaitLog(st scStep) error {
 	text, gw := arg(st, 1), st.opt("gateway", "")
 	if text == "" {
-		return errors.New(`want: await log "TEXT" [gateway=G]`)
+		return errors.New(`want: await log "TEXT" [gateway=G] [level=warn]`)
+	}
+	level := slog.LevelInfo
+	if st.opt("level", "") == "warn" {
+		level = slog.LevelWarn
 	}
 	deadline := time.Now().Add(r.timeout)
-	for !r.logged(gw, text, slog.LevelInfo) {
+	for !r.logged(gw, text, level) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no gateway logged %q within %v", text, r.timeout)
 		}

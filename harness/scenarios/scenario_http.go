@@ -40,14 +40,18 @@ func init() {
 
 // scSurface is the per-run state of the HTTP surface commands.
 type scSurface struct {
-	codes    map[string]string // pairing code name -> the code as the operator printed it
-	inputs   map[string]string // uploaded input name -> its input_id (scenario_input.go)
-	receiver *scReceiver       // scenario_webhook.go
+	codes     map[string]string          // pairing code name -> the code as the operator printed it
+	inputs    map[string]string          // uploaded input name -> its input_id (scenario_input.go)
+	uploads   map[string]api.InputUpload // uploaded input name -> its declaration's reply (scenario_input.go)
+	events    map[string]scEventsCursor  // job name -> where its last `list events` ended (scenario_list.go)
+	downloads map[string]scGrant         // job name -> its download grant, as first read (scenario_grant.go)
+	receiver  *scReceiver                // scenario_webhook.go
 }
 
 func (r *scRun) surfaceState() *scSurface {
 	if r.surface == nil {
-		r.surface = &scSurface{codes: map[string]string{}, inputs: map[string]string{}}
+		r.surface = &scSurface{codes: map[string]string{}, inputs: map[string]string{}, uploads: map[string]api.InputUpload{},
+			events: map[string]scEventsCursor{}, downloads: map[string]scGrant{}}
 	}
 	return r.surface
 }

@@ -197,8 +197,11 @@ func cmdGrants(r *scRun, st scStep) error {
 // a job that has one (invariant 1, job_attempts_one_live_idx).
 // Example: constraint one_live j1
 func cmdConstraint(r *scRun, st scStep) error {
+	if probe, ok := schemaProbes[arg(st, 0)]; ok { // scenario_core.go
+		return probe(r, st)
+	}
 	if arg(st, 0) != "one_live" {
-		return fmt.Errorf("constraint: unknown check %q (want one_live)", arg(st, 0))
+		return fmt.Errorf("constraint: unknown check %q (want one_live, transitions, inserts or fence_one)", arg(st, 0))
 	}
 	id, err := r.jobID(arg(st, 1))
 	if err != nil {

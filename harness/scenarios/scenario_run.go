@@ -54,7 +54,7 @@ func init() {
 		"runners": cmdRunners,
 		// scenario_control.go
 		"create": cmdCreate, "cancel": cmdCancel, "advance": cmdAdvance, "sweep": cmdSweep, "gateway": cmdGateway,
-		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "arm": cmdArm, "await": cmdAwait,
+		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "db": cmdDB, "arm": cmdArm, "await": cmdAwait,
 		"release": cmdRelease, "race": cmdRace,
 		// scenario_concurrent.go
 		"created": cmdCreated, "funds": cmdFunds, "register": cmdRegister, "lease": cmdLease, "leased": cmdLeased,
@@ -98,11 +98,15 @@ type scRun struct {
 	real     map[string]*scRealAgent // shipped agents in process (`agent start`)
 	// gwURLs are the session URLs of the running stacks by name, for the
 	// shipped agents' relays, which dial them from their own goroutines.
-	gwURLs  sync.Map
-	pgDown  bool
-	hook    *scWebhookEndpoint // cmdWebhookEndpoint's receiver
-	surface *scSurface         // scenario_http.go's commands
-	tls     *scTLS             // scenario_tls.go's commands
+	gwURLs sync.Map
+	pgDown bool
+	// syncSilent is set while `db standby-silent` holds every commit.
+	syncSilent bool
+	hook       *scWebhookEndpoint // cmdWebhookEndpoint's receiver
+	surface    *scSurface         // scenario_http.go's commands
+	vf         *scVerify          // the catalogue and ffprobe slot (scenario_verify.go)
+	tls        *scTLS             // scenario_tls.go's commands
+	txns       map[string]*scTxn  // the harness's own transactions (`txn`, scenario_core.go)
 	// sweptAt is when the last sweep command returned (wall time), for
 	// `expect ... within=`.
 	sweptAt time.Time
@@ -143,6 +147,10 @@ func newRun(ctx context.Context, env *Env, s Scenario) *scRun {
 			r.marksTotal++
 		}
 	}
+	// A commit's verification may run ffprobe for up to its timeout (a
+	// slow start on a loaded machine is not a failure), so every wait of a
+	// scenario that runs it allows for that too.
+	r.timeout += s.ffprobeTimeout
 	return r
 }
 
@@ -169,6 +177,12 @@ func (r *scRun) execute() error {
 			r.tl.add(laneAgent, "FAILED "+st.String()+": "+err.Error())
 			break
 		}
+	}
+	// A failed step may leave commits waiting for a synchronous standby
+	// that never confirms: lift the requirement first, or quiescing waits
+	// for them forever.
+	if r.syncSilent {
+		_ = r.syncStandby(false)
 	}
 	// Quiesce before judging the rows: the invariant queries are not one
 	// snapshot, so no writer may run between them.
@@ -202,6 +216,9 @@ func (r *scRun) setup() error {
 		return err
 	}
 	if r.dir, err = os.MkdirTemp("", "rendermac-scenario-"); err != nil {
+		return err
+	}
+	if err := r.setupVerify(); err != nil {
 		return err
 	}
 	var raw artifact.Store
@@ -256,7 +273,9 @@ func (r *scRun) cleanup() {
 		r.hook.srv.Close()
 	}
 	r.surface.close()
+	r.vf.close()
 	r.tls.close()
+	r.closeTxns()
 	if r.observer != nil {
 		r.observer.Close()
 	}
@@ -304,8 +323,6 @@ func (r *scRun) checkInvariants() error {
 	return fmt.Errorf("SPEC section 4 violated: %s", strings.Join(msgs, "; "))
 }
 
-// serviceConfig is the service layer every stack of this run uses, broken
-// as the Env's server or harness variant says.
 // leaseTTL is the run's lease TTL: the script's `lease-ttl:` or scLeaseTTL.
 func (r *scRun) leaseTTL() time.Duration {
 	if r.s.leaseTTL > 0 {
@@ -314,13 +331,23 @@ func (r *scRun) leaseTTL() time.Duration {
 	return scLeaseTTL
 }
 
+// serviceConfig is the service layer every stack of this run uses, broken
+// as the Env's server or harness variant says.
 func (r *scRun) serviceConfig() fencing.Config {
 	cfg := fencing.Config{LeaseTTL: r.leaseTTL(), Variant: r.env.opts.ServerVariant, FaultPoints: r.fp}
+	if r.vf != nil {
+		cfg.Services, cfg.Prober = r.vf.services, r.vf.prober
+	}
 	switch r.env.opts.HarnessVariant {
 	case VariantLeaseTTLMismatch:
 		cfg.LeaseTTL = 10 * r.leaseTTL()
 	case VariantNoMediaCheck:
-		for _, sv := range protocol.Services {
+		services := cfg.Services
+		if services == nil {
+			services = protocol.Services
+		}
+		cfg.Services = nil
+		for _, sv := range services {
 			if sv.Name == scService {
 				sv.Media = artifact.MediaNone
 			}

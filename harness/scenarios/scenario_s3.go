@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/rendermac/rendermac/internal/s3provider"
@@ -40,10 +41,14 @@ func (r *scRun) applies(st scStep) bool {
 // s3Run is a run's own S3 server (a versitygw process, so `store down`
 // stops exactly this run's store) and the store on a fresh bucket of it.
 type s3Run struct {
-	srv   *s3provider.Server
-	store *artifact.S3
-	http  *http.Client
+	srv    *s3provider.Server
+	store  *artifact.S3
+	http   *http.Client
+	bucket string
 }
+
+// scS3Prefix is where a run's store keeps its objects in its bucket.
+const scS3Prefix = "scenario/"
 
 // openS3 starts the run's versitygw and returns the S3 store on a new bucket.
 func openS3(ctx context.Context) (*s3Run, error) {
@@ -57,13 +62,13 @@ func openS3(ctx context.Context) (*s3Run, error) {
 		return nil, err
 	}
 	hc := &http.Client{Transport: &http.Transport{}}
-	st, err := artifact.NewS3(ctx, artifact.S3Config{Bucket: bucket, Prefix: "scenario/", Endpoint: srv.Endpoint(), PathStyle: true,
+	st, err := artifact.NewS3(ctx, artifact.S3Config{Bucket: bucket, Prefix: scS3Prefix, Endpoint: srv.Endpoint(), PathStyle: true,
 		Region: s3provider.Region, AccessKey: s3provider.AccessKey, SecretKey: s3provider.SecretKey, HTTPClient: hc})
 	if err != nil {
 		_ = srv.Close()
 		return nil, err
 	}
-	return &s3Run{srv: srv, store: st, http: hc}, nil
+	return &s3Run{srv: srv, store: st, http: hc, bucket: bucket}, nil
 }
 
 func (s *s3Run) close() {
@@ -88,6 +93,15 @@ type scSealer struct {
 func (s scSealer) Copy(ctx context.Context, src, dst string) (artifact.Object, error) {
 	if err := s.fault("copy", src); err != nil {
 		return artifact.Object{}, err
+	}
+	if sealed, ok := strings.CutPrefix(dst, artifact.SealedKey("")); ok {
+		s.mu.Lock()
+		hook := s.beforeSeal
+		s.beforeSeal = nil
+		s.mu.Unlock()
+		if hook != nil {
+			hook(sealed)
+		}
 	}
 	obj, err := s.s3.Copy(ctx, src, dst)
 	return obj, s.observe("copy", src, err)

@@ -12,8 +12,10 @@ import (
 // package tests: the object-store outage (the real versitygw process
 // stopped and restarted) and the PUTs of other bytes to a claimed output
 // key, after commit_ok and (with -tags faultpoints) after the claim and
-// during verification, which the bucket refuses.
-var s3Scenarios = []string{"artifact_store_outage", "late_upload_after_commit", "upload_after_claim", "upload_during_verification"}
+// during verification, which the bucket refuses, and every kind of grant
+// the bucket presigns, with the sealed copies it serves (grant_kinds).
+var s3Scenarios = []string{"artifact_store_outage", "late_upload_after_commit", "upload_after_claim", "upload_during_verification",
+	"grant_kinds"}
 
 func catalogueEntry(t *testing.T, name string) Scenario {
 	t.Helper()

@@ -82,14 +82,19 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		Variant: gatewayVariant(r.env.opts.HarnessVariant)}
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
+		// The frames' own heartbeats keep the touch window a pinging
+		// gateway has (its ping interval), not one as long as no ping.
+		gcfg.TouchWindow = scLeaseTTL / 3
 	}
 	trusted, err := clientaddr.Parse(r.s.proxies) // checked when the script was parsed
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	as := controlplane.Assemble(controlplane.Parts{API: api.Config{TrustedProxies: trusted}, Pool: pool, Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
-		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: r.serviceConfig(),
+	scfg := r.serviceConfig()
+	as := controlplane.Assemble(controlplane.Parts{API: api.Config{TrustedProxies: trusted, Services: scfg.Services}, Pool: pool,
+		Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
+		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: scfg,
 		Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
 	st.svc, st.gw = as.Service, as.Gateway
 	a := as.API

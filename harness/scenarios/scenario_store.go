@@ -1,10 +1,12 @@
 package scenarios
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -34,18 +36,36 @@ type scStore struct {
 	dropWhenFull bool
 	// unsealed is the unsealed_outputs variant.
 	unsealed bool
+
+	mu sync.Mutex
+	// failNext counts, by operation, the next calls to fail (`store fail`).
+	failNext map[string]int
+	// beforeSeal, when set, runs once before a seal's copy (`store
+	// overwrite-at-seal`), with the key being sealed.
+	beforeSeal func(key string)
 }
 
 // errDiskFull is what a full disk returns on write.
 var errDiskFull = fmt.Errorf("artifact store: %w", syscall.ENOSPC)
 
 func (s *scStore) fault(op, key string) error {
-	if !s.down.Load() {
+	if !s.down.Load() && !s.takeFailure(op) {
 		return nil
 	}
 	s.r.count("store.errors", 1)
 	s.r.tl.add(laneDatabase, fmt.Sprintf("artifact store refused %s %s (outage)", op, s.r.keyName(key)))
 	return fmt.Errorf("%s %s: %w", op, key, errStoreOutage)
+}
+
+// takeFailure reports whether this call of op is one `store fail` armed.
+func (s *scStore) takeFailure(op string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failNext[op] == 0 {
+		return false
+	}
+	s.failNext[op]--
+	return true
 }
 
 // Put implements artifact.Store.
@@ -101,7 +121,7 @@ func (s *scStore) Link(ctx context.Context, src, dst string) (artifact.Object, e
 	if !ok {
 		return artifact.Object{}, fmt.Errorf("link %s: the store %T cannot link", dst, s.Store)
 	}
-	if err := s.fault("put", dst); err != nil {
+	if err := s.fault("link", dst); err != nil {
 		return artifact.Object{}, err
 	}
 	obj, err := l.Link(ctx, src, dst)
@@ -162,4 +182,73 @@ func (f *flipReader) flip(p []byte, off int64) {
 	if f.at >= off && f.at < off+int64(len(p)) {
 		p[f.at-off] ^= 0xff
 	}
+}
+
+// storeFail arms `store fail OP [n=N]`.
+func (r *scRun) storeFail(st scStep) error {
+	op := arg(st, 1)
+	n, err := optInt(st, "n", 1)
+	if err != nil {
+		return err
+	}
+	switch op {
+	case "link", "copy", "open", "stat", "put":
+	default:
+		return fmt.Errorf("store fail %q: want link, copy, open, stat or put", op)
+	}
+	r.store.mu.Lock()
+	if r.store.failNext == nil {
+		r.store.failNext = map[string]int{}
+	}
+	r.store.failNext[op] += n
+	r.store.mu.Unlock()
+	r.tl.add(laneDatabase, fmt.Sprintf("artifact store: the next %d %s call(s) fail", n, op))
+	return nil
+}
+
+// storeOverwrite writes other bytes, unconditionally and past the control
+// plane, at the output key of a job's last attempt: what a bucket that
+// ignored If-None-Match would let a late PUT do. Only on S3: on a
+// directory the control plane's handler is the only writer of that key,
+// and nothing but it may write there.
+func (r *scRun) storeOverwrite(st scStep) error {
+	if r.s3 == nil {
+		return fmt.Errorf("store %s: only on S3 (store=s3)", arg(st, 0))
+	}
+	job := arg(st, 1)
+	id, err := r.jobID(job)
+	if err != nil {
+		return err
+	}
+	var attempt string
+	if err := r.observer.QueryRow(r.ctx, `SELECT id::text FROM job_attempts WHERE job_id = $1 ORDER BY attempt_number DESC LIMIT 1`,
+		id).Scan(&attempt); err != nil {
+		return fmt.Errorf("store %s %s: its last attempt: %w", arg(st, 0), job, err)
+	}
+	key := artifact.OutputKey(id, attempt)
+	overwrite := func() error {
+		data := []byte("bytes nobody verified, at " + key)
+		if _, err := r.s3.store.Put(r.ctx, key, bytes.NewReader(data)); err != nil {
+			return fmt.Errorf("overwrite %s: %w", r.keyName(key), err)
+		}
+		r.count("store.overwritten", 1)
+		r.tl.add(laneDatabase, fmt.Sprintf("bucket: the %s overwritten past the condition (%d other bytes)", r.keyName(key), len(data)))
+		return nil
+	}
+	if arg(st, 0) == "overwrite" {
+		return overwrite()
+	}
+	r.store.mu.Lock()
+	r.store.beforeSeal = func(sealed string) {
+		if sealed != key {
+			r.tl.add(laneDatabase, "FAILED overwrite-at-seal: the seal is of "+r.keyName(sealed)+", not the "+r.keyName(key))
+			return
+		}
+		if err := overwrite(); err != nil {
+			r.tl.add(laneDatabase, "FAILED "+err.Error())
+		}
+	}
+	r.store.mu.Unlock()
+	r.tl.add(laneDatabase, fmt.Sprintf("armed: the %s is overwritten just before verification seals it", r.keyName(key)))
+	return nil
 }

@@ -288,3 +288,6 @@ func eachRow(rows pgx.Rows, fn func(a, b string)) error {
 	}
 	return rows.Err()
 }
+
+// EachRow scans (text, text) rows into fn, for the fleet's own checks.
+func EachRow(rows pgx.Rows, fn func(a, b string)) error { return eachRow(rows, fn) }

@@ -95,6 +95,24 @@ func (r *Receiver) forge(why string) {
 func (r *Receiver) SetFailing(on bool) { r.failing.Store(on) }
 
 // snapshot copies what was received.
+// Acked is one delivery the receiver acknowledged: its id, buyer, job and
+// event, and how often it came.
+type Acked struct {
+	ID                int64
+	Buyer, Job, Event string
+	Times             int
+}
+
+// Acknowledged lists the deliveries the receiver acknowledged with 2xx.
+func (r *Receiver) Acknowledged() []Acked {
+	got, _, _, _ := r.snapshot()
+	out := make([]Acked, 0, len(got))
+	for id, g := range got {
+		out = append(out, Acked{ID: id, Buyer: g.buyer, Job: g.job, Event: g.event, Times: g.times})
+	}
+	return out
+}
+
 func (r *Receiver) snapshot() (got map[int64]received, refused, forged int, why []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

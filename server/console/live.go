@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/server/fencing"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // Live updates. One hub per console LISTENs on the control plane's
@@ -187,7 +188,7 @@ func (h *hub) listenOnce(ctx context.Context, notes chan<- string) error {
 		}
 	}
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		n, err := store.AwaitNotification(ctx, conn)
 		if err != nil {
 			return fmt.Errorf("wait for notification: %w", err)
 		}

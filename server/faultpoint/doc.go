@@ -54,9 +54,10 @@
 // point "before" a transaction runs before it begins; "after" runs once it
 // has committed (or failed), never inside one, so a Kill there leaves the
 // database exactly as a crash between statements of the caller would.
-// Two points are inside a transaction, just after its first row lock:
-// create.before_insert (the buyer's row) and lease.before_pick (the
-// device's row). A Block there holds the lock open while a concurrent
-// operation on the same row runs, which is how a scenario shows that the
-// lock is taken at all.
+// Three points are inside a transaction: create.before_insert and
+// lease.before_pick just after its first row lock (the buyer's row, the
+// device's row), and lease.after_pick once the pick has locked the
+// leased job's row too. A Block there holds the locks open while a
+// concurrent operation on the same rows runs, which is how a scenario
+// shows that a lock is taken at all, or that another lease skips it.
 package faultpoint

@@ -61,13 +61,27 @@ const (
 	// here holds the device's row lock open, so a second lease of the same
 	// device must wait and count the first one's attempt.
 	LeaseBeforePick = "lease.before_pick"
+	// LeaseAfterPick is hit in fencing.Service.Lease inside its
+	// transaction once the pick has locked the leased job's row (FOR UPDATE
+	// SKIP LOCKED), before the attempt is inserted; a lease that found no
+	// job does not hit it. A Block here holds that job's row lock (and the
+	// device's) open: another device's lease must skip the job, not wait
+	// for it, and a write of the harness's that waits on the lock can be
+	// made part of a deadlock the lease then loses.
+	LeaseAfterPick = "lease.after_pick"
+	// GatewayBeforeLostFrame is hit in the gateway's session goroutine
+	// that writes an attempt_lost frame (after the listener counted it
+	// pending), before it writes it. A Block here holds the frame back:
+	// every offer the session writes meanwhile must wait for it.
+	GatewayBeforeLostFrame = "gateway.before_lost_frame"
 )
 
 // names is every fault point, in the order of the constants.
 var names = []string{
 	CommitBeforeTx1, CommitAfterTx1, CommitDuringVerify, CommitBeforeTx2, CommitAfterTx2,
 	FailBeforeTx, FailAfterTx, CancelBeforeTx, CancelAfterTx, SweepBeforeTx, SweepAfterTx,
-	GatewayBeforeSlotRelease, GatewayAfterOfferWrite, CreateBeforeInsert, LeaseBeforePick,
+	GatewayBeforeSlotRelease, GatewayAfterOfferWrite, CreateBeforeInsert, LeaseBeforePick, LeaseAfterPick,
+	GatewayBeforeLostFrame,
 }
 
 // Names returns every fault point name (a fresh slice).

@@ -138,6 +138,7 @@ func (s *Service) lease(ctx context.Context, st *step, deviceID string, dev *lea
 	if !found {
 		return protocol.Reply{Code: protocol.CodeNoJob}, job, nil // nothing was scanned into it
 	}
+	s.cfg.FaultPoints.Hit(ctx, faultpoint.LeaseAfterPick) // the job's row lock is held too
 	if job.Params == nil {
 		job.Params = map[string]string{}
 	}

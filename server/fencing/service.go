@@ -184,14 +184,22 @@ func (s *Service) service(name string) (protocol.Service, bool) {
 }
 
 // retrying runs once, and again after a serialization failure or deadlock,
-// up to MaxTxRetries re-runs, each counted under op.
+// up to MaxTxRetries re-runs, each counted under op. A write refused as
+// read-only is re-run once, on the fresh connection the pool then hands
+// out (the stale connection of a failover); refused again, the database
+// as a whole is not taking writes, which is the caller's to wait out
+// (Unavailable).
 func (s *Service) retrying(ctx context.Context, op string, once func() error) error {
+	readOnly := 0
 	for try := 0; ; try++ {
 		err := once()
 		if err == nil {
 			return nil
 		}
-		if !retryable(err) || try >= s.cfg.MaxTxRetries || ctx.Err() != nil {
+		if store.ReadOnly(err) {
+			readOnly++
+		}
+		if !retryable(err) || readOnly > 1 || try >= s.cfg.MaxTxRetries || ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
 		s.mu.Lock()
@@ -274,9 +282,12 @@ func sendBegun(ctx context.Context, conn interface {
 	return tx, nil
 }
 
+// retryable: a serialization failure or deadlock, or a write refused as
+// read-only (the pool has dropped that connection, see store.PoolConfig,
+// so the re-run gets a fresh one, on whichever host takes writes now).
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") || store.ReadOnly(err)
 }
 
 // at is t + d in the stored form.

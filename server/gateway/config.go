@@ -139,6 +139,12 @@ const (
 	finalRetries = 3
 	// retryBackoff is the first pause between those re-runs (doubling).
 	retryBackoff = 50 * time.Millisecond
+	// failoverWait is how long a commit or fail goes on being re-run
+	// while the database is unavailable (fencing.Unavailable): longer than
+	// a Patroni failover at its default ttl of 30 s. failoverBackoffMax
+	// caps the pause between two re-runs then.
+	failoverWait       = 45 * time.Second
+	failoverBackoffMax = time.Second
 	// maxWorkersPerSession bounds the frame workers of one session; the
 	// reader waits beyond it, which is backpressure (and a reader that
 	// waits answers no pings, so a flooding device is eventually cut). An

@@ -61,10 +61,20 @@ func (s *session) onHello(m *protocol.Hello) {
 // cannot have seen yet.
 func (s *session) onSlots(m *protocol.Slots) {
 	s.touch()
-	s.mu.Lock()
-	s.slotsFree = max(0, min(m.SlotsFree, s.slotsTotal)-s.offering)
-	s.mu.Unlock()
+	s.reportSlots(m.SlotsFree)
 	s.wakeOffer()
+}
+
+// reportSlots sets the session's free slots from a report, less the claims
+// in flight, which the device cannot have seen. The count may go below
+// zero: a claim that ends without an offer gives its slot back (unclaim),
+// and a count clamped at zero here would then say one slot free that the
+// report said was taken (a stopping device was offered a requeued job
+// that way, and the offer was withdrawn on its closed session).
+func (s *session) reportSlots(free int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slotsFree = min(max(0, free), s.slotsTotal) - s.offering
 }
 
 // onProgress renews a lease through the service layer, which heartbeats
@@ -241,14 +251,32 @@ func (s *session) freeSlot() {
 // idempotent under the fence (a repeated commit of a committing attempt
 // verifies again). The pause is real time: it waits for real
 // infrastructure, whatever clock pins the decisions.
+//
+// While the database is unavailable (fencing.Unavailable: no host takes
+// writes, a read-only or shutting-down server, as in a failover) the
+// re-runs go on past finalRetries for up to failoverWait, the pause capped
+// at failoverBackoffMax: a final frame is decided on the new primary, not
+// answered by closing the session.
 func (s *session) retry(op func(context.Context) (protocol.Reply, error)) (protocol.Reply, error) {
 	wait := retryBackoff
+	var began time.Time
 	for try := 0; ; try++ {
 		r, err := op(s.g.ctx)
-		if err == nil || try >= finalRetries || errors.Is(err, fencing.ErrInternal) || s.g.ctx.Err() != nil {
+		if err == nil || errors.Is(err, fencing.ErrInternal) || s.g.ctx.Err() != nil {
 			return r, err
 		}
-		s.log.Warn("service call failed; retrying", "err", err, "in", wait)
+		if began.IsZero() {
+			began = time.Now()
+		}
+		waiting := fencing.Unavailable(err) && time.Since(began) < failoverWait
+		if try >= finalRetries && !waiting {
+			return r, err
+		}
+		if waiting && try >= finalRetries {
+			s.log.Warn("database unavailable; waiting for a primary", "err", err, "in", wait)
+		} else {
+			s.log.Warn("service call failed; retrying", "err", err, "in", wait)
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-s.g.ctx.Done():
@@ -256,7 +284,7 @@ func (s *session) retry(op func(context.Context) (protocol.Reply, error)) (proto
 			return r, err
 		case <-t.C:
 		}
-		wait *= 2
+		wait = min(2*wait, failoverBackoffMax)
 	}
 }
 

@@ -12,7 +12,9 @@ import (
 
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/fencing"
+	"github.com/rendermac/rendermac/server/store"
 )
 
 // listenLoop keeps one dedicated connection LISTENing on the cancel and
@@ -66,7 +68,7 @@ func (g *Gateway) listenOnce(ctx context.Context, connected func()) error {
 	g.log.Info("listening for notifications", "subscription", g.subscriptions.Add(1))
 	g.listeningOnce.Do(func() { close(g.listening) })
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		n, err := store.AwaitNotification(ctx, conn)
 		if err != nil {
 			return fmt.Errorf("wait for notification: %w", err)
 		}
@@ -148,6 +150,7 @@ func (s *session) writeLost(n fencing.CancelNotice) {
 	if hook := s.g.beforeLostFrame.Load(); hook != nil {
 		(*hook)()
 	}
+	s.g.svc.FaultPoints().Hit(s.g.ctx, faultpoint.GatewayBeforeLostFrame)
 	s.g.wakes.notices.Add(1)
 	if s.write(&protocol.LeaseConflict{Type: protocol.TypeLeaseConflict, JobID: n.JobID, AttemptID: n.AttemptID,
 		Reason: protocol.ReasonAttemptLost}) {

@@ -174,7 +174,7 @@ func (s *session) claim() bool {
 
 // claimableLocked reports whether claim would take a slot now.
 func (s *session) claimableLocked() bool {
-	return s.welcomed && !s.draining && !s.revoked && s.slotsFree > 0 && s.ctx.Err() == nil
+	return s.welcomed && !s.draining && !s.revoked && !s.ended && s.slotsFree > 0 && s.ctx.Err() == nil
 }
 
 // unclaim ends a claim; free is how many slots it gives back (0 or 1).

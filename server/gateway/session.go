@@ -46,7 +46,8 @@ type session struct {
 	// slotsFree is the gateway's view of the device's free slots: the last
 	// report, minus offers since, plus attempts ended by a result sent.
 	// It only gates when to ask; Lease's own count of live attempts
-	// against slots_total is the bound.
+	// against slots_total is the bound. It is below zero while a report
+	// of no free slot meets a claim still in flight (reportSlots).
 	slotsFree int
 	// offering counts offers claimed but not yet written, which a slots
 	// report sent meanwhile cannot have counted; the claim ends just

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -46,6 +47,7 @@ func PoolConfig(url string) (*pgxpool.Config, error) {
 	}
 	h := &poolHealth{}
 	cfg.ShouldPing = h.shouldPing
+	cfg.AfterRelease = keepConn
 	cfg.ConnConfig.Tracer = h
 	return cfg, nil
 }
@@ -106,6 +108,40 @@ func (h *poolHealth) TraceRelease(_ *pgxpool.Pool, data pgxpool.TraceReleaseData
 	}
 }
 
+// readOnlyMark is the key, in a connection's pgconn.CustomData, of the
+// mark that the server on its other end refused a write as read-only.
+const readOnlyMark = "rendermac.read_only"
+
+// markReadOnly marks conn when err says its server is read-only
+// (SQLSTATE 25006: a standby, or a primary being demoted, or one an
+// operator made read-only): keepConn then drops it on release.
+func markReadOnly(conn *pgx.Conn, err error) {
+	if conn != nil && ReadOnly(err) {
+		conn.PgConn().CustomData()[readOnlyMark] = true
+	}
+}
+
+// keepConn is the pool's AfterRelease: a connection whose server refused
+// a write as read-only is closed, not returned to the pool. Behind a
+// multi-host URL or a proxy, a connection opened to the primary can find
+// itself on a standby after a failover; reused, it would refuse every
+// write it carries, so the retry that follows must get a fresh one, which
+// pgx opens to whichever host takes writes now (docs/SPEC.md,
+// "Replicated Postgres").
+func keepConn(conn *pgx.Conn) bool {
+	return conn.PgConn().CustomData()[readOnlyMark] == nil
+}
+
+// sqlstateReadOnly is read_only_sql_transaction.
+const sqlstateReadOnly = "25006"
+
+// ReadOnly reports whether err is Postgres refusing a write because the
+// server is read-only (SQLSTATE 25006, read_only_sql_transaction).
+func ReadOnly(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == sqlstateReadOnly
+}
+
 // TraceQueryStart implements pgx.QueryTracer, which the pool requires of a
 // release tracer: each statement is counted (DBCounter).
 func (h *poolHealth) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
@@ -116,8 +152,10 @@ func (h *poolHealth) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data p
 	return ctx
 }
 
-// TraceQueryEnd implements pgx.QueryTracer.
+// TraceQueryEnd implements pgx.QueryTracer: a read-only refusal marks
+// the connection (markReadOnly).
 func (h *poolHealth) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryEndData) {
+	markReadOnly(conn, data.Err)
 	if h.next != nil {
 		h.next.TraceQueryEnd(ctx, conn, data)
 	}
@@ -132,15 +170,19 @@ func (h *poolHealth) TraceBatchStart(ctx context.Context, conn *pgx.Conn, data p
 	return ctx
 }
 
-// TraceBatchQuery implements pgx.BatchTracer.
+// TraceBatchQuery implements pgx.BatchTracer: a read-only refusal marks
+// the connection (markReadOnly).
 func (h *poolHealth) TraceBatchQuery(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchQueryData) {
+	markReadOnly(conn, data.Err)
 	if h.next != nil {
 		h.next.TraceBatchQuery(ctx, conn, data)
 	}
 }
 
-// TraceBatchEnd implements pgx.BatchTracer.
+// TraceBatchEnd implements pgx.BatchTracer: a read-only refusal marks
+// the connection (markReadOnly).
 func (h *poolHealth) TraceBatchEnd(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchEndData) {
+	markReadOnly(conn, data.Err)
 	if h.next != nil {
 		h.next.TraceBatchEnd(ctx, conn, data)
 	}
