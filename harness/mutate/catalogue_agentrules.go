@@ -7,7 +7,7 @@ package mutate
 // its command runner's program gets, how it notices a dead connection,
 // backs off and fails over. The control plane's rows stay correct under
 // each; qualify kills them because the scenario catalogue runs the agent
-// package in process through a recording relay (scenarios 270 to 282,
+// package in process through a recording relay (scenarios 270 to 283,
 // harness/scenarios/scenario_agentrules.go) and judges what it did: its
 // frames, its PUTs, its dials, its files, its program's argv and
 // environment.
@@ -100,14 +100,6 @@ var agentRuleMutants = []Mutant{
 		Old:  "if b.n < 62 && b.base<<b.n > 0 && b.base<<b.n < b.max {",
 		New:  "if b.n < 62 && b.base<<b.n > 0 {",
 		What: "the reconnect delay's ceiling doubles past the backoff max, so after a long outage the agent stays away for minutes after the heal and the queue waits (killed by agent_queue_drains_after_heal)", Rules: []string{"fleet.drain-bound", "agent.backoff"}},
-	{ID: "agent-catalogue-skips-missing", Kind: "agent-catalogue", File: "agent/runner/registry.go",
-		Old:  "svc, ok := protocol.FindService(catalogue, name)\n\t\tif !ok {\n",
-		New:  "svc, ok := protocol.FindService(catalogue, name)\n\t\tif !ok {\n\t\t\tcontinue // not in this catalogue: not served\n\t\t}\n\t\tif !ok {\n",
-		What: "an offered service missing from the catalogue is skipped and the agent starts without it (killed by agent_catalogue_refusals)", Rules: []string{"agent.catalogue"}},
-	{ID: "agent-catalogue-skips-unknown-kind", Kind: "agent-catalogue", File: "agent/runner/registry.go",
-		Old:  "k, ok := Kinds[svc.Runner.Kind]\n\t\tif !ok {\n",
-		New:  "k, ok := Kinds[svc.Runner.Kind]\n\t\tif !ok {\n\t\t\tk, ok = Kinds[protocol.RunnerSynthetic] // an unknown kind falls back to the synthetic runner\n\t\t}\n\t\tif !ok {\n",
-		What: "a service of a runner kind the agent lacks falls back to the synthetic runner instead of refusing the start (killed by agent_catalogue_refusals)", Rules: []string{"agent.catalogue"}},
 	{ID: "gateway-no-capacity-fail-frees-slot", Kind: "slot", File: "server/gateway/frames.go",
 		Old:  "case m.FailureCode == protocol.FailNoCapacity || m.FailureCode == protocol.FailProviderOffline:",
 		New:  "case m.FailureCode == protocol.FailProviderOffline:",

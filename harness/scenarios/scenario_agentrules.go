@@ -21,7 +21,6 @@ import (
 	"github.com/rendermac/rendermac/agent"
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/internal/clock"
-	"github.com/rendermac/rendermac/protocol"
 )
 
 // The agent's own rules (docs/SPEC.md section 5, "The agent ... keeps
@@ -664,38 +663,3 @@ func orDefaultDuration(v, def time.Duration) time.Duration {
 	}
 	return v
 }
-
-// cmdRunners is `runners SERVICE... -> ok|refused`: whether the shipped
-// agent's start (runner.ForServices, as `rendermac agent` calls it) builds
-// runners for those offered services from a catalogue that is the
-// product's plus scUnknownKindService, whose runner kind no agent has
-// (SPEC section 3, agent.catalogue: a service missing from the catalogue,
-// or of a kind the agent lacks, is a refusal naming it).
-// Example: runners synthetic-missing -> refused
-func cmdRunners(r *scRun, st scStep) error {
-	names := st.args
-	want := strings.Join(st.arrow, " ")
-	if len(names) == 0 || (want != "ok" && want != "refused") {
-		return errors.New("want: runners SERVICE... -> ok|refused")
-	}
-	catalogue := append(slices.Clone(protocol.Services),
-		protocol.Service{Name: scUnknownKindService, Media: "mp4", Runner: protocol.RunnerSpec{Kind: "scenario-unknown-kind"}})
-	_, err := runner.ForServices(catalogue, names, runner.Env{Clock: clock.Real{}, FFmpeg: "/nonexistent/ffmpeg", GOOS: "darwin"})
-	switch {
-	case want == "ok" && err != nil:
-		return fmt.Errorf("runners %s: refused: %w", strings.Join(names, " "), err)
-	case want == "refused" && err == nil:
-		return fmt.Errorf("runners %s: built, want a refusal", strings.Join(names, " "))
-	case want == "refused" && !slices.ContainsFunc(names, func(n string) bool { return strings.Contains(err.Error(), strconv.Quote(n)) }):
-		return fmt.Errorf("runners %s: refusal %q names none of the services", strings.Join(names, " "), err)
-	}
-	what := "built"
-	if err != nil {
-		what = "refused: " + err.Error()
-	}
-	r.tl.add(laneAgent, fmt.Sprintf("agent start offering %s: %s", strings.Join(names, ", "), what))
-	return nil
-}
-
-// scUnknownKindService is a catalogue service of a runner kind no agent has.
-const scUnknownKindService = "scenario-unknown-kind"

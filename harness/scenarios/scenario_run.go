@@ -50,8 +50,6 @@ func init() {
 		"fail": cmdFail, "upload": cmdUpload, "expect": cmdExpect, "nothing": cmdNothing,
 		// scenario_realagent.go
 		"agent": cmdAgent,
-		// scenario_agentrules.go
-		"runners": cmdRunners,
 		// scenario_control.go
 		"create": cmdCreate, "cancel": cmdCancel, "advance": cmdAdvance, "sweep": cmdSweep, "gateway": cmdGateway,
 		"store": cmdStore, "postgres": cmdPostgres, "proxy": cmdProxy, "pool": cmdPool, "db": cmdDB, "arm": cmdArm, "await": cmdAwait,
