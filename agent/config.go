@@ -87,6 +87,11 @@ type Config struct {
 	// slot and refuses offers; 0 means DefaultMinFreeBytes, negative turns
 	// the check off.
 	MinFreeBytes int64
+	// FreeBytes reports the space available on the file system of dir (the
+	// work dir), or false when it cannot say; nil means the file system's
+	// own count (statfs). A harness gives its own to put the agent on a
+	// full disk without filling one.
+	FreeBytes func(dir string) (int64, bool)
 	// Variant is a deliberately broken behaviour for the harness; only a
 	// -tags mutations build has any (variant_on.go).
 	Variant Variant
@@ -141,6 +146,9 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 	c.PingTimeout = orDefault(c.PingTimeout, DefaultPingTimeout)
 	if c.MinFreeBytes == 0 {
 		c.MinFreeBytes = DefaultMinFreeBytes
+	}
+	if c.FreeBytes == nil {
+		c.FreeBytes = freeBytes
 	}
 	if err := CheckVariant(c.Variant); err != nil {
 		return c, nil, err

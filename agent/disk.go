@@ -33,7 +33,7 @@ func (a *Agent) checkDiskLocked() int64 {
 		a.lowDisk = false
 		return -1
 	}
-	free, ok := freeBytes(a.cfg.WorkDir)
+	free, ok := a.cfg.FreeBytes(a.cfg.WorkDir)
 	if !ok {
 		a.lowDisk = false
 		return -1

@@ -55,6 +55,8 @@ type Scenario struct {
 	// noPings turns the gateways' WebSocket pings off (header `pings: off`),
 	// so that only frames heartbeat the devices.
 	noPings bool
+	// leaseTTL is the stacks' lease TTL (header `lease-ttl:`; 0: scLeaseTTL).
+	leaseTTL time.Duration
 	// catalogue is the service catalogue the stacks run on (header
 	// `catalogue:`, a file of testdata/catalogues); "" the built-in one.
 	catalogue string

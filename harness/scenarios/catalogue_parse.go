@@ -39,11 +39,14 @@ import (
 //	           connects-device: N/DURATION or off; keys=N bounds the keys
 //	           each remembers), the others taking their defaults. Without
 //	           it the stacks run the defaults at the wall clock
+//	lease-ttl: the lease TTL of the stacks and their welcome (default 30s),
+//	           short where a shipped agent's pings must be capped by it
 //
 // A step is a command and its words; `key=value` words are options, words
 // after `->` are the expected outcome of the command itself, and "quoted
 // words" may hold spaces. The commands and their examples are listed with
-// their handlers (scenario_agent.go, scenario_realagent.go, scenario_control.go,
+// their handlers (scenario_agent.go, scenario_realagent.go and
+// scenario_agentrules.go, scenario_control.go,
 // scenario_check.go, the HTTP surface's in scenario_http.go and
 // scenario_webhook.go, and the core rules' own in scenario_core.go).
 // Every script must hold at least one `reached` step: the mark proving the
@@ -73,7 +76,7 @@ func (st scStep) opt(key, def string) string {
 	return def
 }
 
-var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies", "catalogue", "ffprobe", "limits"}
+var headerKeys = []string{"name", "fault", "phase", "expect", "broken-by", "proposed", "rules", "postgres", "pings", "proxies", "lease-ttl", "catalogue", "ffprobe", "limits"}
 
 func parseScenario(file, text string) (Scenario, error) {
 	s := Scenario{File: file, pg: "shared"}
@@ -174,6 +177,12 @@ func (s *Scenario) setHeader(key, val string) error {
 			return err
 		}
 		s.limits = &l
+	case "lease-ttl":
+		d, err := time.ParseDuration(val)
+		if err != nil || d < 300*time.Millisecond {
+			return fmt.Errorf("lease-ttl: want a duration of 300ms or more, got %q", val)
+		}
+		s.leaseTTL = d
 	case "pings":
 		if val != "on" && val != "off" {
 			return fmt.Errorf("pings: want on or off, got %q", val)

@@ -11,11 +11,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -23,6 +25,7 @@ import (
 	"github.com/rendermac/rendermac/agent"
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/internal/clock"
+	"github.com/rendermac/rendermac/internal/tcpproxy"
 	"github.com/rendermac/rendermac/protocol"
 )
 
@@ -54,25 +57,39 @@ type scRealAgent struct {
 	relay                 *scRelay
 	gate                  *scGatedRunner
 	agent                 *agent.Agent
+	cfg                   agent.Config
+	clock                 *scAgentClock
+	disk                  *scDisk
 	workDir               string
-	stop                  context.CancelFunc
-	done                  chan error
-	stopped, judged       bool
+	// record is runner=record's directory (what its program saw).
+	record string
+	stop   context.CancelFunc
+	// sigs feeds RunSignalled as signal.Notify would (`agent signal`).
+	sigs chan os.Signal
+	// exited is closed when RunSignalled has returned runErr.
+	exited          chan struct{}
+	runErr          error
+	stopped, judged bool
 }
 
 // scGatedRunner is the built-in synthetic runner, made to wait for a
 // permit before each run when hold is set. It adds no behaviour of its
-// own: the output is the synthetic service's.
+// own: the output is the synthetic service's, unless the permit is an
+// error (`agent release A fail=...`), which the run then returns as a
+// renderer failing would.
 type scGatedRunner struct {
 	inner   runner.Runner
 	hold    bool
-	permits chan struct{}
+	permits chan error
 }
 
 func (g *scGatedRunner) Run(ctx context.Context, spec runner.Spec, in, out string) error {
 	if g.hold {
 		select {
-		case <-g.permits:
+		case err := <-g.permits:
+			if err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("held run stopped: %w", context.Cause(ctx))
 		}
@@ -89,14 +106,20 @@ type scWireFrame struct {
 	msg     any
 	typ     string
 	detail  []string
+	at      time.Time // when the relay recorded it
+	// d is a `backoff` or `upload_retry` pseudo-frame's wait; lasted is how
+	// long the session a backoff follows lasted (both as the agent logged).
+	d, lasted time.Duration
 }
 
 // scRelay is the recording WebSocket relay between one agent and a gateway.
 type scRelay struct {
 	r     *scRun
 	agent string
-	wsURL string // the gateway's session endpoint
-	srv   *httptest.Server
+	// fronts are the relay's listeners, one per gateway the agent may dial
+	// (its server URL, then its failover URLs), each behind a TCP proxy
+	// that can black-hole its connections.
+	fronts []*scFront
 
 	mu       sync.Mutex
 	frames   []scWireFrame
@@ -108,31 +131,71 @@ type scRelay struct {
 	// of reconnects) for when the agent's next upload has been stored.
 	cutAfterUpload, offlineAfterCut bool
 	held                            map[string]string // job name -> the latest attempt offered
+	// stalled, while not nil, holds the agent's frames back from the
+	// gateway (`agent stall`) until it is closed (`agent flush`).
+	stalled chan struct{}
+	// puts are scripted answers to the agent's next PUTs (`agent put`).
+	puts []string
+	// uploads names the attempt of each offered upload URL path.
+	uploads map[string]string
 }
+
+// scFront is one of a relay's listeners: gw is the stack it relays to.
+type scFront struct {
+	gw    string
+	srv   *httptest.Server
+	proxy *tcpproxy.Proxy
+}
+
+// url is where the agent dials this front: through its proxy.
+func (f *scFront) url() string { return "http://" + f.proxy.Addr() }
 
 type scRelaySession struct{ agentConn, gatewayConn *websocket.Conn }
 
-func newRelay(r *scRun, name, wsURL string) *scRelay {
-	rl := &scRelay{r: r, agent: name, wsURL: wsURL, changed: make(chan struct{}), held: map[string]string{}}
-	rl.srv = httptest.NewServer(http.HandlerFunc(rl.serve))
-	return rl
+func newRelay(r *scRun, name string, gateways []string) (*scRelay, error) {
+	rl := &scRelay{r: r, agent: name, changed: make(chan struct{}), held: map[string]string{}, uploads: map[string]string{}}
+	for _, gw := range gateways {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { rl.serve(gw, w, req) }))
+		proxy, err := tcpproxy.New(srv.Listener.Addr().String())
+		if err != nil {
+			srv.Close()
+			rl.close()
+			return nil, err
+		}
+		rl.fronts = append(rl.fronts, &scFront{gw: gw, srv: srv, proxy: proxy})
+	}
+	return rl, nil
 }
 
-// serve relays one agent session: it dials the gateway with the agent's
-// handshake header first, so that a refusal (401, 429, 503) reaches the
-// agent as the gateway's own status.
-func (rl *scRelay) serve(w http.ResponseWriter, req *http.Request) {
+// close takes the relay's listeners down.
+func (rl *scRelay) close() {
+	for _, f := range rl.fronts {
+		f.proxy.Close()
+		f.srv.Close()
+	}
+}
+
+// serve relays one agent session to stack gw: it dials the gateway with
+// the agent's handshake header first, so that a refusal (401, 429, 503)
+// reaches the agent as the gateway's own status. A stack that is not
+// running is a 502, as from a reverse proxy before a dead gateway.
+func (rl *scRelay) serve(gw string, w http.ResponseWriter, req *http.Request) {
 	rl.mu.Lock()
 	offline := rl.offline
 	rl.mu.Unlock()
-	if offline {
-		rl.add(scWireFrame{sent: true, session: rl.sessionNow(), typ: "dial_refused", detail: []string{"-"}})
-		http.Error(w, "network down (scenario relay offline)", http.StatusServiceUnavailable)
+	wsURL, running := rl.r.gwURLs.Load(gw)
+	if offline || !running {
+		rl.add(scWireFrame{sent: true, session: rl.sessionNow(), typ: "dial_refused", detail: []string{gw, "-"}})
+		if offline {
+			http.Error(w, "network down (scenario relay offline)", http.StatusServiceUnavailable)
+		} else {
+			http.Error(w, "gateway "+gw+" is not running", http.StatusBadGateway)
+		}
 		return
 	}
 	dctx, cancel := context.WithTimeout(req.Context(), rl.r.timeout)
 	defer cancel()
-	gconn, resp, err := websocket.Dial(dctx, rl.wsURL, &websocket.DialOptions{
+	gconn, resp, err := websocket.Dial(dctx, wsURL.(string), &websocket.DialOptions{
 		HTTPHeader: http.Header{"Authorization": req.Header.Values("Authorization")}})
 	if err != nil {
 		status := http.StatusBadGateway
@@ -162,6 +225,7 @@ func (rl *scRelay) serve(w http.ResponseWriter, req *http.Request) {
 	rl.sessions++
 	session := rl.sessions
 	rl.live = append(rl.live, s)
+	rl.addLocked(scWireFrame{sent: true, session: session, typ: "dial", detail: []string{gw, "-"}})
 	rl.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Go(func() { rl.pump(s, session, true) })
@@ -183,10 +247,23 @@ func (rl *scRelay) pump(s *scRelaySession, session int, fromAgent bool) {
 		src, dst = s.agentConn, s.gatewayConn
 	}
 	ctx := context.Background()
+	var toGateway chan scHeldFrame
+	var written chan struct{}
+	if fromAgent {
+		toGateway, written = make(chan scHeldFrame, 1024), make(chan struct{})
+		go rl.forward(src, dst, toGateway, written)
+	}
 	for {
 		typ, data, err := src.Read(ctx)
 		if err != nil {
+			if fromAgent {
+				close(toGateway)
+				<-written // held frames reach the gateway before the close
+			}
 			if st := websocket.CloseStatus(err); st != -1 {
+				if fromAgent {
+					rl.add(scWireFrame{sent: true, session: session, typ: "close", detail: []string{"code=" + strconv.Itoa(int(st)), "-"}})
+				}
 				_ = dst.Close(st, "")
 			} else {
 				dst.CloseNow()
@@ -198,7 +275,12 @@ func (rl *scRelay) pump(s *scRelaySession, session int, fromAgent bool) {
 		// the agent's frames about it carry its script name.
 		f := rl.describe(session, fromAgent, data)
 		if fromAgent {
+			// Recorded as read; written on by forward, which holds it
+			// while the relay is stalled, so that the agent's later
+			// frames are still read and recorded meanwhile.
 			rl.add(f)
+			toGateway <- scHeldFrame{typ, data}
+			continue
 		}
 		if err := dst.Write(ctx, typ, data); err != nil {
 			src.CloseNow()
@@ -210,6 +292,32 @@ func (rl *scRelay) pump(s *scRelaySession, session int, fromAgent bool) {
 				rl.drainAgent(s)
 			}
 			rl.add(f)
+		}
+	}
+}
+
+// scHeldFrame is an agent frame on its way to the gateway.
+type scHeldFrame struct {
+	typ  websocket.MessageType
+	data []byte
+}
+
+// forward writes the agent's frames to the gateway in order, each once the
+// relay is not stalled (`agent stall`, `agent flush`); a failed write drops
+// both ends and the rest. It closes written when frames is closed and
+// done.
+func (rl *scRelay) forward(src, dst *websocket.Conn, frames <-chan scHeldFrame, written chan<- struct{}) {
+	defer close(written)
+	failed := false
+	for m := range frames {
+		rl.awaitFlush()
+		if failed {
+			continue
+		}
+		if err := dst.Write(context.Background(), m.typ, m.data); err != nil {
+			src.CloseNow()
+			dst.CloseNow()
+			failed = true
 		}
 	}
 }
@@ -238,6 +346,12 @@ func (rl *scRelay) describe(session int, sent bool, data []byte) scWireFrame {
 		msg = err
 	}
 	f := scWireFrame{sent: sent, session: session, msg: msg}
+	if o, ok := msg.(*protocol.LeaseOffer); ok {
+		// The gateway may offer a job before the create step that made
+		// it has read its id; the offer is named (and delivered) once
+		// it has.
+		rl.r.awaitName(o.JobID)
+	}
 	// Under rl.mu: the offers' names (held) are shared by the sessions.
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
@@ -245,6 +359,11 @@ func (rl *scRelay) describe(session int, sent bool, data []byte) scWireFrame {
 		f.typ, f.detail = rl.r.describeSent(msg)
 	} else {
 		f.typ, f.detail = rl.r.describe(rl.agent, rl.held, msg)
+	}
+	if o, ok := msg.(*protocol.LeaseOffer); ok {
+		if u, err := url.Parse(o.Output.UploadURL); err == nil {
+			rl.uploads[u.Path] = rl.r.name(o.AttemptID)
+		}
 	}
 	return f
 }
@@ -256,6 +375,7 @@ func (rl *scRelay) add(f scWireFrame) {
 }
 
 func (rl *scRelay) addLocked(f scWireFrame) {
+	f.at = time.Now()
 	rl.frames = append(rl.frames, f)
 	close(rl.changed)
 	rl.changed = make(chan struct{})
@@ -400,7 +520,15 @@ type scAgentTransport struct {
 }
 
 func (t *scAgentTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPut {
+		if resp, err, ok := t.relay.scriptedPut(req); ok {
+			return resp, err
+		}
+	}
 	resp, err := t.base.RoundTrip(req)
+	if req.Method == http.MethodPut {
+		t.relay.recordPut(req, resp, err)
+	}
 	if err == nil && req.Method == http.MethodPut && resp.StatusCode/100 == 2 {
 		t.relay.uploaded(resp.StatusCode)
 		resp.Body = &scUploadBody{ReadCloser: resp.Body, relay: t.relay, status: resp.StatusCode}
@@ -410,25 +538,41 @@ func (t *scAgentTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 // cmdAgent drives a shipped agent running in this process:
 //
-//	agent start A [slots=N] [hold] [gateway=G] [runner=command [limit_s=N]]
-//	                                            pair device A and run the agent through a recording relay;
-//	                                            runner=command: a command runner whose program runs 60 s unless stopped
-//	agent release A [n=N]                       let N held runs go
-//	agent await A sent|got TYPE [WORDS] [n=N] [since=T]
+//	agent start A [slots=N] [hold] [gateway=G] [failover=G2,...] [speed=N] [disk=low]
+//	            [stale=N] [drain_timeout=D] [runner=command [limit_s=N]|runner=record]
+//	                                            pair device A and run the agent (RunSignalled) through a
+//	                                            recording relay; failover: further gateways, dialled in turn
+//	                                            after a failed session; speed: its clock runs N times real
+//	                                            time; disk=low: its work dir reports less free space than
+//	                                            its minimum; stale: N attempt dirs a previous run left;
+//	                                            runner=command: a command runner whose program runs 60 s
+//	                                            unless stopped; runner=record: one that records its argv and
+//	                                            environment and renders (scenario_agentrules.go)
+//	agent release A [n=N] [fail=enospc|nospace|error]
+//	                                            let N held runs go, or fail them as named
+//	agent await A sent|got TYPE [WORDS] [n=N] [since=T] [session=S] [within=D]
 //	                                            wait until the agent sent (got) N such frames
-//	                                            (counted after its first frame of type T)
-//	agent cut A [after-upload] [offline]        drop its connection now, or once its next upload is stored;
+//	                                            (counted after its first frame of type T; on its
+//	                                            S-th session only), in D at most
+//	agent cut A [after-upload|blackhole] [offline]
+//	                                            drop its connection now, or once its next upload is stored;
+//	                                            blackhole: its connections carry nothing more, never closed;
 //	                                            offline: refuse reconnects until `agent online A`
 //	agent online A                              accept its reconnects again
 //	agent drain A                               drain as a first SIGTERM does: no new work, running attempts finish
 //	agent stop A                                stop at once as a second SIGTERM does: running attempts fail
 //	                                            provider_offline, then Run returns
 //
+// and the verbs of scenario_agentrules.go (signal, exited, stall, flush,
+// put, disk, clock, count, backoff, waits, workdir, recorded).
 // Besides frames, the wire holds pseudo-frames an await can wait for:
-// `sent upload` (the agent has read an upload's answer) and `sent
-// dial_refused` (a reconnect refused while the relay is offline). At the
-// end of the scenario every such agent is stopped and its wire is checked
-// (checkWire).
+// `sent upload` (the agent has read an upload's answer), `sent dial G`
+// (a session relayed to gateway G), `sent dial_refused G` (a dial refused
+// while the relay is offline or G is down), `sent close code=N` (the agent
+// closed its session), `sent put status=S ATTEMPT` (an upload's answer, S
+// a status or conn), and `sent backoff` and `sent upload_retry` (a wait the
+// agent logged). At the end of the scenario every such agent is stopped
+// and its wire is checked (checkWire).
 // Example: agent start a1 slots=1 hold
 // Example: agent start a1 slots=1 runner=command limit_s=1
 // Example: agent await a1 sent progress running j1#2
@@ -447,15 +591,7 @@ func cmdAgent(r *scRun, st scStep) error {
 	}
 	switch verb {
 	case "release":
-		n, err := optInt(st, "n", 1)
-		if err != nil {
-			return err
-		}
-		for range n {
-			a.gate.permits <- struct{}{}
-		}
-		r.tl.add(laneAgent, fmt.Sprintf("%s: %d held run(s) released", name, n))
-		return nil
+		return r.releaseRuns(a, st)
 	case "await":
 		return r.awaitWire(a, st)
 	case "cut":
@@ -470,6 +606,11 @@ func cmdAgent(r *scRun, st scStep) error {
 		a.relay.mu.Lock()
 		a.relay.offline = slices.Contains(words, "offline")
 		a.relay.mu.Unlock()
+		if slices.Contains(words, "blackhole") {
+			n := a.relay.blackHole()
+			r.tl.add(laneAgent, fmt.Sprintf("%s: network black-holed (%d connection(s) silenced: no RST, no FIN)", name, n))
+			return nil
+		}
 		n := a.relay.cut()
 		r.tl.add(laneAgent, fmt.Sprintf("%s: network cut (%d session(s) dropped)", name, n))
 		return nil
@@ -486,7 +627,42 @@ func cmdAgent(r *scRun, st scStep) error {
 	case "stop":
 		return r.stopRealAgent(a)
 	}
-	return fmt.Errorf("want: agent start|release|await|cut|online|drain|stop AGENT ...")
+	if h := scAgentVerbs[verb]; h != nil {
+		return h(r, a, st)
+	}
+	return fmt.Errorf("want: agent start|release|await|cut|online|drain|stop|%s AGENT ...",
+		strings.Join(slices.Sorted(maps.Keys(scAgentVerbs)), "|"))
+}
+
+// releaseRuns lets n held runs go, or fail as a renderer does: fail=enospc
+// with ENOSPC in its error (a write on a full disk), fail=nospace with
+// FFmpeg's words for it in plain text, fail=error with neither.
+func (r *scRun) releaseRuns(a *scRealAgent, st scStep) error {
+	n, err := optInt(st, "n", 1)
+	if err != nil {
+		return err
+	}
+	var fail error
+	switch f := st.opt("fail", ""); f {
+	case "":
+	case "enospc":
+		fail = fmt.Errorf("write output: %w", &os.PathError{Op: "write", Path: "output.mp4", Err: syscall.ENOSPC})
+	case "nospace":
+		fail = errors.New("ffmpeg exited 1: av_interleaved_write_frame(): No space left on device")
+	case "error":
+		fail = errors.New("ffmpeg exited 1: Invalid data found when processing input")
+	default:
+		return fmt.Errorf("fail=%s: want enospc, nospace or error", f)
+	}
+	for range n {
+		a.gate.permits <- fail
+	}
+	what := "released"
+	if fail != nil {
+		what = "failed: " + fail.Error()
+	}
+	r.tl.add(laneAgent, fmt.Sprintf("%s: %d held run(s) %s", a.name, n, what))
+	return nil
 }
 
 func (r *scRun) startRealAgent(name string, st scStep) error {
@@ -497,9 +673,20 @@ func (r *scRun) startRealAgent(name string, st scStep) error {
 	if err != nil {
 		return err
 	}
-	gw, err := r.stack(st.opt("gateway", "gw1"))
-	if err != nil {
+	gateways := []string{st.opt("gateway", "gw1")}
+	if f := st.opt("failover", ""); f != "" {
+		gateways = append(gateways, strings.Split(f, ",")...)
+	}
+	if _, err := r.stack(gateways[0]); err != nil {
 		return err
+	}
+	speed, err := optInt(st, "speed", 1)
+	if err != nil || speed < 1 {
+		return fmt.Errorf("speed=%s: want a whole number of 1 or more", st.opt("speed", ""))
+	}
+	drainTimeout, err := time.ParseDuration(st.opt("drain_timeout", agent.DefaultDrainTimeout.String()))
+	if err != nil {
+		return fmt.Errorf("drain_timeout: %w", err)
 	}
 	services := []string{scService}
 	deviceID, token, err := r.pairDevice(name, services, slots)
@@ -510,50 +697,73 @@ func (r *scRun) startRealAgent(name string, st scStep) error {
 	if err != nil {
 		return err
 	}
-	inner, kind, err := scAgentRunner(st)
-	if err != nil {
-		return err
-	}
 	a := &scRealAgent{name: name, deviceID: deviceID, token: token, workDir: workDir,
-		relay: newRelay(r, name, gw.wsURL()),
-		gate:  &scGatedRunner{inner: inner, hold: slices.Contains(st.args[1:], "hold"), permits: make(chan struct{}, 64)},
-		done:  make(chan error, 1)}
+		clock: newAgentClock(int64(speed)), disk: &scDisk{},
+		sigs: make(chan os.Signal, 4), exited: make(chan struct{})}
 	if r.real == nil {
 		r.real = map[string]*scRealAgent{}
 	}
 	r.real[name] = a
-	rec := scRecorder{r: r, who: "agent " + name}
-	if w := r.env.opts.Log; w != nil {
-		rec.next = slog.NewTextHandler(w, nil).WithAttrs([]slog.Attr{slog.String("agent", name)})
+	if err := a.prepare(st); err != nil {
+		return err
 	}
-	logger := slog.New(rec)
+	inner, kind, err := a.runner(st)
+	if err != nil {
+		return err
+	}
+	a.gate = &scGatedRunner{inner: inner, hold: slices.Contains(st.args[1:], "hold"), permits: make(chan error, 64)}
+	if a.relay, err = newRelay(r, name, gateways); err != nil {
+		return err
+	}
+	var failover []string
+	for _, f := range a.relay.fronts[1:] {
+		failover = append(failover, f.url())
+	}
+	// Every line is recorded for the secrets check (scenario_secrets.go)
+	// and read for the waits it logs (scAgentLog).
+	rec := scRecorder{r: r, who: "agent " + name, next: r.agentLogHandler()}
 	seed := fnv.New64a()
 	_, _ = seed.Write([]byte(name))
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	ag, err := agent.New(agent.Config{ServerURL: a.relay.srv.URL, DeviceToken: token, Services: services, Slots: slots,
-		WorkDir: workDir, Clock: clock.Real{}, Rand: rand.New(rand.NewPCG(seed.Sum64(), 1)), Logger: logger,
+	a.cfg = agent.Config{ServerURL: a.relay.fronts[0].url(), FailoverURLs: failover, DeviceToken: token, Services: services,
+		Slots: slots, WorkDir: workDir, Clock: a.clock, Rand: rand.New(rand.NewPCG(seed.Sum64(), 1)),
+		Logger:      slog.New(&scAgentLog{inner: rec, relay: a.relay}).With("agent", name),
 		HTTPClient:  &http.Client{Transport: &scAgentTransport{base: base, relay: a.relay}},
 		Runners:     map[string]runner.Runner{scService: a.gate},
-		BackoffBase: realAgentBackoffBase, BackoffMax: realAgentBackoffMax, ShutdownTimeout: realAgentShutdown})
+		BackoffBase: realAgentBackoffBase, BackoffMax: realAgentBackoffMax, ShutdownTimeout: realAgentShutdown,
+		FreeBytes: a.disk.free}
+	ag, err := agent.New(a.cfg)
 	if err != nil {
 		return err
 	}
 	a.agent = ag
 	ctx, stop := context.WithCancel(context.WithoutCancel(r.ctx))
 	a.stop = stop
-	go func() { a.done <- ag.Run(ctx) }()
+	go func() {
+		a.runErr = ag.RunSignalled(ctx, a.sigs, drainTimeout)
+		close(a.exited)
+	}()
 	r.tl.add(laneAgent, fmt.Sprintf("%s: shipped agent started in process (slots=%d, runner %s%s) via a recording relay to %s",
-		name, slots, kind, map[bool]string{true: ", held", false: ""}[a.gate.hold], gw.name))
+		name, slots, kind, map[bool]string{true: ", held", false: ""}[a.gate.hold], strings.Join(gateways, ", then ")))
 	return nil
 }
 
-// scAgentRunner is the runner an `agent start` serves the scenario's service
+// agentLogHandler is where a shipped agent's log goes besides the relay:
+// EnvOptions.Log, or nowhere.
+func (r *scRun) agentLogHandler() slog.Handler {
+	if w := r.env.opts.Log; w != nil {
+		return slog.NewTextHandler(w, nil)
+	}
+	return slog.DiscardHandler
+}
+
+// runner is the runner an `agent start` serves the scenario's service
 // with: the built-in synthetic runner, or with runner=command the command
 // runner (agent/runner/command.go) over a program that reports progress and
 // then renders for a minute (far past any frame timeout) unless stopped,
 // with a time limit of limit_s seconds (default 600), so a script can watch
-// a stop or the time limit end it.
-func scAgentRunner(st scStep) (runner.Runner, string, error) {
+// a stop or the time limit end it; runner=record is recordRunner's.
+func (a *scRealAgent) runner(st scStep) (runner.Runner, string, error) {
 	switch kind := st.opt("runner", "synthetic"); kind {
 	case "synthetic":
 		return runner.Synthetic{Clock: clock.Real{}}, "synthetic.mp4", nil
@@ -570,8 +780,10 @@ func scAgentRunner(st scStep) (runner.Runner, string, error) {
 			return nil, "", err
 		}
 		return c, fmt.Sprintf("command (renders for 60s unless stopped, limit %ds)", limit), nil
+	case "record":
+		return a.recordRunner()
 	default:
-		return nil, "", fmt.Errorf("runner=%s: want synthetic or command", kind)
+		return nil, "", fmt.Errorf("runner=%s: want synthetic, command or record", kind)
 	}
 }
 
@@ -594,16 +806,28 @@ func (r *scRun) stopRealAgent(a *scRealAgent) error {
 		return nil
 	}
 	a.stopped = true
-	a.stop()
+	if a.relay == nil { // its start failed before the relay existed
+		_ = os.RemoveAll(a.workDir)
+		return nil
+	}
+	// Frames held back reach the gateway before the shutdown's fails.
+	a.relay.flush()
 	var err error
-	select {
-	case err = <-a.done:
-	case <-time.After(realAgentShutdown + r.timeout):
-		err = errors.New("agent did not return from Run after its shutdown")
+	if a.stop != nil {
+		a.stop()
+		select {
+		case <-a.exited:
+			err = a.runErr
+		case <-time.After(realAgentShutdown + r.timeout):
+			err = errors.New("agent did not return from Run after its shutdown")
+		}
 	}
 	a.relay.cut()
-	a.relay.srv.Close()
+	a.relay.close()
 	_ = os.RemoveAll(a.workDir)
+	if a.record != "" {
+		_ = os.RemoveAll(a.record)
+	}
 	r.tl.add(laneAgent, a.name+": shipped agent stopped")
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", a.name, err)
@@ -622,16 +846,33 @@ func (r *scRun) awaitWire(a *scRealAgent, st scStep) error {
 	if err != nil {
 		return err
 	}
+	session, err := optInt(st, "session", 0)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	within, err := r.awaitBound(a, st)
+	if err != nil {
+		return err
+	}
 	deadline := time.NewTimer(r.timeout)
 	defer deadline.Stop()
 	for {
-		f, ok, changed := a.relay.find(dir == "sent", spec, 0, n, st.opt("since", ""))
+		f, ok, changed := a.relay.find(dir == "sent", spec, session, n, st.opt("since", ""))
 		if ok {
 			arrow := "<-"
 			if f.sent {
 				arrow = "->"
 			}
-			r.tl.add(laneAgent, fmt.Sprintf("%s %s %s %s (session %d)", a.name, arrow, f.typ, strings.Join(f.detail, " "), f.session))
+			took := ""
+			if within > 0 {
+				if f.at.Sub(start) > within {
+					return fmt.Errorf("agent %s %s %s only %v after the step began; the bound is %v", a.name, dir, strings.Join(spec, " "),
+						f.at.Sub(start).Round(time.Millisecond), within)
+				}
+				took = fmt.Sprintf(", %v after the step began (bound %v)", max(0, f.at.Sub(start)).Round(time.Millisecond), within)
+			}
+			r.tl.add(laneAgent, fmt.Sprintf("%s %s %s %s (session %d%s)", a.name, arrow, f.typ, strings.Join(f.detail, " "), f.session, took))
 			return nil
 		}
 		select {
@@ -690,7 +931,8 @@ func (r *scRun) describeSent(msg any) (string, []string) {
 func wireSpec(st scStep) []string {
 	var out []string
 	for _, w := range st.words[3:] {
-		if !strings.HasPrefix(w, "n=") && !strings.HasPrefix(w, "session=") && !strings.HasPrefix(w, "since=") {
+		if !strings.HasPrefix(w, "n=") && !strings.HasPrefix(w, "session=") && !strings.HasPrefix(w, "since=") &&
+			!strings.HasPrefix(w, "within=") {
 			out = append(out, w)
 		}
 	}

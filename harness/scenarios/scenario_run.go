@@ -94,7 +94,10 @@ type scRun struct {
 	stacks   map[string]*scStack
 	agents   map[string]*scAgent
 	real     map[string]*scRealAgent // shipped agents in process (`agent start`)
-	pgDown   bool
+	// gwURLs are the session URLs of the running stacks by name, for the
+	// shipped agents' relays, which dial them from their own goroutines.
+	gwURLs sync.Map
+	pgDown bool
 	// syncSilent is set while `db standby-silent` holds every commit.
 	syncSilent bool
 	hook       *scWebhookEndpoint // cmdWebhookEndpoint's receiver
@@ -109,6 +112,8 @@ type scRun struct {
 
 	mu    sync.Mutex
 	names map[string]string // uuid -> display name (j1, j1#2, a1)
+	// named, when not nil, is closed at the next setName (awaitName).
+	named chan struct{}
 	jobs  map[string]string // job display name -> uuid
 	// intruderKeys are the API keys of cmdIntruder, by who.
 	intruderKeys map[string]string
@@ -319,16 +324,24 @@ func (r *scRun) checkInvariants() error {
 	return fmt.Errorf("SPEC section 4 violated: %s", strings.Join(msgs, "; "))
 }
 
+// leaseTTL is the run's lease TTL: the script's `lease-ttl:` or scLeaseTTL.
+func (r *scRun) leaseTTL() time.Duration {
+	if r.s.leaseTTL > 0 {
+		return r.s.leaseTTL
+	}
+	return scLeaseTTL
+}
+
 // serviceConfig is the service layer every stack of this run uses, broken
 // as the Env's server or harness variant says.
 func (r *scRun) serviceConfig() fencing.Config {
-	cfg := fencing.Config{LeaseTTL: scLeaseTTL, Variant: r.env.opts.ServerVariant, FaultPoints: r.fp}
+	cfg := fencing.Config{LeaseTTL: r.leaseTTL(), Variant: r.env.opts.ServerVariant, FaultPoints: r.fp}
 	if r.vf != nil {
 		cfg.Services, cfg.Prober = r.vf.services, r.vf.prober
 	}
 	switch r.env.opts.HarnessVariant {
 	case VariantLeaseTTLMismatch:
-		cfg.LeaseTTL = 10 * scLeaseTTL
+		cfg.LeaseTTL = 10 * r.leaseTTL()
 	case VariantNoMediaCheck:
 		services := cfg.Services
 		if services == nil {
@@ -362,6 +375,33 @@ func (r *scRun) setName(id, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.names[id] = name
+	if r.named != nil {
+		close(r.named)
+		r.named = nil
+	}
+}
+
+// awaitName returns once id has a name, or after the frame timeout.
+func (r *scRun) awaitName(id string) {
+	deadline := time.NewTimer(r.timeout)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		if _, ok := r.names[id]; ok {
+			r.mu.Unlock()
+			return
+		}
+		if r.named == nil {
+			r.named = make(chan struct{})
+		}
+		ch := r.named
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return
+		}
+	}
 }
 
 // count adds n to a named counter that `reached counter` can test.

@@ -81,7 +81,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		pool.Close()
 		return nil, err
 	}
-	gcfg := gateway.Config{LeaseTTL: scLeaseTTL, PollInterval: -1, SweepInterval: -1,
+	gcfg := gateway.Config{LeaseTTL: r.leaseTTL(), PollInterval: -1, SweepInterval: -1,
 		Variant: gatewayVariant(r.env.opts.HarnessVariant), Limits: r.stackLimits()}
 	if r.s.noPings {
 		gcfg.Heartbeat = targets.NoPingHeartbeat // no ping fires within a scenario's logical time
@@ -127,6 +127,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 		}
 	}
 	r.stacks[name] = st
+	r.gwURLs.Store(name, st.wsURL())
 	r.tl.add(laneGateway, fmt.Sprintf("%s started (service, gateway, API on one listener)", name))
 	return st, nil
 }
@@ -140,6 +141,7 @@ func (s *scStack) stop(r *scRun, kill bool) {
 		return
 	}
 	s.stopped = true
+	r.gwURLs.Delete(s.name)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	if kill {
 		cancel()
