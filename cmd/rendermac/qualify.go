@@ -645,8 +645,9 @@ func qualifyFleetCampaign(ctx context.Context, card *evidence.Card, f qualifyFla
 }
 
 // rulesGateDefault is whether qualify fails on a rule of the contract no
-// check reaches (--no-rules-gate turns it off).
-const rulesGateDefault = false
+// check reaches (--no-rules-gate turns it off). On since every rule of
+// the inventory has a check (issue 46).
+const rulesGateDefault = true
 
 // rulesReplay lists the rule trace and its gaps.
 const rulesReplay = "go run -tags faultpoints,mutations ./cmd/rendermac rules --gaps"
