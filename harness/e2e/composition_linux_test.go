@@ -25,9 +25,19 @@ const serviceComposition = "composition.title_card"
 // The server knows a service from its catalogue (an operator's would name
 // it with runner kind "command"); this binary's stacks take the default
 // catalogue, which gains the composition service before any test starts.
+// Its params are declared as render.js reads them: the server refuses any
+// other key at POST /v1/jobs.
 func init() {
 	protocol.Services = append(protocol.Services, protocol.Service{Name: serviceComposition, PriceCents: 50, Media: "mp4",
-		Runner: protocol.RunnerSpec{Kind: protocol.RunnerCommand, Command: []string{"node", "render.js", "{params}", "{output}"}}})
+		Runner: protocol.RunnerSpec{Kind: protocol.RunnerCommand, Command: []string{"node", "render.js", "{params}", "{output}"}},
+		Params: []protocol.ParamSpec{ // sorted by name
+			{Name: "background", Type: protocol.ParamString, MaxLen: 7},
+			{Name: "duration_s", Type: protocol.ParamInteger, Min: 1, Max: 30},
+			{Name: "fps", Type: protocol.ParamInteger, Min: 1, Max: 30},
+			{Name: "height", Type: protocol.ParamInteger, Min: 64, Max: 1920},
+			{Name: "title", Type: protocol.ParamString, MaxLen: 64},
+			{Name: "width", Type: protocol.ParamInteger, Min: 64, Max: 1920},
+		}})
 }
 
 // compositionRunner is the command runner an operator would configure for
