@@ -101,8 +101,8 @@ var agentRuleMutants = []Mutant{
 		New:  "if b.n < 62 && b.base<<b.n > 0 {",
 		What: "the reconnect delay's ceiling doubles past the backoff max, so after a long outage the agent stays away for minutes after the heal and the queue waits (killed by agent_queue_drains_after_heal)", Rules: []string{"fleet.drain-bound", "agent.backoff"}},
 	{ID: "gateway-no-capacity-fail-frees-slot", Kind: "slot", File: "server/gateway/frames.go",
-		Old:  "case m.FailureCode == protocol.FailNoCapacity || m.FailureCode == protocol.FailProviderOffline:",
-		New:  "case m.FailureCode == protocol.FailProviderOffline:",
+		Old:  "\tcase m.FailureCode == protocol.FailNoCapacity:\n",
+		New:  "\tcase false:\n",
 		What: "a fail no_capacity frees its slot in the gateway's view: a device on a full disk is offered the requeued job straight back (killed by no_capacity_fail_keeps_slot)", Rules: []string{"gateway.no-capacity-slot"}},
 }
 

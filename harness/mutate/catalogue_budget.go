@@ -10,8 +10,8 @@ func init() { Catalogue = append(Catalogue, budgetMutants...) }
 // them; the differential campaigns see the service layer's.
 var budgetMutants = []Mutant{
 	{ID: "gateway-offline-fail-frees-slot", Kind: "slot", File: "server/gateway/frames.go",
-		Old:   "case m.FailureCode == protocol.FailNoCapacity || m.FailureCode == protocol.FailProviderOffline:",
-		New:   "case m.FailureCode == protocol.FailNoCapacity:",
+		Old:   "\t\ts.stopOffers()\n",
+		New:   "\t\ts.release()\n",
 		What:  "a fail provider_offline frees its slot: a stopping agent is offered its requeued jobs straight back and fails each again",
 		Rules: []string{"gateway.offline-fail-keeps-slot"}},
 	{ID: "gateway-undelivered-offer-failed-offline", Kind: "budget", File: "server/gateway/offer.go",

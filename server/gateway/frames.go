@@ -65,6 +65,11 @@ func (s *session) onSlots(m *protocol.Slots) {
 	s.wakeOffer()
 }
 
+// stopOffers counts no slot of the session free, less the claims in
+// flight (which give their slot back if they lease nothing), as a report
+// of no free slot would.
+func (s *session) stopOffers() { s.reportSlots(0) }
+
 // reportSlots sets the session's free slots from a report, less the claims
 // in flight, which the device cannot have seen. The count may go below
 // zero: a claim that ends without an offer gives its slot back (unclaim),
@@ -183,12 +188,20 @@ func (s *session) onFail(m *protocol.Fail) {
 	}
 	switch {
 	case r.Code != protocol.CodeFailOK:
-	case m.FailureCode == protocol.FailNoCapacity || m.FailureCode == protocol.FailProviderOffline:
-		// The device refused for want of room (a full disk, no slot), or
-		// it is stopping (provider_offline): the slot stays taken in this
-		// session's view until its next slots report says otherwise, or
-		// every offer would come straight back refused and burn the job's
-		// attempts in a few milliseconds.
+	case m.FailureCode == protocol.FailProviderOffline:
+		// The device is stopping: no slot of it is free in this session's
+		// view until its next slots report (or hello) says otherwise, not
+		// only this attempt's. A count one too high (a report read late)
+		// would otherwise offer it the job just requeued, on a session
+		// about to close.
+		s.stopOffers()
+		s.log.Info("fail "+string(m.FailureCode)+": no offer until the device reports free slots", "job_id", m.JobID,
+			"attempt_id", m.AttemptID)
+	case m.FailureCode == protocol.FailNoCapacity:
+		// The device refused for want of room (a full disk, no slot): the
+		// slot stays taken in this session's view until its next slots
+		// report says otherwise, or every offer would come straight back
+		// refused and burn the job's attempts in a few milliseconds.
 		s.log.Info("fail "+string(m.FailureCode)+": no offer until the device reports free slots", "job_id", m.JobID,
 			"attempt_id", m.AttemptID)
 	default:
