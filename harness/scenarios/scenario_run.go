@@ -84,16 +84,18 @@ type scRun struct {
 	observer *pgxpool.Pool    // the harness's own pool, never through the proxy
 	admin    *fencing.Service // admin operations and the race, on observer
 	clock    *clock.Stub
-	store    *scStore
-	fs       *artifact.FS // the filesystem store, unless s3
-	s3       *s3Run       // the run's S3 server and store, with EnvOptions.ArtifactsS3
-	dir      string
-	proxy    *tcpproxy.Proxy
-	apiKey   string
-	httpc    *http.Client
-	stacks   map[string]*scStack
-	agents   map[string]*scAgent
-	real     map[string]*scRealAgent // shipped agents in process (`agent start`)
+	// jobIDSource draws every stack's job ids, in creation order (orderedIDs).
+	jobIDSource *orderedIDs
+	store       *scStore
+	fs          *artifact.FS // the filesystem store, unless s3
+	s3          *s3Run       // the run's S3 server and store, with EnvOptions.ArtifactsS3
+	dir         string
+	proxy       *tcpproxy.Proxy
+	apiKey      string
+	httpc       *http.Client
+	stacks      map[string]*scStack
+	agents      map[string]*scAgent
+	real        map[string]*scRealAgent // shipped agents in process (`agent start`)
 	// gwURLs are the session URLs of the running stacks by name, for the
 	// shipped agents' relays, which dial them from their own goroutines.
 	gwURLs sync.Map
@@ -242,7 +244,8 @@ func (r *scRun) setup() error {
 		}
 	}
 	r.clock = clock.NewStub(scT0)
-	r.admin = fencing.NewService(r.observer, r.served(), protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader,
+	r.jobIDSource = &orderedIDs{}
+	r.admin = fencing.NewService(r.observer, r.served(), protocol.RandomIDs{Jobs: r.jobIDSource, Attempts: rand.Reader,
 		Tokens: rand.Reader}, r.serviceConfig())
 	if err := r.admin.CreateBuyer(ctx, scBuyerID, "scenario buyer", scBuyerBalance); err != nil {
 		return err
@@ -558,4 +561,29 @@ func (t *scTimeline) events() []evidence.TimelineEvent {
 			Label: fmt.Sprintf("... %d more events not shown", t.dropped)})
 	}
 	return out
+}
+
+// orderedIDs is the job id source of a run's stacks: each 16-byte draw
+// starts with a counter (big-endian, 6 bytes) and ends random, so the
+// UUIDs sort in creation order. The stacks decide at the pinned clock, so
+// jobs created between two advances share created_at and the matcher
+// (oldest first, then by id) would otherwise order them by random ids: an
+// offer pass that ran late offered j2 before j1.
+type orderedIDs struct {
+	mu sync.Mutex
+	n  uint64
+}
+
+func (o *orderedIDs) Read(p []byte) (int, error) {
+	o.mu.Lock()
+	o.n++
+	n := o.n
+	o.mu.Unlock()
+	if _, err := rand.Read(p); err != nil {
+		return 0, err
+	}
+	for i := 0; i < 6 && i < len(p); i++ {
+		p[i] = byte(n >> (8 * (5 - i)))
+	}
+	return len(p), nil
 }

@@ -103,7 +103,7 @@ func (r *scRun) startStack(name string) (*scStack, error) {
 	as := controlplane.Assemble(controlplane.Parts{API: api.Config{TrustedProxies: trusted, Services: scfg.Services, Limits: r.stackLimits()},
 		Console: console.Config{Remote: r.opsState().remote[name], CardsDir: cards, CardHTML: evidence.HTMLFromJSON, CardDiff: evidence.DiffJSON},
 		Pool:    pool, Store: r.served(), Grants: r.grants(), Signer: signer, Clock: r.clock,
-		IDs: protocol.RandomIDs{Jobs: rand.Reader, Attempts: rand.Reader, Tokens: rand.Reader}, Service: scfg,
+		IDs: protocol.RandomIDs{Jobs: r.jobIDSource, Attempts: rand.Reader, Tokens: rand.Reader}, Service: scfg,
 		Log: slog.New(&scLogHandler{r: r, gateway: name}), Gateway: gcfg})
 	st.svc, st.gw, st.console = as.Service, as.Gateway, as.Console
 	a := as.API
