@@ -82,7 +82,7 @@ func TestInjectedBadImportsAreNamed(t *testing.T) {
 	}
 	require.Equal(t, []string{
 		"agent imports server/gateway: not allowed (the agent talks to the control plane only through protocol; may import protocol, agent/..., internal/clock, internal/mp4, internal/certpool, internal/loopback)",
-		"harness/bench imports harness/scenarios: not allowed (benchmarks and soaks use the targets and load clients, never the scenario catalogue; may import harness/targets, harness/loadgen, harness/deviceclient, harness/bench, server/..., internal/..., harness/evidence, protocol, harness/model, harness/fuzz, internal/provenance)",
+		"harness/bench imports harness/scenarios: not allowed (benchmarks and soaks use the targets and load clients, never the scenario catalogue; may import harness/targets, harness/loadgen, harness/deviceclient, server/..., internal/..., protocol, harness/model, harness/fuzz)",
 		"harness/fuzz imports internal/vcsstamp: not allowed (the generator and runner are pure: never pgx, never server; may import protocol, harness/model, internal/provenance)",
 		"harness/loadgen imports harness/bench: not allowed (load clients drive the real stack; they know nothing of the model or the catalogue; may import protocol, server/..., internal/..., harness/deviceclient)",
 		"harness/model imports server/fencing: not allowed (the model knows only the contract; may import protocol, internal/provenance)",
@@ -110,4 +110,30 @@ func TestDockerClientOnlyUnderTheDockerTag(t *testing.T) {
 		require.Contains(t, bad, pkg+" reaches github.com/testcontainers/testcontainers-go", "under -tags docker")
 	}
 	require.NotContains(t, bad, "agent reaches", "the agent never opens a database")
+}
+
+// Every entry of the table is an import some package of its row makes, in
+// one of the builds the project makes.
+func TestEveryAllowedImportIsMade(t *testing.T) {
+	var builds []map[int]map[string]bool
+	for _, tags := range []string{"", "faultpoints", "faultpoints,mutations", "docker"} {
+		pkgs, _ := goList(t, tags)
+		builds = append(builds, UsedEntries(pkgs))
+	}
+	if bad := CheckUnused(builds...); len(bad) > 0 {
+		t.Fatalf("the import table (internal/archtest/table.go, docs/architecture.md) allows imports nothing makes:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// The unused-entry check names an entry no build imports, and is content
+// with one build's use of it.
+func TestAnAllowedImportNothingMakesIsNamed(t *testing.T) {
+	m := func(p string) string { return Module + "/" + p }
+	i, ok := rowOf("harness/deviceclient")
+	require.True(t, ok)
+	none := UsedEntries(nil)
+	uses := UsedEntries([]Package{{Path: "harness/deviceclient", Imports: []string{m("protocol")}}})
+	require.Contains(t, CheckUnused(none), "harness/deviceclient may import protocol, and nothing there does: remove the entry (or the import table is an upper bound, not a picture)")
+	require.NotContains(t, strings.Join(CheckUnused(none, uses), "\n"), "harness/deviceclient may import protocol,")
+	require.True(t, uses[i]["protocol"])
 }

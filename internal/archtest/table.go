@@ -17,6 +17,9 @@ type Layer struct {
 	Pkgs []string
 	May  []string
 	Why  string
+	// Tests makes the row govern its packages' test imports too: a
+	// package of tests alone (harness/e2e) imports nothing otherwise.
+	Tests bool
 }
 
 // Reach forbids packages Pkgs from depending, directly or not, on any
@@ -35,8 +38,6 @@ type Package struct {
 	Imports     []string
 	TestImports []string // TestImports and XTestImports together
 }
-
-var core = []string{"protocol", "harness/model", "harness/fuzz", "internal/provenance"}
 
 // Product is what ships: the control plane, the agent, the contract they
 // share and the leaves they link. The first rule of the table: nothing in
@@ -63,18 +64,18 @@ var Layers = []Layer{
 	{Pkgs: []string{"harness/testca"}, Why: "the harness's certificate authority: crypto/x509 alone"},
 	{Pkgs: []string{"harness/loadgen"}, May: []string{"protocol", "server/...", "internal/...", "harness/deviceclient"},
 		Why: "load clients drive the real stack; they know nothing of the model or the catalogue"},
-	{Pkgs: []string{"harness/targets"}, May: append([]string{"server/...", "internal/...", "harness/evidence", "harness/loadgen", "harness/deviceclient"}, core...),
+	{Pkgs: []string{"harness/targets"}, May: []string{"server/...", "internal/...", "harness/loadgen", "harness/deviceclient", "protocol", "harness/model", "harness/fuzz"},
 		Why: "the Postgres and full-stack targets"},
-	{Pkgs: []string{"harness/linearize"}, May: append([]string{"harness/targets", "server/...", "internal/...", "harness/evidence", "harness/loadgen"}, core...),
+	{Pkgs: []string{"harness/linearize"}, May: []string{"harness/targets", "protocol", "harness/model", "harness/fuzz"},
 		Why: "the porcupine check over the targets"},
-	{Pkgs: []string{"harness/scenarios"}, May: append([]string{"harness/targets", "harness/linearize", "server/...", "internal/...", "harness/evidence", "harness/loadgen", "harness/deviceclient", "agent", "agent/...", "harness/testca"}, core...),
+	{Pkgs: []string{"harness/scenarios"}, May: []string{"harness/targets", "server/...", "internal/...", "harness/evidence", "harness/loadgen", "harness/deviceclient", "agent", "agent/...", "harness/testca", "protocol"},
 		Why: "the phase-fault catalogue runs on the targets, and runs the shipped agent in process so that qualify checks its rules on the wire"},
-	{Pkgs: []string{"harness/bench", "harness/soak"}, May: append([]string{"harness/targets", "harness/loadgen", "harness/deviceclient", "harness/bench", "server/...", "internal/...", "harness/evidence"}, core...),
+	{Pkgs: []string{"harness/bench", "harness/soak"}, May: []string{"harness/targets", "harness/loadgen", "harness/deviceclient", "server/...", "internal/...", "protocol", "harness/model", "harness/fuzz"},
 		Why: "benchmarks and soaks use the targets and load clients, never the scenario catalogue"},
-	{Pkgs: []string{"harness/fleet"}, May: append([]string{"harness/targets", "harness/loadgen", "harness/soak", "agent", "server/...", "internal/...", "harness/evidence", "harness/testca"}, core...),
+	{Pkgs: []string{"harness/fleet"}, May: []string{"harness/targets", "harness/loadgen", "harness/soak", "agent", "server/...", "internal/...", "harness/testca", "protocol"},
 		Why: "the fleet run drives the shipped binaries and reuses the soak's checks; it imports the agent only for its stated bounds"},
-	{Pkgs: []string{"harness/mutate"}, May: []string{"harness/evidence", "internal/..."}, Why: "the mutation campaign edits copies of the tree and runs the CLI"},
-	{Pkgs: []string{"harness/e2e"}, May: []string{"..."}, Why: "end-to-end tests of the shipped binaries"},
+	{Pkgs: []string{"harness/mutate"}, May: []string{"harness/evidence"}, Why: "the mutation campaign edits copies of the tree and runs the CLI"},
+	{Pkgs: []string{"harness/e2e"}, May: []string{"..."}, Tests: true, Why: "end-to-end tests of the shipped binaries"},
 	{Pkgs: []string{"cmd/..."}, May: []string{"..."}, Why: "main packages wire everything"},
 }
 
@@ -126,22 +127,11 @@ func matchAny(patterns []string, path string) bool {
 // layerOf returns the most specific layer naming pkg: an exact name beats a
 // subtree, a longer subtree beats a shorter one.
 func layerOf(pkg string) (Layer, bool) {
-	best, bestLen := Layer{}, -1
-	for _, l := range Layers {
-		for _, p := range l.Pkgs {
-			if !match(p, pkg) {
-				continue
-			}
-			n := len(p)
-			if !strings.HasSuffix(p, "/...") {
-				n += 1 << 16 // exact
-			}
-			if n > bestLen {
-				best, bestLen = l, n
-			}
-		}
+	i, ok := rowOf(pkg)
+	if !ok {
+		return Layer{}, false
 	}
-	return best, bestLen >= 0
+	return Layers[i], true
 }
 
 // rel returns the path of a project package relative to Module, or false.
@@ -163,7 +153,11 @@ func CheckLayers(pkgs []Package) []string {
 			out = append(out, fmt.Sprintf("%s: not in the import table (internal/archtest.Layers): place it in the architecture", p.Path))
 			continue
 		}
-		for _, imp := range p.Imports {
+		imports := p.Imports
+		if l.Tests {
+			imports = append(slices.Clone(p.Imports), p.TestImports...)
+		}
+		for _, imp := range imports {
 			r, ok := rel(imp)
 			if !ok || r == p.Path {
 				continue
@@ -248,4 +242,71 @@ func CheckTestLinks(pkgs []Package) []string {
 	}
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+// UsedEntries returns, for each row of Layers (by index), the May entries
+// some package of the row imports a package under (one build's view).
+func UsedEntries(pkgs []Package) map[int]map[string]bool {
+	used := map[int]map[string]bool{}
+	for _, p := range pkgs {
+		i, ok := rowOf(p.Path)
+		if !ok {
+			continue
+		}
+		imports := p.Imports
+		if Layers[i].Tests {
+			imports = append(slices.Clone(p.Imports), p.TestImports...)
+		}
+		for _, imp := range imports {
+			r, ok := rel(imp)
+			if !ok || r == p.Path {
+				continue
+			}
+			for _, e := range Layers[i].May {
+				if match(e, r) {
+					if used[i] == nil {
+						used[i] = map[string]bool{}
+					}
+					used[i][e] = true
+				}
+			}
+		}
+	}
+	return used
+}
+
+// CheckUnused returns one line per May entry no package of its row imports
+// in any of the builds whose UsedEntries are given: the table is a picture
+// of the imports, not an upper bound.
+func CheckUnused(builds ...map[int]map[string]bool) []string {
+	var out []string
+	for i, l := range Layers {
+		for _, e := range l.May {
+			if !slices.ContainsFunc(builds, func(u map[int]map[string]bool) bool { return u[i][e] }) {
+				out = append(out, fmt.Sprintf("%s may import %s, and nothing there does: remove the entry (or the import table is an upper bound, not a picture)",
+					strings.Join(l.Pkgs, ", "), e))
+			}
+		}
+	}
+	return out
+}
+
+// rowOf returns the index in Layers of the most specific row naming pkg.
+func rowOf(pkg string) (int, bool) {
+	best, bestLen := -1, -1
+	for i, l := range Layers {
+		for _, p := range l.Pkgs {
+			if !match(p, pkg) {
+				continue
+			}
+			n := len(p)
+			if !strings.HasSuffix(p, "/...") {
+				n += 1 << 16 // exact
+			}
+			if n > bestLen {
+				best, bestLen = i, n
+			}
+		}
+	}
+	return best, best >= 0
 }
