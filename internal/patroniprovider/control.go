@@ -203,10 +203,26 @@ func (c *Cluster) wait(ctx context.Context, all bool) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %s", ctx.Err(), why)
+			return fmt.Errorf("%w: %s%s", ctx.Err(), why, c.logTails())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// logTails is, for a wait that timed out, the last lines of the Patroni log
+// of every node, so the error says why a node did not come back.
+func (c *Cluster) logTails() string {
+	var b strings.Builder
+	for _, n := range c.nodes {
+		data, err := os.ReadFile(n.log)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		lines = lines[max(0, len(lines)-4):]
+		fmt.Fprintf(&b, "\n--- %s (%s), last lines:\n%s", n.name, n.log, strings.Join(lines, "\n"))
+	}
+	return b.String()
 }
 
 // unhealthy says what keeps the cluster from being healthy ("" when it is).
