@@ -122,7 +122,7 @@ func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string)
 		return req, input, nil, rerr
 	}
 	why = map[string]string{}
-	svc, _ := protocol.FindService(a.cfg.Services, body.Service.v)
+	svc, known := protocol.FindService(a.cfg.Services, body.Service.v)
 	body.Params.convert(svc)
 	req = protocol.CreateJobRequest{
 		BuyerID: buyerID, Service: body.Service.v, Params: body.Params.m,
@@ -132,7 +132,7 @@ func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string)
 	}
 	if err := body.Service.err; err != nil {
 		req.Service, why["service"] = unknownService, typeMessage("service", err)
-	} else if _, known := protocol.FindService(a.cfg.Services, req.Service); !known {
+	} else if !known {
 		why["service"] = serviceWhy(a.cfg.Services, req.Service)
 	}
 	if message, ok := paramsWhy(svc, body.Params.m); ok {
