@@ -92,6 +92,9 @@ func (s *Service) setPaused(ctx context.Context, now time.Time, operatorID, serv
 	return protocol.Reply{Code: changed}, nil
 }
 
+// Services is the catalogue the service layer sells (Config.Services).
+func (s *Service) Services() []protocol.Service { return s.cfg.Services }
+
 // PausedServices lists the paused services by name.
 func (s *Service) PausedServices(ctx context.Context) ([]string, error) {
 	return PausedServices(ctx, s.pool)
