@@ -82,7 +82,8 @@ func TestConsolePausesServiceInBrowser(t *testing.T) {
 	b.navigate("/console/services")
 	value(b, "POST resume without the token", chromedp.Evaluate[bool](`(function(){var f=document.createElement('form');
 f.method='post';f.action='/console/services/`+svc+`/resume';document.body.appendChild(f);f.submit();return true})()`))
-	b.waitText("#main", "CSRF token")
+	b.run("wait for the refusal page", chromedp.WaitVisible(chromedp.CSS("p#message")))
+	require.Contains(t, b.text("#main"), "CSRF token")
 	require.Contains(t, b.text("#main"), "CSRF token")
 	b.screenshot("pause-04-no-csrf")
 	b.navigate("/console/services")
