@@ -65,6 +65,7 @@ type Console struct {
 	cfg        Config
 	clock      clock.Clock
 	sessionKey []byte
+	csrfKey    []byte
 	failures   *ratelimit.Keyed
 	tmpl       map[string]*template.Template
 	mux        *http.ServeMux
@@ -91,6 +92,7 @@ func New(pool *pgxpool.Pool, signer *grant.Signer, log *slog.Logger, cfg Config)
 	}
 	lim := cfg.Limits.WithDefaults()
 	c := &Console{pool: pool, log: log, cfg: cfg, clock: cfg.Clock, sessionKey: signer.DeriveKey(sessionPurpose),
+		csrfKey:  signer.DeriveKey(csrfPurpose),
 		failures: lim.Keyed(lim.AuthFailuresPerIP), tmpl: templates(), mux: http.NewServeMux(),
 		shutdown: make(chan struct{})}
 	c.hub = newHub(pool, log, cfg.PollInterval)
@@ -230,14 +232,21 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 // refuse answers an error: the login page (with the message) for 401, an
 // error page otherwise; JSON for a client that asks for it.
 func (c *Console) refuse(w http.ResponseWriter, r *http.Request, status int, message string) {
+	c.refuseCode(w, r, status, "", message)
+}
+
+// refuseCode is refuse with an explicit JSON error code ("": the status's).
+func (c *Console) refuseCode(w http.ResponseWriter, r *http.Request, status int, code, message string) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rendermac console"`)
 	}
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		code := map[int]string{http.StatusUnauthorized: api.CodeUnauthorized, http.StatusForbidden: api.CodeForbidden,
-			http.StatusNotFound: string(protocol.CodeNotFound)}[status]
+		if code == "" {
+			code = map[int]string{http.StatusUnauthorized: api.CodeUnauthorized, http.StatusForbidden: api.CodeForbidden,
+				http.StatusNotFound: string(protocol.CodeNotFound)}[status]
+		}
 		if code == "" {
 			code = "bad_request"
 		}
