@@ -131,4 +131,7 @@ const (
 	ActorDevice  Actor = "device"
 	ActorVerify  Actor = "verifier"
 	ActorSweeper Actor = "sweeper"
+	// ActorOperator is a person at the console; the row names which
+	// operator (job_events.operator_id).
+	ActorOperator Actor = "operator"
 )

@@ -53,6 +53,9 @@ type Config struct {
 	// Limits.AuthFailuresPerIP bounds wrong credentials per client IP, as
 	// for API keys (zero rules: the defaults).
 	Limits ratelimit.Limits
+	// Actions is the service layer the console's actions call (cancel,
+	// drain, revoke); nil: their POSTs answer 503.
+	Actions Actions
 	// PollInterval is how often live updates look at the journal's head
 	// (0: 500ms); notifications on the existing channels wake it at once.
 	PollInterval time.Duration
@@ -117,6 +120,8 @@ func (c *Console) routes() {
 	page("GET "+Prefix+"/cards/{name}", c.cardPage)
 	page("GET "+Prefix+"/cards/{name}/html", c.cardHTML)
 	page("GET "+Prefix+"/events", c.events)
+	page("GET "+Prefix+"/devices/{id}", c.devicePage)
+	c.actionRoutes()
 	c.mux.Handle(Prefix+"/", c.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.refuse(w, r, http.StatusNotFound, "no such console page")
 	})))
@@ -149,7 +154,9 @@ type view struct {
 	// Live is the events stream's query ("" : no live updates).
 	Live    string
 	Message string
-	Data    any
+	// Flash is the outcome of the action the page was redirected from.
+	Flash string
+	Data  any
 }
 
 var funcs = template.FuncMap{
@@ -240,7 +247,7 @@ func (c *Console) refuseCode(w http.ResponseWriter, r *http.Request, status int,
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rendermac console"`)
 	}
-	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+	if wantsJSON(r) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		if code == "" {
@@ -258,6 +265,11 @@ func (c *Console) refuseCode(w http.ResponseWriter, r *http.Request, status int,
 		name = "login"
 	}
 	c.render(w, r, status, name, view{Title: http.StatusText(status), Message: message})
+}
+
+// wantsJSON reports whether the client asked for JSON answers.
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
 }
 
 // internal answers 500 and logs the cause, which the page never shows.
@@ -430,5 +442,5 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "job", view{Title: "Job " + id, Nav: "jobs", Live: "job=" + id, Data: p})
+	c.render(w, r, http.StatusOK, "job", view{Title: "Job " + id, Nav: "jobs", Live: "job=" + id, Flash: flash(r), Data: p})
 }

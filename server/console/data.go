@@ -46,8 +46,9 @@ FROM job_attempts a JOIN devices d ON d.id = a.device_id WHERE a.job_id = $1 ORD
 
 	sqlJobJournal = `
 SELECT e.id, e.kind, coalesce(e.attempt_id::text, ''), coalesce(a.attempt_number, 0), coalesce(a.lease_epoch, 0),
-       coalesce(e.from_status, ''), e.to_status, e.code, e.actor, e.at
-FROM job_events e LEFT JOIN job_attempts a ON a.id = e.attempt_id
+       coalesce(e.from_status, ''), e.to_status, e.code,
+       e.actor || coalesce(' ' || o.name || ' (' || o.id::text || ')', ''), e.at
+FROM job_events e LEFT JOIN job_attempts a ON a.id = e.attempt_id LEFT JOIN operators o ON o.id = e.operator_id
 WHERE e.job_id = $1 ORDER BY e.id`
 
 	sqlJobHold = `SELECT amount_cents, status, created_at, settled_at FROM holds WHERE job_id = $1`
@@ -230,6 +231,9 @@ type JobPage struct {
 	Hold        *Hold
 	Webhooks    []Webhook
 }
+
+// Terminal reports whether the job has ended (nothing to cancel).
+func (p JobPage) Terminal() bool { return protocol.JobStatus(p.Job.Status).Terminal() }
 
 // AttemptView is one attempt of a job with its phases.
 type AttemptView struct {

@@ -19,7 +19,7 @@ import (
 // overtake it.
 func (s *session) onHello(m *protocol.Hello) {
 	at := s.g.cfg.Clock.Now()
-	ok, err := s.g.describeDevice(s.g.ctx, s.deviceID, m)
+	ok, drain, err := s.g.describeDevice(s.g.ctx, s.deviceID, m)
 	if err != nil {
 		s.log.Error("describe device from hello", "err", err)
 		_ = s.conn.Close(websocket.StatusInternalError, "internal error")
@@ -53,6 +53,10 @@ func (s *session) onHello(m *protocol.Hello) {
 	}
 	for _, n := range notices {
 		s.write(&protocol.Cancel{Type: protocol.TypeCancel, JobID: n.JobID, AttemptID: n.AttemptID})
+	}
+	if drain {
+		// An operator drained the device while no session of it was here.
+		s.drainDevice()
 	}
 	s.wakeOffer()
 }
