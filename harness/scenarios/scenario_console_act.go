@@ -29,11 +29,14 @@ func (r *scRun) consoleAct(st scStep) error {
 		}
 		entity, id = "jobs", jid
 	case "drain", "revoke":
-		a := r.agents[target]
-		if a == nil {
+		entity = "devices"
+		if a := r.agents[target]; a != nil {
+			id = a.deviceID
+		} else if a := r.real[target]; a != nil {
+			id = a.deviceID
+		} else {
 			return fmt.Errorf("console act %s: no agent %s", act, target)
 		}
-		entity, id = "devices", a.deviceID
 	default:
 		return fmt.Errorf("console act: unknown action %q (cancel, drain, revoke)", act)
 	}
