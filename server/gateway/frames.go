@@ -41,6 +41,9 @@ func (s *session) onHello(m *protocol.Hello) {
 		return
 	}
 	s.mu.Lock()
+	// A drain waiting for this device closes the session to offers before
+	// any can be made; its frame follows the cancels below.
+	s.deviceDrained = s.deviceDrained || drain
 	s.welcomed = true
 	s.mu.Unlock()
 	s.log.Info("session welcomed", "agent_version", m.AgentVersion, "slots_total", m.SlotsTotal, "slots_free", m.SlotsFree)
