@@ -11,7 +11,7 @@ var consoleMutants = []Mutant{
 		Rules: []string{"console.action-operators"}},
 	{ID: "console-action-csrf-presence-only", Kind: "console-auth", File: "server/console/csrf.go",
 		Old:   "\t\tif !hmac.Equal([]byte(got), []byte(c.csrfToken(s))) {\n",
-		New:   "\t\tif got == \"\" {\n",
+		New:   "\t\tif got == \"\" || s.operatorID == \"\" {\n",
 		What:  "an action's POST needs a CSRF token but any will do: another session's token acts (killed by console_actions_refused)",
 		Rules: []string{"console.action-csrf"}},
 	{ID: "console-cancel-journals-buyer", Kind: "console-journal", File: "server/fencing/cancel.go",
