@@ -109,7 +109,7 @@ func cmdOperator(r *scRun, st scStep) error {
 //	    named FILE; a 303 must have stored exactly the bytes sent, a
 //	    refusal must leave the cards directory as it was
 //	console pages [as=WHO] [via=G]
-//	    every page (fleet, queue, jobs, each job, cards) answers 200 and
+//	    every page (fleet, queue, jobs, each job, each device, cards) answers 200 and
 //	    holds none of the run's secrets, nor their hashes
 //	console act cancel|drain|revoke TARGET [as=WHO] [csrf=page|none|cookie:NAME] [confirm=no] [from=ADDR] [via=G] -> STATUS [CODE]
 //	    an action on a job (cancel J) or an agent's device (drain A,
@@ -481,6 +481,9 @@ func (r *scRun) consolePages(st scStep) error {
 		paths = append(paths, "/jobs/"+id)
 	}
 	r.mu.Unlock()
+	for _, a := range r.agents {
+		paths = append(paths, "/devices/"+a.deviceID)
+	}
 	slices.Sort(paths[4:])
 	secrets := r.secretsSeen(true)
 	if len(secrets) == 0 {

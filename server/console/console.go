@@ -53,6 +53,11 @@ type Config struct {
 	// Limits.AuthFailuresPerIP bounds wrong credentials per client IP, as
 	// for API keys (zero rules: the defaults).
 	Limits ratelimit.Limits
+	// Grants issues the job page's output download links (nil: the
+	// signer's, the filesystem store's signed URLs), as for buyers.
+	Grants grant.Issuer
+	// DownloadTTL is how long such a link stays valid (0: 15 minutes).
+	DownloadTTL time.Duration
 	// Actions is the service layer the console's actions call (cancel,
 	// drain, revoke); nil: their POSTs answer 503.
 	Actions Actions
@@ -92,6 +97,12 @@ func New(pool *pgxpool.Pool, signer *grant.Signer, log *slog.Logger, cfg Config)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Grants == nil {
+		cfg.Grants = signer
+	}
+	if cfg.DownloadTTL <= 0 {
+		cfg.DownloadTTL = api.DefaultDownloadTTL
 	}
 	lim := cfg.Limits.WithDefaults()
 	c := &Console{pool: pool, log: log, cfg: cfg, clock: cfg.Clock, sessionKey: signer.DeriveKey(sessionPurpose),
@@ -267,6 +278,21 @@ func (c *Console) refuseCode(w http.ResponseWriter, r *http.Request, status int,
 	c.render(w, r, status, name, view{Title: http.StatusText(status), Message: message})
 }
 
+// downloadLink grants the job's output for a download, as the buyer's
+// job view does: a GET grant of its output key, dated by the decision
+// clock (the database's unless pinned).
+func (c *Console) downloadLink(ctx context.Context, p *JobPage) error {
+	now, err := store.ResolveNow(ctx, c.pool, clock.PinnedNow(c.cfg.Clock))
+	if err != nil {
+		return err
+	}
+	p.DownloadURL, err = c.cfg.Grants.Grant(ctx, grant.Get, p.OutputKey, now, c.cfg.DownloadTTL)
+	if err != nil {
+		return fmt.Errorf("download grant of %s: %w", p.Job.ID, err)
+	}
+	return nil
+}
+
 // wantsJSON reports whether the client asked for JSON answers.
 func wantsJSON(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "application/json")
@@ -376,7 +402,13 @@ type jobsView struct {
 // contract's statuses and services and malformed ids or cursors.
 func parseJobFilter(r *http.Request) (JobFilter, error) {
 	q := r.URL.Query()
-	f := JobFilter{Status: q.Get("status"), Service: q.Get("service"), Buyer: q.Get("buyer"), Limit: DefaultPageSize}
+	f := JobFilter{Status: q.Get("status"), Service: q.Get("service"), Buyer: q.Get("buyer"), Limit: DefaultPageSize,
+		Search: strings.ToLower(strings.TrimSpace(q.Get("q")))}
+	if f.Search != "" {
+		if _, _, ok := idRange(f.Search); !ok {
+			return f, fmt.Errorf("search %q: want a job id or its start (hex digits and dashes)", f.Search)
+		}
+	}
 	if f.Status != "" && !slices.Contains(protocol.JobStatuses, protocol.JobStatus(f.Status)) {
 		return f, fmt.Errorf("status %q is not a job status", f.Status)
 	}
@@ -410,9 +442,19 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := jobsView{Filter: f, Statuses: protocol.JobStatuses, Services: protocol.Services}
 	err = c.readTx(r.Context(), func(tx pgx.Tx) error {
-		if v.Jobs, err = listJobs(r.Context(), tx, f); err != nil {
+		if f.Search != "" {
+			v.Jobs, err = searchJobs(r.Context(), tx, f.Search)
+		} else {
+			v.Jobs, err = listJobs(r.Context(), tx, f)
+		}
+		if err != nil {
 			return err
 		}
+		served, err := servedServices(r.Context(), tx)
+		if err != nil {
+			return err
+		}
+		markUnserved(v.Jobs, served)
 		v.Buyers, err = listBuyers(r.Context(), tx)
 		return err
 	})
@@ -420,7 +462,12 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, r, err)
 		return
 	}
-	if len(v.Jobs) == f.Limit {
+	if f.Search != "" && len(v.Jobs) == 1 {
+		// One job has that id or prefix: its page.
+		http.Redirect(w, r, Prefix+"/jobs/"+v.Jobs[0].ID, http.StatusSeeOther)
+		return
+	}
+	if f.Search == "" && len(v.Jobs) == f.Limit {
 		v.Next = Cursor(v.Jobs[len(v.Jobs)-1])
 	}
 	c.render(w, r, http.StatusOK, "jobs", view{Title: "Jobs", Nav: "jobs", Live: "page=jobs", Data: v})
@@ -431,9 +478,19 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 	var p JobPage
 	err := c.readTx(r.Context(), func(tx pgx.Tx) error {
 		var err error
-		p, err = loadJob(r.Context(), tx, id)
+		if p, err = loadJob(r.Context(), tx, id); err != nil {
+			return err
+		}
+		if p.Job.Status != string(protocol.JobQueued) {
+			return nil
+		}
+		served, err := servedServices(r.Context(), tx)
+		p.Job.Unserved = !served[p.Job.Service]
 		return err
 	})
+	if err == nil && p.Job.Status == string(protocol.JobSucceeded) && p.OutputKey != "" {
+		err = c.downloadLink(r.Context(), &p)
+	}
 	switch {
 	case errors.Is(err, errNoJob):
 		c.refuse(w, r, http.StatusNotFound, "no job "+id)

@@ -24,9 +24,9 @@ FROM devices d WHERE d.id = $1`
 
 	sqlDeviceAttempts = `
 SELECT a.id::text, a.job_id::text, a.attempt_number, a.status, a.lease_epoch, j.service,
-       coalesce(a.failure_code, ''), coalesce(a.failure_message, ''), a.started_at, a.ended_at
+       coalesce(a.failure_code, ''), coalesce(a.failure_message, ''), a.created_at, a.ended_at
 FROM job_attempts a JOIN jobs j ON j.id = a.job_id
-WHERE a.device_id = $1 ORDER BY a.started_at DESC, a.id LIMIT $2`
+WHERE a.device_id = $1 ORDER BY a.created_at DESC, a.id LIMIT $2`
 
 	sqlDeviceFailures = `
 SELECT failure_code, count(*)::int FROM job_attempts
