@@ -118,7 +118,7 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 		t.Fatalf("the drained agent did not stop within %v of its last commit", stopTimeout)
 	}
 	d := s.job(later.ID)
-	require.Equal(t, "queued", d.Status, "the job created after the drain: %s", describe(d))
+	require.Equal(t, protocol.JobQueued, d.Status, "the job created after the drain: %s", describe(d))
 	require.Empty(t, d.Attempts, "the drained device was offered the job created after the drain")
 	b.navigate(device)
 	b.waitText("#device-attempts", "succeeded")

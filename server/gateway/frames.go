@@ -187,7 +187,7 @@ func (s *session) onFail(m *protocol.Fail) {
 	if r.Code != protocol.CodeFailOK {
 		s.touchIfRejectedVariant()
 	}
-	s.g.m.Fails.WithLabelValues(string(r.Code)).Inc()
+	s.g.m.Fails.WithLabelValues(failLabel(m.FailureCode), string(r.Code)).Inc()
 	s.log.Info("fail", "job_id", m.JobID, "attempt_id", m.AttemptID, "failure_code", m.FailureCode, "code", r.Code,
 		"requeued", r.Requeued)
 	if !s.write(reply) {
@@ -330,4 +330,13 @@ func uniq(in []string) []string {
 		}
 	}
 	return out
+}
+
+// failLabel is a device's failure code as a metric label: one of the
+// contract's codes, or "invalid", so a device cannot grow the series.
+func failLabel(c protocol.FailureCode) string {
+	if c.Valid() {
+		return string(c)
+	}
+	return "invalid"
 }
