@@ -36,11 +36,14 @@ const (
 	// not deliver (SPEC section 3, Withdraw): fenced like a fail, and
 	// refused once the device acted on the offer.
 	OpWithdraw
+	// OpPrune is retention: remove the finished jobs whose terminal time
+	// is more than Advance before now, with everything they own.
+	OpPrune
 	opCount
 )
 
 var opNames = [opCount]string{"create", "lease", "progress", "commit", "commit_begin", "commit_finish", "fail", "cancel", "tick", "sweep", "upload",
-	"boundary", "withdraw"}
+	"boundary", "withdraw", "prune"}
 
 // Boundary is the kind of instant a boundary tick lands on.
 type Boundary uint8
@@ -160,7 +163,7 @@ func (e Event) String() string {
 	case OpUpload:
 		kv("job", e.Job)
 		kv("att", e.Attempt)
-	case OpTick:
+	case OpTick, OpPrune:
 		kv("ms", e.Advance.Milliseconds())
 	case OpBoundary:
 		kv("at", e.At)
