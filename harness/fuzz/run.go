@@ -189,8 +189,8 @@ type runner struct {
 	// finished is how many finished jobs the first target had before the
 	// current step, when it is a prune counted for coverage.
 	finished int
-	opts    Options
-	v       *view
+	opts     Options
+	v        *view
 	// live is the first target, if it can say which attempt is live.
 	live LiveAttempts
 	// last holds every target's outcome of the latest step.
