@@ -121,6 +121,14 @@ var Traced = map[string][]string{
 	"s3.served-key":       {"scenario:grant_kinds@s3"},
 	"s3.snapshot":         {"scenario:grant_kinds@s3"},
 	"s3.no-verdict":       {"scenario:grant_kinds@s3"},
+	// Retention (issue 52): the differential campaigns draw Prune and
+	// compare its counts and the whole projection after it, with the
+	// invariants (the pruned ledger among them) checked on both sides.
+	"retention.finished-only": {pg, stack},
+	"retention.age-bound":     {pg, stack},
+	"retention.whole-history": {pg, stack},
+	"retention.ledger-kept":   {pg, stack},
+	"retention.invariants":    {pg, stack},
 }
 
 // The campaigns, by the names qualify gives them.
