@@ -41,6 +41,8 @@ func adminCommands() []adminCommand {
 		{"create-operator", "--name NAME [--db URL]", "mint an operator credential for the web console at /console (printed once)", adminCreateOperator},
 		{"list-operators", "[--db URL]", "list operator credentials (never the secrets)", adminListOperators},
 		{"revoke-operator", "--id ID [--db URL]", "revoke an operator credential; its console sessions end", adminRevokeOperator},
+		{"prune", "--older-than D [--batch N] [--dry-run] [--artifacts DIR|s3://B/P] [--db URL]",
+			"remove finished jobs older than D (90d, 36h) with their rows and stored objects", adminPrune},
 		{"gen-key", "FILE", "write a new 32-byte random signing key to FILE (mode 0600)", adminGenKey},
 	}
 }
