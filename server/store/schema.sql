@@ -74,6 +74,12 @@ CREATE TABLE public.api_keys (
     CONSTRAINT api_keys_key_hash_check CHECK ((key_hash ~ '^[0-9a-f]{64}$'::text))
 );
 
+CREATE TABLE public.artifact_deletions (
+    key text NOT NULL,
+    queued_at timestamp with time zone NOT NULL,
+    CONSTRAINT artifact_deletions_key_check CHECK (((octet_length(key) >= 1) AND (octet_length(key) <= 512)))
+);
+
 CREATE TABLE public.buyers (
     id uuid NOT NULL,
     name text NOT NULL,
@@ -225,6 +231,25 @@ CREATE TABLE public.pairing_codes (
     CONSTRAINT pairing_codes_wrong_guesses_check CHECK ((wrong_guesses >= 0))
 );
 
+CREATE TABLE public.pruned_captures (
+    id bigint NOT NULL,
+    buyer_id uuid NOT NULL,
+    captured_cents bigint NOT NULL,
+    jobs integer NOT NULL,
+    pruned_at timestamp with time zone NOT NULL,
+    CONSTRAINT pruned_captures_captured_cents_check CHECK ((captured_cents >= 0)),
+    CONSTRAINT pruned_captures_jobs_check CHECK ((jobs >= 1))
+);
+
+CREATE SEQUENCE public.pruned_captures_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE public.pruned_captures_id_seq OWNED BY public.pruned_captures.id;
+
 CREATE TABLE public.webhook_outbox (
     id bigint NOT NULL,
     job_id uuid NOT NULL,
@@ -249,6 +274,8 @@ ALTER SEQUENCE public.webhook_outbox_id_seq OWNED BY public.webhook_outbox.id;
 
 ALTER TABLE ONLY public.job_events ALTER COLUMN id SET DEFAULT nextval('public.job_events_id_seq'::regclass);
 
+ALTER TABLE ONLY public.pruned_captures ALTER COLUMN id SET DEFAULT nextval('public.pruned_captures_id_seq'::regclass);
+
 ALTER TABLE ONLY public.webhook_outbox ALTER COLUMN id SET DEFAULT nextval('public.webhook_outbox_id_seq'::regclass);
 
 ALTER TABLE ONLY public.api_keys
@@ -256,6 +283,9 @@ ALTER TABLE ONLY public.api_keys
 
 ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.artifact_deletions
+    ADD CONSTRAINT artifact_deletions_pkey PRIMARY KEY (key);
 
 ALTER TABLE ONLY public.buyers
     ADD CONSTRAINT buyers_pkey PRIMARY KEY (id);
@@ -302,6 +332,9 @@ ALTER TABLE ONLY public.pairing_codes
 ALTER TABLE ONLY public.pairing_codes
     ADD CONSTRAINT pairing_codes_pkey PRIMARY KEY (code_hash);
 
+ALTER TABLE ONLY public.pruned_captures
+    ADD CONSTRAINT pruned_captures_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.webhook_outbox
     ADD CONSTRAINT webhook_outbox_pkey PRIMARY KEY (id);
 
@@ -322,6 +355,8 @@ CREATE INDEX jobs_queued_deadline_idx ON public.jobs USING btree (admission_dead
 CREATE INDEX jobs_queued_idx ON public.jobs USING btree (created_at, id) WHERE ((status)::text = 'queued'::text);
 
 CREATE INDEX jobs_unended_idx ON public.jobs USING btree (status) WHERE ((status)::text = ANY (ARRAY['queued'::text, 'active'::text, 'verifying'::text, 'cancelling'::text]));
+
+CREATE INDEX pruned_captures_buyer_idx ON public.pruned_captures USING btree (buyer_id);
 
 CREATE INDEX webhook_outbox_pending_idx ON public.webhook_outbox USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
 
@@ -364,6 +399,9 @@ ALTER TABLE ONLY public.jobs
 
 ALTER TABLE ONLY public.pairing_codes
     ADD CONSTRAINT pairing_codes_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.devices(id);
+
+ALTER TABLE ONLY public.pruned_captures
+    ADD CONSTRAINT pruned_captures_buyer_id_fkey FOREIGN KEY (buyer_id) REFERENCES public.buyers(id);
 
 ALTER TABLE ONLY public.webhook_outbox
     ADD CONSTRAINT webhook_outbox_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
