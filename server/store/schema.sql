@@ -344,6 +344,8 @@ CREATE INDEX job_attempts_live_device_idx ON public.job_attempts USING btree (de
 
 CREATE UNIQUE INDEX job_attempts_one_live_idx ON public.job_attempts USING btree (job_id) WHERE (ended_at IS NULL);
 
+CREATE INDEX job_events_attempt_idx ON public.job_events USING btree (attempt_id) WHERE (attempt_id IS NOT NULL);
+
 CREATE INDEX job_events_job_idx ON public.job_events USING btree (job_id, id);
 
 CREATE INDEX job_events_terminal_idx ON public.job_events USING btree (at) WHERE ((kind = 'job'::text) AND (to_status = ANY (ARRAY['succeeded'::text, 'cancelled'::text, 'failed'::text])));
@@ -354,9 +356,13 @@ CREATE INDEX jobs_queued_deadline_idx ON public.jobs USING btree (admission_dead
 
 CREATE INDEX jobs_queued_idx ON public.jobs USING btree (created_at, id) WHERE ((status)::text = 'queued'::text);
 
+CREATE INDEX jobs_succeeded_attempt_idx ON public.jobs USING btree (succeeded_attempt_id) WHERE (succeeded_attempt_id IS NOT NULL);
+
 CREATE INDEX jobs_unended_idx ON public.jobs USING btree (status) WHERE ((status)::text = ANY (ARRAY['queued'::text, 'active'::text, 'verifying'::text, 'cancelling'::text]));
 
 CREATE INDEX pruned_captures_buyer_idx ON public.pruned_captures USING btree (buyer_id);
+
+CREATE INDEX webhook_outbox_job_idx ON public.webhook_outbox USING btree (job_id);
 
 CREATE INDEX webhook_outbox_pending_idx ON public.webhook_outbox USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
 
