@@ -74,6 +74,8 @@ var Layers = []Layer{
 		Why: "benchmarks and soaks use the targets and load clients, never the scenario catalogue"},
 	{Pkgs: []string{"harness/fleet"}, May: []string{"harness/targets", "harness/loadgen", "harness/soak", "agent", "server/...", "internal/...", "harness/testca", "protocol"},
 		Why: "the fleet run drives the shipped binaries and reuses the soak's checks; it imports the agent only for its stated bounds"},
+	{Pkgs: []string{"harness/qualify"}, May: []string{"docs", "harness/contract", "harness/evidence", "harness/fleet", "harness/fuzz", "harness/model", "harness/scenarios", "harness/targets", "internal/provenance", "internal/s3provider", "internal/shard", "internal/syncbuf", "server/fencing"},
+		Why: "the release gate as a library: it runs the campaigns, scenarios and fleet and returns the card; it never imports the mutation campaign, which runs it as a rebuilt binary"},
 	{Pkgs: []string{"harness/mutate"}, May: []string{"harness/evidence"}, Why: "the mutation campaign edits copies of the tree and runs the CLI"},
 	{Pkgs: []string{"harness/e2e"}, May: []string{"..."}, Tests: true, Why: "end-to-end tests of the shipped binaries"},
 	{Pkgs: []string{"cmd/..."}, May: []string{"..."}, Why: "main packages wire everything"},
