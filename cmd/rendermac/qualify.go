@@ -45,6 +45,9 @@ func parseQualifyFlags(args []string, stderr io.Writer) (qualify.Config, error) 
 		"with artifacts on a real S3 server when versitygw is found (required under CI=true); \"\" runs none; --artifacts-s3 runs them all there")
 	fs.BoolVar(&c.NoFleet, "no-fleet", false, "skip the fleet campaign (server and agent processes under Mac faults; not run with --shard)")
 	fs.DurationVar(&c.FleetDuration, "fleet-duration", c.FleetDuration, "load and faults of the fleet campaign (setup and drain come on top)")
+	fs.IntVar(&c.Linearize.Rounds, "linearize-rounds", c.Linearize.Rounds, "rounds of the linearizability check: concurrent "+
+		"clients against the full stack, each round's history checked with porcupine against the model, job by job (0: skip)")
+	fs.Uint64Var(&c.Linearize.Seed, "linearize-seed", c.Linearize.Seed, "seed of the linearizability check's first round")
 	fs.StringVar(&c.Scenarios, "scenarios", "", "run only these scenarios: comma-separated names or glob patterns (default: all)")
 	fs.Var(&c.Shard, "shard", "run shard `K/N`, the Kth of N contiguous slices of every campaign's seeds (the determinism "+
 		"sample too) and of the scenarios; rendermac card merge joins the N cards into the unsharded run's card")

@@ -121,6 +121,8 @@ var Traced = map[string][]string{
 	"s3.served-key":       {"scenario:grant_kinds@s3"},
 	"s3.snapshot":         {"scenario:grant_kinds@s3"},
 	"s3.no-verdict":       {"scenario:grant_kinds@s3"},
+	// Linearizability of the full stack's concurrent histories (issue 50).
+	"stack.linearizable": {"linearizability"},
 }
 
 // The campaigns, by the names qualify gives them.

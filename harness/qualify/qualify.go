@@ -1,7 +1,8 @@
 // Package qualify is the release gate as a library: Run runs the
 // qualification (the contract tables, the seeded differential campaigns
 // and their determinism samples, the phase-fault scenarios, the fleet
-// campaign and the rule inventory) and returns the evidence card. `rendermac qualify`
+// campaign, the linearizability check of the full stack's concurrent
+// histories and the rule inventory) and returns the evidence card. `rendermac qualify`
 // parses its flags into a Config, calls Run and writes and prints the card.
 package qualify
 
@@ -67,6 +68,9 @@ type Config struct {
 	// NoFleet skips the fleet campaign; FleetDuration is its load.
 	NoFleet       bool
 	FleetDuration time.Duration
+	// Linearize sizes the linearizability check of the full stack's
+	// concurrent histories (Linearize.Rounds 0: skip).
+	Linearize LinearizeConfig
 	// NoTimings leaves durations out, so two runs of one commit give
 	// identical cards.
 	NoTimings bool
@@ -128,7 +132,7 @@ func Default() Config {
 	return Config{Seeds: 500, Steps: 200, PGSeeds: 500, PGSteps: 100, StackSeeds: 200, StackSteps: 60, FirstSeed: 1,
 		Workers: runtime.NumCPU(), PGWorkers: DefaultWorkers("both"), FullCompareEvery: fuzz.DefaultFullCompareEvery,
 		DeterminismSeeds: 20, DeterminismPGSeeds: 3, Out: "evidence-out", S3Scenarios: strings.Join(DefaultS3Scenarios, ","),
-		FleetDuration: DefaultFleet.Duration, MutationCard: "docs/mutation-score.json",
+		FleetDuration: DefaultFleet.Duration, Linearize: DefaultLinearize, MutationCard: "docs/mutation-score.json",
 		Gen: fuzz.DefaultGenConfig}
 }
 
@@ -141,6 +145,9 @@ func (c Config) Validate() error {
 		c.PGWorkers < 1 || c.FullCompareEvery < 1 {
 		return ConfigError{"--seeds, --steps, --pg-steps, --stack-steps, --workers, --pg-workers and --full-compare-every must be at least 1, " +
 			"--pg-seeds and --stack-seeds at least 0"}
+	}
+	if err := c.Linearize.validate(); err != nil {
+		return err
 	}
 	if _, err := scenarios.VariantOptions(c.ServerVariant); err != nil {
 		return ConfigError{"--server-variant: " + err.Error()}
@@ -280,6 +287,9 @@ func Run(ctx context.Context, c Config) (evidence.Card, error) {
 		if err := runCampaign(ctx, &card, "model-vs-postgres-vs-stack", stack, ShardSeeds(c.FirstSeed, c.StackSeeds, c.Shard), gate, prog, log); err != nil {
 			return card, err
 		}
+	}
+	if err := runLinearize(ctx, &card, c, prog, log); err != nil {
+		return card, err
 	}
 	if waitScenarios != nil {
 		if err := waitScenarios(); err != nil {

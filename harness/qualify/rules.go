@@ -78,7 +78,7 @@ var campaigns = []string{"model", "model-vs-postgres", "model-vs-postgres-vs-sta
 // knownChecks is every check name qualify can run (contract.Traced's
 // vocabulary).
 func knownChecks() map[string]bool {
-	known := map[string]bool{"campaign-tokens": true}
+	known := map[string]bool{"campaign-tokens": true, LinearizeCheck: true}
 	for _, c := range campaigns {
 		known["campaign:"+c] = true
 	}
@@ -173,6 +173,9 @@ func newRanChecks(card evidence.Card, c Config, fleetChecks []string, notRunnabl
 	for _, id := range fleetChecks {
 		r.ran["fleet:"+id] = true
 	}
+	if l := card.Linearizability; l != nil && l.Rounds > 0 {
+		r.ran[LinearizeCheck] = true
+	}
 	return r
 }
 
@@ -190,6 +193,14 @@ func (r ranChecks) why(check string) string {
 			return "shard " + r.c.Shard.String() + " holds none of its seeds"
 		}
 		return "the campaign did not run"
+	case LinearizeCheck:
+		switch {
+		case r.c.Linearize.Rounds == 0:
+			return "--linearize-rounds 0"
+		case r.c.Shard.Sharded():
+			return "shard " + r.c.Shard.String() + " holds none of its rounds"
+		}
+		return "the check did not run"
 	case "scenario":
 		base, s3 := strings.CutSuffix(name, "@s3")
 		switch {
