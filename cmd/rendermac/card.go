@@ -11,6 +11,7 @@ import (
 
 	"github.com/rendermac/rendermac/harness/evidence"
 	"github.com/rendermac/rendermac/harness/fuzz"
+	"github.com/rendermac/rendermac/harness/qualify"
 )
 
 const cardUsage = `Usage: rendermac card diff A.json B.json
@@ -201,13 +202,13 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			rf.Seq.Events = append(rf.Seq.Events, ev)
 		}
-		f := fuzzFlags{target: fl.Target, variant: fl.Variant, db: *db, workers: 1}
-		setup, cleanup, err := fuzzFactory(ctx, f, stderr)
+		t := qualify.Target{Target: fl.Target, Variant: fl.Variant, DB: *db, Workers: 1}
+		setup, cleanup, err := t.Open(ctx, stderr)
 		if err != nil {
-			return err
+			return usage(err)
 		}
 		fmt.Fprintf(stdout, "%s seed %d:\n", fl.Source, fl.Seed)
-		err = replaySequence(ctx, f, setup, rf, stdout)
+		err = replaySequence(ctx, t.Target, setup, rf, stdout)
 		cleanup()
 		if _, failed := err.(exitError); failed {
 			reproduced++

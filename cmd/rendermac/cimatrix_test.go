@@ -89,9 +89,9 @@ func TestCIMatrixExample(t *testing.T) {
 						f, err := parseQualifyFlags(args, io.Discard)
 						require.NoError(t, err, "job %s: %v", jobName, call)
 						require.Contains(t, tags, "faultpoints", "job %s: qualify runs the scenarios, which need -tags faultpoints", jobName)
-						require.False(t, f.noTimings, "job %s: CI cards should keep their timings", jobName)
-						if f.shard.Sharded() {
-							shards = append(shards, f.shard)
+						require.False(t, f.NoTimings, "job %s: CI cards should keep their timings", jobName)
+						if f.Shard.Sharded() {
+							shards = append(shards, f.Shard)
 							shardCommands = append(shardCommands, recordedCommand("qualify", args))
 						}
 					case sub == "card" && len(args) > 0 && args[0] == "merge":

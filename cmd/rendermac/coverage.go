@@ -2,30 +2,10 @@ package main
 
 import (
 	"flag"
-	"maps"
 	"strings"
 
-	"github.com/rendermac/rendermac/harness/evidence"
 	"github.com/rendermac/rendermac/harness/fuzz"
 )
-
-// cardCoverage converts a campaign's coverage into the card's, with the
-// gate's required lists and the tables its matrices are drawn against.
-func cardCoverage(c fuzz.Coverage) *evidence.Coverage {
-	req, tab := fuzz.RequiredCoverage(), fuzz.TransitionTables()
-	return &evidence.Coverage{
-		JobTransitions:     maps.Clone(c.JobTransitions),
-		AttemptTransitions: maps.Clone(c.AttemptTransitions),
-		Replies:            maps.Clone(c.Replies),
-		Faults:             maps.Clone(c.Faults),
-		FaultPhases:        maps.Clone(c.FaultPhases),
-		Required: evidence.CoverageRequired{JobTransitions: req.JobTransitions,
-			AttemptTransitions: req.AttemptTransitions, Replies: req.Replies, Faults: req.Faults},
-		Tables: evidence.CoverageTables{JobStatuses: tab.JobStatuses, AttemptStatuses: tab.AttemptStatuses,
-			JobTransitions: tab.JobTransitions, AttemptTransitions: tab.AttemptTransitions,
-			FaultPhases: fuzz.FaultPhaseNames()},
-	}
-}
 
 // weightFlag is a repeatable --weight op=N: it sets the op's weight in gen
 // and keeps the settings, so that replay commands repeat them.

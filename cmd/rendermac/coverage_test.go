@@ -19,7 +19,7 @@ import (
 func modelQualify(t *testing.T, extra ...string) (error, string, evidence.Card) {
 	t.Helper()
 	out := t.TempDir()
-	args := append([]string{"--seeds", "150", "--steps", "200", "--pg-seeds", "0", "--stack-seeds", "0", "--no-scenarios",
+	args := append([]string{"--seeds", "150", "--steps", "200", "--pg-seeds", "0", "--stack-seeds", "0", "--linearize-rounds", "0", "--no-scenarios",
 		"--determinism-seeds", "0", "--no-timings", "--no-fleet", "--workers", "1", "--out", out}, extra...)
 	var so, se bytes.Buffer
 	err := runQualify(context.Background(), args, &so, &se)

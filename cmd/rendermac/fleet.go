@@ -56,7 +56,7 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if n := rep.Violations(); n > 0 {
-		fmt.Fprintf(stdout, "FAIL: %d violations\nreplay: %s\nprocess logs: %s\n", n, fleetReplay(cfg), rep.Dir)
+		fmt.Fprintf(stdout, "FAIL: %d violations\nreplay: %s\nprocess logs: %s\n", n, cfg.ReplayCommand(), rep.Dir)
 		return exitError{code: 1}
 	}
 	fmt.Fprintf(stdout, "PASS (drained %s after the last heal, wasted work %s", rep.DrainTime.Round(time.Millisecond),
@@ -66,25 +66,4 @@ func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stdout, ")")
 	return nil
-}
-
-// fleetReplay is the command that reruns this fault schedule: the seed and
-// every setting, whatever was left at its default.
-func fleetReplay(c fleet.Config) string {
-	args := []string{"--seed", fmt.Sprint(c.Seed), "--duration", c.Duration.String(), "--agents", fmt.Sprint(c.Agents),
-		"--gateways", fmt.Sprint(c.Gateways), "--rate", fmt.Sprint(c.Rate), "--fault-every", c.FaultEvery.String(),
-		"--drain-bound", c.DrainBound.String(), "--ffmpeg-percent", fmt.Sprint(c.FFmpegPercent)}
-	if c.Store != "" && c.Store != fleet.StoreAuto {
-		args = append(args, "--store", c.Store)
-	}
-	if c.Postgres != "" && c.Postgres != fleet.PostgresLocal {
-		args = append(args, "--postgres", c.Postgres)
-	}
-	if c.PGVariant != "" {
-		args = append(args, "--pg-variant", c.PGVariant)
-	}
-	if c.AgentVariant != "" {
-		args = append(args, "--agent-variant", c.AgentVariant)
-	}
-	return "go run -tags faultpoints,mutations ./cmd/rendermac fleet " + strings.Join(args, " ")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rendermac/rendermac/harness/evidence"
 	"github.com/rendermac/rendermac/harness/mutate"
+	"github.com/rendermac/rendermac/harness/qualify"
 )
 
 // runMutate is `rendermac mutate`: the source mutation campaign. It needs
@@ -182,7 +183,7 @@ func mutantRuleFailures(score evidence.MutationScore, whole bool) []evidence.Fai
 	var out []evidence.Failure
 	trace, err := ruleTrace()
 	if err != nil {
-		return []evidence.Failure{{Source: "rules", Detail: err.Error(), Replay: rulesReplay}}
+		return []evidence.Failure{{Source: "rules", Detail: err.Error(), Replay: qualify.RulesReplay}}
 	}
 	byID := map[string]evidence.Mutant{}
 	for _, m := range score.Mutants {
@@ -196,7 +197,7 @@ func mutantRuleFailures(score evidence.MutationScore, whole bool) []evidence.Fai
 			if whole {
 				out = append(out, evidence.Failure{Source: "rule " + t.ID,
 					Detail: fmt.Sprintf("no mutant breaks rule %s (%s): nothing shows qualify would notice it broken", t.ID, t.Cite()),
-					Replay: rulesReplay})
+					Replay: qualify.RulesReplay})
 			}
 			continue
 		}

@@ -49,7 +49,7 @@ func newProgress(w io.Writer) *progress {
 	return &progress{w: w, tty: tty, now: time.Now, phases: map[string]*phase{}}
 }
 
-func (p *progress) update(name string, done, total int) {
+func (p *progress) Update(name string, done, total int) {
 	if p == nil || !p.tty {
 		return
 	}
@@ -106,9 +106,9 @@ func shortProgress(name string, done, total int, elapsed time.Duration) string {
 	return line
 }
 
-// done ends phase name: its last line stays, on a line of its own, and the
+// Done ends phase name: its last line stays, on a line of its own, and the
 // phases still running are redrawn below it.
-func (p *progress) done(name string) {
+func (p *progress) Done(name string) {
 	if p == nil || !p.tty {
 		return
 	}

@@ -11,8 +11,8 @@ import (
 func TestProgressIsSilentOffATerminal(t *testing.T) {
 	var buf bytes.Buffer
 	p := newProgress(&buf)
-	p.update("model", 1, 10)
-	p.done("model")
+	p.Update("model", 1, 10)
+	p.Done("model")
 	if buf.Len() != 0 {
 		t.Fatalf("progress wrote %q to a non-terminal", buf.String())
 	}
@@ -34,11 +34,11 @@ func TestProgressShowsPhasesSideBySide(t *testing.T) {
 	var buf bytes.Buffer
 	now := time.Unix(0, 0)
 	p := &progress{w: &buf, tty: true, now: func() time.Time { return now }, phases: map[string]*phase{}}
-	p.update("model-vs-postgres", 0, 500)
-	p.update("scenarios", 0, 48)
+	p.Update("model-vs-postgres", 0, 500)
+	p.Update("scenarios", 0, 48)
 	now = now.Add(10 * time.Second)
-	p.update("model-vs-postgres", 100, 500)
-	p.update("scenarios", 12, 48)
+	p.Update("model-vs-postgres", 100, 500)
+	p.Update("scenarios", 12, 48)
 	lines := strings.Split(buf.String(), "\r")
 	last := lines[len(lines)-1]
 	for _, want := range []string{"model-vs-postgres 100/500 ETA 40s", " | ", "scenarios 12/48 ETA 30s"} {
@@ -48,8 +48,8 @@ func TestProgressShowsPhasesSideBySide(t *testing.T) {
 	}
 	buf.Reset()
 	now = now.Add(30 * time.Second)
-	p.update("scenarios", 48, 48)
-	p.done("scenarios")
+	p.Update("scenarios", 48, 48)
+	p.Done("scenarios")
 	out := buf.String()
 	if !strings.Contains(out, "48/48") || !strings.Contains(out, "\n") {
 		t.Errorf("the ended phase's line is not kept: %q", out)
@@ -58,8 +58,8 @@ func TestProgressShowsPhasesSideBySide(t *testing.T) {
 	if !strings.Contains(after, "100/500") || strings.Contains(after, "scenarios") || !strings.Contains(after, "[") {
 		t.Errorf("the running phase is not redrawn alone, in full: %q", after)
 	}
-	p.done("model-vs-postgres")
-	p.done("never-started") // ends nothing, writes nothing
+	p.Done("model-vs-postgres")
+	p.Done("never-started") // ends nothing, writes nothing
 	if strings.Count(buf.String(), "\n") != 2 {
 		t.Errorf("want one kept line per phase: %q", buf.String())
 	}

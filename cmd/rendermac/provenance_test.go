@@ -28,7 +28,7 @@ func TestQualifyCardDoesNotDependOnOut(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "evidence-"+string(rune('a'+i)))
 		var so, se bytes.Buffer
 		err := runQualify(context.Background(), []string{"--seeds", "3", "--steps", "20", "--pg-seeds", "0", "--stack-seeds", "0",
-			"--no-scenarios", "--no-timings", "--no-coverage-gate", "--no-fleet", "--workers", "1", "--out", out}, &so, &se)
+			"--linearize-rounds", "0", "--no-scenarios", "--no-timings", "--no-coverage-gate", "--no-fleet", "--workers", "1", "--out", out}, &so, &se)
 		require.NoError(t, err, se.String())
 		md, err := filepath.Glob(filepath.Join(out, "*-qualification.md"))
 		require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rendermac/rendermac/harness/fuzz"
+	"github.com/rendermac/rendermac/harness/qualify"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 )
 
@@ -27,9 +28,9 @@ func TestRegressionsReplayClean(t *testing.T) {
 	for _, path := range files {
 		rf, err := readReplay(path)
 		require.NoError(t, err)
-		fac, cleanup, err := fuzzFactory(ctx, fuzzFlags{target: rf.Target, variant: rf.Variant, db: pg.AdminURL(), workers: 1}, io.Discard)
+		fac, cleanup, err := qualify.Target{Target: rf.Target, Variant: rf.Variant, DB: pg.AdminURL(), Workers: 1}.Open(ctx, io.Discard)
 		require.NoError(t, err, path)
-		res, err := fuzz.Run(ctx, fac.factory, 0, rf.Seq, fac.options)
+		res, err := fuzz.Run(ctx, fac.Factory, 0, rf.Seq, fac.Options)
 		cleanup()
 		require.NoError(t, err, path)
 		if res.Failure != nil {

@@ -43,12 +43,12 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Drain: *drain, Log: stderr}
 	if p.tty {
 		cfg.Progress = func(el time.Duration, s soak.Stats) {
-			p.update(fmt.Sprintf("soak %d faults %d ok", s.Faults, s.Commits), int(el/time.Second), int(*duration/time.Second))
+			p.Update(fmt.Sprintf("soak %d faults %d ok", s.Faults, s.Commits), int(el/time.Second), int(*duration/time.Second))
 		}
 	}
 	rep, err := soak.Run(ctx, cfg)
 	if p.tty {
-		p.done("soak")
+		p.Done("soak")
 	}
 	if err != nil {
 		return fmt.Errorf("%w\nreplay: %s", err, replay)

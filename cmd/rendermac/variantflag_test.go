@@ -17,8 +17,8 @@ func TestVariantFlagAliases(t *testing.T) {
 	} {
 		f, err := parseQualifyFlags(args, io.Discard)
 		require.NoError(t, err, "%v", args)
-		require.Equal(t, "keep_slot", f.modelVariant, "%v", args)
-		require.Equal(t, "no_listen", f.serverVariant, "%v", args)
+		require.Equal(t, "keep_slot", f.ModelVariant, "%v", args)
+		require.Equal(t, "no_listen", f.ServerVariant, "%v", args)
 	}
 	_, err := parseQualifyFlags([]string{"--server-mutation", "no_such_variant"}, io.Discard)
 	require.ErrorContains(t, err, "--server-variant: unknown variant")

@@ -136,6 +136,8 @@ var Traced = map[string][]string{
 	"retention.whole-history": {pg, stack},
 	"retention.ledger-kept":   {pg, stack},
 	"retention.invariants":    {pg, stack},
+	// Linearizability of the full stack's concurrent histories (issue 50).
+	"stack.linearizable": {"linearizability"},
 }
 
 // The campaigns, by the names qualify gives them.

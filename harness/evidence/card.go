@@ -30,6 +30,9 @@ type Card struct {
 	MutationScore *MutationScore `json:"mutation_score,omitempty"`
 	// Fleet is the fleet campaign, when qualify ran one.
 	Fleet *Fleet `json:"fleet,omitempty"`
+	// Linearizability is the porcupine check of the full stack's
+	// concurrent histories, when qualify ran it.
+	Linearizability *Linearizability `json:"linearizability,omitempty"`
 	// Rules is the contract's rule inventory as this run checked it
 	// (qualify's cards; nil on the others).
 	Rules *Rules `json:"rules,omitempty"`

@@ -26,7 +26,7 @@ func WriteMarkdown(w io.Writer, c Card, o WriteOptions) error {
 	// returned by mdTable and checked.
 	bw := bufio.NewWriter(w)
 	steps := []func(*bufio.Writer, Card) error{
-		mdHeader, mdSummary, mdRules, mdRun, mdContract, mdCampaigns, mdScenarios, mdFleet, mdMutations, mdInvariants, mdFailures, mdNotCovered,
+		mdHeader, mdSummary, mdRules, mdRun, mdContract, mdCampaigns, mdScenarios, mdFleet, mdLinearizability, mdMutations, mdInvariants, mdFailures, mdNotCovered,
 	}
 	for _, step := range steps {
 		if err := step(bw, c); err != nil {

@@ -102,6 +102,7 @@ func Merge(shards []ShardCard) (Card, error) {
 	if out.Rules, err = mergeRuleSections(ordered); err != nil {
 		return Card{}, err
 	}
+	out.Linearizability = mergeLinearizability(ordered)
 	out.Failures = mergeFailures(ordered, out.Campaigns)
 	out.Passed = out.Passed && len(out.Failures) == 0
 	out = normalize(out)

@@ -79,6 +79,20 @@ var mergeRules = map[string]string{
 	"Card.Rules.Proven":                                     "merged",
 	"Card.Rules.MutationCard":                               "checked",
 	"Card.Rules.Rows":                                       "merged",
+	// Each shard runs its slice of the linearizability rounds.
+	"Card.Linearizability.Rounds":         "merged",
+	"Card.Linearizability.FirstSeed":      "merged",
+	"Card.Linearizability.Jobs":           "merged",
+	"Card.Linearizability.Clients":        "merged",
+	"Card.Linearizability.Histories":      "merged",
+	"Card.Linearizability.Operations":     "merged",
+	"Card.Linearizability.Recorded":       "merged",
+	"Card.Linearizability.Longest":        "merged",
+	"Card.Linearizability.RunMs":          "merged",
+	"Card.Linearizability.CheckMs":        "merged",
+	"Card.Linearizability.Passed":         "merged",
+	"Card.Linearizability.Visualizations": "merged",
+	"Card.Linearizability.Command":        "merged",
 }
 
 // wholeValues are walked no further: Merge moves or compares them whole.
@@ -189,7 +203,12 @@ func shardFixture() []ShardCard {
 					Checks: []RuleCheck{{Name: "scenario:wrong_epoch", Why: "shard 1/2"}}},
 			}},
 	}
+	one.Linearizability = &Linearizability{Rounds: 1, FirstSeed: 1, Jobs: 10, Clients: 27, Histories: 10, Operations: 400,
+		Recorded: 700, Longest: 50, RunMs: 1500, CheckMs: 20, Passed: true, Command: "rendermac qualify --linearize-rounds 2"}
 	two := one
+	two.Linearizability = &Linearizability{Rounds: 1, FirstSeed: 2, Jobs: 10, Clients: 27, Histories: 9, Operations: 380,
+		Recorded: 690, Longest: 61, RunMs: 1600, CheckMs: 30, Visualizations: []string{"out/linearizability-seed-2.html"},
+		Command: "rendermac qualify --linearize-rounds 2"}
 	two.Rules = &Rules{Total: 2, Checked: 1, Proven: 1, MutationCard: "2026-12-02 at 0123456",
 		Rows: []RuleRow{
 			{ID: "a.one", Source: "docs/SPEC.md:1", Text: "one", Mutants: []string{"m1"}, Proven: true,
@@ -255,6 +274,9 @@ func TestMergeCombinesShardsInUnshardedOrder(t *testing.T) {
 			Replies: map[string]int{}, Divergences: 1, DurationMs: 11},
 	}
 	want.Scenarios = append(one.Scenarios, two.Scenarios...)
+	want.Linearizability = &Linearizability{Rounds: 2, FirstSeed: 1, Jobs: 10, Clients: 27, Histories: 19, Operations: 780,
+		Recorded: 1390, Longest: 61, RunMs: 3100, CheckMs: 50, Visualizations: []string{"out/linearizability-seed-2.html"},
+		Command: "rendermac qualify --linearize-rounds 2"}
 	want.Failures = []Failure{two.Failures[1], two.Failures[2], two.Failures[3], two.Failures[0]}
 	want.NotCovered = []string{"Mac sleep.", "Scenario a was not run: no ffmpeg.", "Scenario b was not run: no ffmpeg."}
 	want.Rules = &Rules{Total: 2, Checked: 2, Proven: 1, MutationCard: "2026-12-02 at 0123456",

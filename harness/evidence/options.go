@@ -95,6 +95,11 @@ func prepare(c Card, o WriteOptions) (Card, error) {
 			}
 			c.Fleet = &f
 		}
+		if c.Linearizability != nil {
+			l := *c.Linearizability
+			l.Histories, l.Operations, l.Recorded, l.Longest, l.RunMs, l.CheckMs = 0, 0, 0, 0, 0, 0
+			c.Linearizability = &l
+		}
 	}
 	return c, nil
 }

@@ -329,6 +329,21 @@ func (c *linClient) canceller(ctx context.Context) error {
 	return nil
 }
 
+// watcher is a buyer polling its jobs through the API's read, as a
+// dashboard does: a read that shows a job's status from before a change
+// another client already saw finish is what it is there to catch.
+func (c *linClient) watcher(ctx context.Context) error {
+	jobs := c.run.world.Jobs
+	for n := 0; n < c.run.w.WatchOps && !c.run.over(); n++ {
+		j := jobs[c.g.IntN(len(jobs))]
+		if _, err := c.do(ctx, Input{Op: GetJob, Buyer: j.Request.BuyerID, JobID: j.ID}); err != nil {
+			return err
+		}
+		c.pause(5, 40)
+	}
+	return nil
+}
+
 // linBoard is what the clients know of the run: every offer seen (the
 // adversaries' material) and which jobs the replies said are terminal.
 type linBoard struct {

@@ -102,7 +102,14 @@ const (
 	// Tick moves the clock to Now; Sweep runs the sweeper at Now.
 	Tick  Op = "tick"
 	Sweep Op = "sweep"
+	// GetJob is the buyer's read of the job (GET /v1/jobs/{id}): its
+	// status, as the reply's Job. Only a Reader target serves it.
+	GetJob Op = "get_job"
 )
+
+// linJobView is the code of a GetJob that found the job; one that did not
+// is protocol.CodeNotFound.
+const linJobView protocol.Code = "job"
 
 // Input is what a client sent. It is comparable, as porcupine wants.
 // Label names the perturbation the client applied ("" for an honest frame);
@@ -158,6 +165,8 @@ type Output struct {
 	// Sweep is what a sweep did: as recorded, every job's effects
 	// (linEncodeSweep); in a job's partition, that job's alone.
 	Sweep string
+	// Job is the job's status a GetJob read.
+	Job protocol.JobStatus
 }
 
 func linOutputOf(r protocol.Reply) Output {
@@ -181,6 +190,12 @@ type Target interface {
 	// SweepEffects runs the sweeper at now and returns, by job, what it
 	// did (targets.SweepEffect lines of its sweeper journal rows at now).
 	SweepEffects(ctx context.Context, now time.Time) (map[string][]string, error)
+}
+
+// Reader is a Target that also serves the buyer's read of a job (GetJob):
+// its status, or found false when the buyer has no such job.
+type Reader interface {
+	GetJob(ctx context.Context, now time.Time, buyerID, jobID string) (status protocol.JobStatus, found bool, err error)
 }
 
 func linDispatch(ctx context.Context, t Target, now time.Time, in Input) (protocol.Reply, error) {
@@ -234,14 +249,35 @@ func (r *Recorder) Do(ctx context.Context, client int, in Input) (protocol.Reply
 	defer r.clock.RUnlock()
 	in.Now = r.now
 	call := time.Since(r.base).Nanoseconds()
-	rep, err := linDispatch(ctx, r.t, r.instant(in.Now), in)
+	var rep protocol.Reply
+	var out Output
+	var err error
+	if in.Op == GetJob {
+		out, err = linRead(ctx, r.t, r.instant(in.Now), in)
+	} else {
+		rep, err = linDispatch(ctx, r.t, r.instant(in.Now), in)
+		out = linOutputOf(rep)
+	}
 	ret := time.Since(r.base).Nanoseconds()
 	if err != nil {
 		return rep, fmt.Errorf("client %d %s: %w", client, in.Op, err)
 	}
-	r.record(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: linOutputOf(rep),
+	r.record(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out,
 		Return: ret, Metadata: in.Label})
 	return rep, nil
+}
+
+// linRead runs a GetJob on a Reader target.
+func linRead(ctx context.Context, t Target, now time.Time, in Input) (Output, error) {
+	rd, ok := t.(Reader)
+	if !ok {
+		return Output{}, fmt.Errorf("linearizability: the target serves no job reads")
+	}
+	st, found, err := rd.GetJob(ctx, now, in.Buyer, in.JobID)
+	if err != nil || !found {
+		return Output{Code: protocol.CodeNotFound}, err
+	}
+	return Output{Code: linJobView, Job: st}, nil
 }
 
 func (r *Recorder) record(op porcupine.Operation) {
@@ -484,7 +520,9 @@ type CheckResult struct {
 	Partitions int
 	// Checked counts the operations in the partitions; the rest were
 	// leases without an offer and frames the fence refused in any state.
-	Checked       int
+	Checked int
+	// Longest is the operations of the longest partition.
+	Longest       int
 	VisualizePath string // "" when Result is Ok
 	Elapsed       time.Duration
 }
@@ -512,6 +550,7 @@ func CheckDetail(h History, opts CheckOptions) CheckResult {
 	for _, p := range linPartition(h.Ops) {
 		out.Partitions++
 		out.Checked += len(p)
+		out.Longest = max(out.Longest, len(p))
 	}
 	if res == porcupine.Ok {
 		return out

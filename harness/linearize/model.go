@@ -148,7 +148,7 @@ func (lm *linModel) stepOnce(s linState, in Input, out Output) (bool, linState) 
 		return false, linState{}
 	}
 	key := lm.project(m)
-	if key == s.key && (s.job != "" || in.Op == Sweep) {
+	if key == s.key && (s.job != "" || in.Op == Sweep || in.Op == GetJob) {
 		s.job = job
 		return true, s
 	}
@@ -223,6 +223,14 @@ func (lm *linModel) apply(m *model.ExecutionModel, ids *linIDs, in Input, out Ou
 		r = m.Fail(now, in.Device, in.fail())
 	case Cancel:
 		r = m.Cancel(now, in.Buyer, in.JobID)
+	case GetJob:
+		// The buyer's read: the job's status, if it is the buyer's job.
+		for _, j := range m.Snapshot().Jobs {
+			if j.ID == in.JobID && j.BuyerID == in.Buyer {
+				return Output{Code: linJobView, Job: j.Status}
+			}
+		}
+		return Output{Code: protocol.CodeNotFound}
 	default:
 		panic(fmt.Sprintf("linearizability: unknown op %q", in.Op))
 	}
@@ -300,7 +308,7 @@ func linDescribeOp(input, output any) string {
 	switch in.Op {
 	case Lease:
 		fmt.Fprintf(&b, "@%s", linShort(in.Device))
-	case Cancel:
+	case Cancel, GetJob:
 		fmt.Fprintf(&b, "buyer %s", linShort(in.Buyer))
 	default:
 		fmt.Fprintf(&b, "@%s a=%s e%d", linShort(in.Device), linShort(in.AttemptID), in.Epoch)
@@ -330,6 +338,8 @@ func linDescribeOp(input, output any) string {
 		fmt.Fprintf(&b, " a=%s #%d", linShort(out.AttemptID), out.AttemptNumber)
 	case out.Requeued:
 		b.WriteString(" requeued")
+	case out.Job != "":
+		fmt.Fprintf(&b, " %s", out.Job)
 	}
 	return b.String()
 }

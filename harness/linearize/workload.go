@@ -20,14 +20,19 @@ import (
 // Workload sizes a concurrent run. Zero fields take the defaults.
 type Workload struct {
 	Seed            uint64
-	Jobs            int           // default 10
-	AgentsPerDevice int           // default 4 (six devices: 24 agents)
-	Adversaries     int           // default 24
-	Cancellers      int           // default 4
-	AdversaryOps    int           // per adversary, at most; default 40
-	AdversaryMinOps int           // per adversary, at least; default 10
-	CancelOps       int           // per canceller, default 8
-	Duration        time.Duration // default 8s; the run ends earlier once every job is terminal
+	Jobs            int // default 10
+	AgentsPerDevice int // default 4 (six devices: 24 agents)
+	Adversaries     int // default 24
+	Cancellers      int // default 4
+	AdversaryOps    int // per adversary, at most; default 40
+	AdversaryMinOps int // per adversary, at least; default 10
+	CancelOps       int // per canceller, default 8
+	// Watchers are buyers reading their jobs (GetJob) while the rest runs,
+	// each at most WatchOps times (default 60); 0 watchers: none, since
+	// only a Reader target serves reads.
+	Watchers int
+	WatchOps int
+	Duration time.Duration // default 8s; the run ends earlier once every job is terminal
 	// PinTime runs without the clock client: every operation at one
 	// instant, no sweeps.
 	PinTime bool
@@ -46,6 +51,7 @@ func (w Workload) withDefaults() Workload {
 	def(&w.AdversaryOps, 40)
 	def(&w.AdversaryMinOps, 10)
 	def(&w.CancelOps, 8)
+	def(&w.WatchOps, 60)
 	if w.Duration <= 0 {
 		w.Duration = 8 * time.Second
 	}
@@ -220,6 +226,9 @@ func RunWorkload(ctx context.Context, t Target, world World, w Workload) (Histor
 	if !w.PinTime {
 		roles = append(roles, func(c *linClient) error { return c.clock(ctx) })
 	}
+	for range w.Watchers {
+		roles = append(roles, func(c *linClient) error { return c.watcher(ctx) })
+	}
 	run.deadline = time.Now().Add(w.Duration)
 	clients := make([]*linClient, len(roles))
 	for i := range roles {
@@ -254,7 +263,7 @@ func RunWorkload(ctx context.Context, t Target, world World, w Workload) (Histor
 // Clients is the number of concurrent clients RunWorkload starts.
 func Clients(world World, w Workload) int {
 	w = w.withDefaults()
-	n := len(world.Devices)*w.AgentsPerDevice + w.Adversaries + w.Cancellers
+	n := len(world.Devices)*w.AgentsPerDevice + w.Adversaries + w.Cancellers + w.Watchers
 	if !w.PinTime {
 		n++
 	}

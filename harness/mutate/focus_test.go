@@ -14,15 +14,17 @@ func TestFocusedArgsKeepsOnlyTheChecksThatReachTheRules(t *testing.T) {
 		want   string
 	}{
 		{"nothing reaches it", nil,
+			"--pg-seeds 0 --stack-seeds 0 --linearize-rounds 0 --no-scenarios --s3-scenarios="},
+		{"the linearizability rounds", []string{"linearizability"},
 			"--pg-seeds 0 --stack-seeds 0 --no-scenarios --s3-scenarios="},
 		{"the Postgres campaign and a scenario", []string{"campaign:model-vs-postgres", "scenario:a", "contract:x"},
-			"--stack-seeds 0 --scenarios a --s3-scenarios="},
+			"--stack-seeds 0 --linearize-rounds 0 --scenarios a --s3-scenarios="},
 		{"the token check reads every campaign", []string{"campaign-tokens"},
-			"--no-scenarios --s3-scenarios="},
+			"--linearize-rounds 0 --no-scenarios --s3-scenarios="},
 		{"a scenario and its S3 run", []string{"campaign:model-vs-postgres-vs-stack", "scenario:a", "scenario:a@s3", "scenario:b"},
-			"--pg-seeds 0 --scenarios a,b --s3-scenarios=a"},
+			"--pg-seeds 0 --linearize-rounds 0 --scenarios a,b --s3-scenarios=a"},
 		{"only an S3 run still runs its scenario", []string{"scenario:a@s3"},
-			"--pg-seeds 0 --stack-seeds 0 --scenarios a --s3-scenarios=a"},
+			"--pg-seeds 0 --stack-seeds 0 --linearize-rounds 0 --scenarios a --s3-scenarios=a"},
 	}
 	for _, c := range cases {
 		got := FocusedArgs(base, c.checks)

@@ -185,6 +185,7 @@ func runOne(ctx context.Context, o Options, dir string, m Mutant) (r evidence.Mu
 // FocusedArgs narrows the bounded gate to the checks that reach a mutant's
 // rules: the model-vs-Postgres and three-way campaigns only if a check
 // names them (or the token check, which reads every campaign), the
+// linearizability rounds only if a check names them, the
 // scenarios whose rules headers name a rule (none: --no-scenarios), and
 // the S3 runs of those only. The model campaign and the contract tables
 // run as in the bounded gate (they are cheap, and the model campaign
@@ -203,6 +204,9 @@ func FocusedArgs(base, checks []string) []string {
 	}
 	if !tokens && !has("campaign:model-vs-postgres-vs-stack") {
 		out = append(out, "--stack-seeds", "0")
+	}
+	if !has("linearizability") {
+		out = append(out, "--linearize-rounds", "0")
 	}
 	if slices.ContainsFunc(base, func(a string) bool {
 		return a == "--scenarios" || a == "--no-scenarios" || strings.HasPrefix(a, "--scenarios=")

@@ -432,6 +432,14 @@ func (t *PostgresTarget) Close() error { return nil }
 // calls on the target's database.
 func (t *PostgresTarget) Service() *fencing.Service { return t.svc }
 
+// Pool and Store are the target's database and artifact store, for a
+// caller that serves another part of the control plane over them (the
+// buyer API of the linearizability check).
+func (t *PostgresTarget) Pool() *pgxpool.Pool { return t.pool }
+
+// Store: see Pool.
+func (t *PostgresTarget) Store() artifact.Store { return t.store }
+
 // SweepEffect renders one sweeper journal row as a sweep's effect, the form
 // SweepEffects reports. The linearizability model renders its own sweeper
 // rows with it too, so a target's effect and the model's are equal strings

@@ -73,6 +73,13 @@ func (t *StackTarget) Cancel(ctx context.Context, now time.Time, buyer, job stri
 	if err != nil {
 		return protocol.Reply{}, err
 	}
+	return CancelThroughAPI(ctx, b, job)
+}
+
+// CancelThroughAPI is POST /v1/jobs/{id}/cancel as b, its answer mapped to
+// the service layer's reply: 200 cancelled, 202 cancelling, a refusal its
+// code; anything else is an error.
+func CancelThroughAPI(ctx context.Context, b *loadgen.Buyer, job string) (protocol.Reply, error) {
 	status, _, err := b.Cancel(ctx, job)
 	switch {
 	case err == nil && status == http.StatusOK:
@@ -98,9 +105,14 @@ func (t *StackTarget) buyer(buyer, path string) (*loadgen.Buyer, error) {
 	if !ok {
 		return nil, fmt.Errorf("POST %s: buyer %s has no API key", path, buyer)
 	}
-	// The host is never dialled: HandlerTransport serves the path.
+	return InProcessBuyer(t.api, key), nil
+}
+
+// InProcessBuyer is the API client of the buyer whose key is key, served
+// by handler in process: the host is never dialled.
+func InProcessBuyer(handler http.Handler, key string) *loadgen.Buyer {
 	return &loadgen.Buyer{BaseURL: "http://api.invalid", Key: key,
-		HTTP: &http.Client{Transport: loadgen.HandlerTransport{Handler: t.api}}}, nil
+		HTTP: &http.Client{Transport: loadgen.HandlerTransport{Handler: handler}}}
 }
 
 // refusal returns the reply of a call the client did not accept, whose
