@@ -397,8 +397,12 @@ func adminServiceState(ctx context.Context, args []string, stdout, stderr io.Wri
 	f := adminFlagSet("service", stderr, false)
 	server := f.String("server", os.Getenv("RENDERMAC_SERVER"), "the control plane's URL, e.g. https://rendermac.example:8443 (env RENDERMAC_SERVER)")
 	credFile := f.String("credential-file", "", "file holding the operator credential (default: env RENDERMAC_OPERATOR_CREDENTIAL)")
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-		return parseFlags(f.FlagSet, args)
+	if len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		// --help, or a flag before the action: the flag package names a
+		// bad one; good flags without an action are the usage error below.
+		if err := parseFlags(f.FlagSet, args); err != nil {
+			return err
+		}
 	}
 	if len(args) == 0 || (args[0] != "pause" && args[0] != "resume") {
 		return usageError{"want: rendermac admin service pause|resume NAME --server URL"}

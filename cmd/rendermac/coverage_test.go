@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/rendermac/rendermac/harness/fuzz"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,7 +89,7 @@ func TestWeightFlagErrors(t *testing.T) {
 		}
 	}
 	var all []string
-	for _, op := range strings.Fields("create lease progress commit commit_begin commit_finish fail cancel tick sweep upload boundary withdraw") {
+	for _, op := range fuzz.OpNames() {
 		all = append(all, "--weight", op+"=0")
 	}
 	var so, se bytes.Buffer
