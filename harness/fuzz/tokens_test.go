@@ -9,7 +9,7 @@ import (
 var testTokenRule = TokenRule{Len: 32, Alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"}
 
 func TestCampaignChecksOfferedTokens(t *testing.T) {
-	c := Campaign{Factory: modelFactory(""), Gen: DefaultGenConfig, Seeds: []uint64{1, 2, 3, 4}, Steps: 100, Tokens: &testTokenRule}
+	c := Campaign{Factory: modelFactory(""), Gen: DefaultGenConfig, Seeds: []uint64{1, 2, 3, 4, 5, 6}, Steps: 100, Tokens: &testTokenRule}
 	res, err := c.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
