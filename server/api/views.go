@@ -101,23 +101,22 @@ coalesce(j.failure_code, ''), j.created_at, j.admission_deadline, j.updated_at`
 	sqlJob = `SELECT ` + jobColumns + `, coalesce(j.output_key, ''), coalesce(j.output_bytes, 0),
 coalesce(j.output_sha256, '') FROM jobs j WHERE j.id = $1 AND j.buyer_id = $2`
 
-	// The first page, newest first (jobs_buyer_idx read backwards).
-	sqlListJobs = `SELECT ` + jobColumns + ` FROM jobs j
-WHERE j.buyer_id = $1 AND ($2 = '' OR j.status = $2)
+	// A page of a buyer's jobs, newest first (jobs_buyer_idx read
+	// backwards): sqlListJobs is the first, sqlListJobsAfter the jobs
+	// strictly after the cursor's (created_at, id). Two statements, not
+	// one with "$4 IS NULL OR ...": under the generic plan a prepared
+	// statement gets after five runs, that OR kept the row comparison out
+	// of the index condition, and a page N jobs deep read the N jobs before
+	// it (rendermac bench --history: 17 ms 6,000 jobs deep on a loaded
+	// machine, growing with depth); as an index condition a deep page
+	// costs what the first does.
+	sqlListJobsWhere = `SELECT ` + jobColumns + ` FROM jobs j
+WHERE j.buyer_id = $1 AND ($2 = '' OR j.status = $2)`
+	sqlListJobsOrder = `
 ORDER BY j.created_at DESC, j.id DESC LIMIT $3`
-
-	// A keyset page: the jobs strictly after the cursor's (created_at, id)
-	// in newest-first order. A statement of its own, not sqlListJobs with
-	// "$4 IS NULL OR ...": under the generic plan a prepared statement
-	// gets after five runs, that OR kept the row comparison out of the
-	// index condition, and a page N rows deep read all N rows before it
-	// (rendermac bench --history: 17 ms 6,000 rows deep on a loaded
-	// machine, growing with depth); as an index condition on
-	// jobs_buyer_idx a deep page costs what the first does.
-	sqlListJobsAfter = `SELECT ` + jobColumns + ` FROM jobs j
-WHERE j.buyer_id = $1 AND ($2 = '' OR j.status = $2)
-  AND (j.created_at, j.id) < ($4::timestamptz, $5::uuid)
-ORDER BY j.created_at DESC, j.id DESC LIMIT $3`
+	sqlListJobs      = sqlListJobsWhere + sqlListJobsOrder
+	sqlListJobsAfter = sqlListJobsWhere + `
+  AND (j.created_at, j.id) < ($4::timestamptz, $5::uuid)` + sqlListJobsOrder
 
 	sqlAttempts = `
 SELECT id::text, attempt_number, status, device_id::text, lease_epoch, lease_expires_at,
