@@ -65,6 +65,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	samples := set.Int("samples", 15, "with --history: how many times each read (scrape, sweep, page) is timed")
 	out := set.String("out", "bench-history", "with --history: directory of "+bench.HistoryReportName+" and "+bench.HistoryPlotName+" (a console's --cards directory shows them)")
 	pgDir := set.String("pg-dir", "", "with --history: where the cluster's data directory goes (default: the temporary directory; ten million jobs take about 30 GB)")
+	replot := set.Bool("replot", false, "with --out: draw the plot of the history report in --out again (no run)")
 	seedWorkers := set.Int("seed-workers", 4, "with --history: connections that seed at once")
 	checkInv := set.Bool("check-invariants", false, "with --history: check SPEC section 4 over each seeded database before measuring it (reads the whole journal: for the smaller sizes)")
 	if err := parseFlags(set, args); err != nil {
@@ -72,6 +73,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *idleClients {
 		return bench.IdleClients(ctx, os.Stdin, stdout, stderr)
+	}
+	if *replot {
+		return bench.ReplotHistory(*out)
 	}
 	if *history != "" {
 		sizes, err := parseSizes(*history)

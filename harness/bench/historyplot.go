@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"image/color"
+	"os"
+	"path/filepath"
 
 	"github.com/olekukonko/tablewriter"
 	"gonum.org/v1/plot"
@@ -42,8 +45,39 @@ func writeHistoryPlot(r *HistoryReport, path string) error {
 		p.Legend.Add(f.Name, line, points)
 		i++
 	}
+	// Latencies span three decades (a page in milliseconds, a loaded
+	// commit in seconds): a log scale keeps each line readable.
+	if allPositive(r.Figures) {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Label.Text = "ms (log scale)"
+	}
 	p.BackgroundColor = color.White
 	return p.Save(11*vg.Inch, 7*vg.Inch, path)
+}
+
+func allPositive(figs []HistoryFigure) bool {
+	for _, f := range figs {
+		for _, v := range f.Values {
+			if f.Latency && v <= 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ReplotHistory reads the report in dir and draws its plot again beside it.
+func ReplotHistory(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, HistoryReportName))
+	if err != nil {
+		return err
+	}
+	var r HistoryReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", HistoryReportName, err)
+	}
+	return writeHistoryPlot(&r, filepath.Join(dir, HistoryPlotName))
 }
 
 // renderTable writes rows under header.
