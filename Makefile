@@ -78,7 +78,7 @@ bench:
 # each of 0, 1M and 10M finished jobs (with attempts, journal, holds and
 # webhook rows) beside 100,000 queued jobs and 1,000 connected devices,
 # measured side by side; report and plot in bench-history/ (docs/bench.md).
-# Tens of minutes and about 30 GB of disk at 10M; BENCH_SCALE_SIZES=0,1000000
+# Tens of minutes and about 34 GB of disk at 10M; BENCH_SCALE_SIZES=0,1000000
 # for a shorter run.
 BENCH_SCALE_SIZES ?= 0,1000000,10000000
 bench-scale:

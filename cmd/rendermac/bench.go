@@ -64,7 +64,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	window := set.Duration("window", 10*time.Second, "with --history: the load window whose leases and commits are timed (after 3s of warm-up)")
 	samples := set.Int("samples", 15, "with --history: how many times each read (scrape, sweep, page) is timed")
 	out := set.String("out", "bench-history", "with --history: directory of "+bench.HistoryReportName+" and "+bench.HistoryPlotName+" (a console's --cards directory shows them)")
-	pgDir := set.String("pg-dir", "", "with --history: where the cluster's data directory goes (default: the temporary directory; ten million jobs take about 30 GB)")
+	pgDir := set.String("pg-dir", "", "with --history: where the cluster's data directory goes (default: the temporary directory; ten million jobs take about 34 GB)")
 	replot := set.Bool("replot", false, "with --out: draw the plot of the history report in --out again (no run)")
 	seedWorkers := set.Int("seed-workers", 4, "with --history: connections that seed at once")
 	checkInv := set.Bool("check-invariants", false, "with --history: check SPEC section 4 over each seeded database before measuring it (reads the whole journal: for the smaller sizes)")
