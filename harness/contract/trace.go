@@ -121,6 +121,21 @@ var Traced = map[string][]string{
 	"s3.served-key":       {"scenario:grant_kinds@s3"},
 	"s3.snapshot":         {"scenario:grant_kinds@s3"},
 	"s3.no-verdict":       {"scenario:grant_kinds@s3"},
+	// Pausing a service (issue 51): pause and resume are events of the
+	// generator, so the model and both differential campaigns compare them
+	// (the three-way one through the operators' API route).
+	"service.paused-not-offered":        {"campaign:model", pg, stack},
+	"service.paused-admission-deadline": {"campaign:model", pg, stack},
+	"service.pause-idempotent":          {"campaign:model", pg, stack},
+	"service.resume-offers":             {pg, stack},
+	// Retention (issue 52): the differential campaigns draw Prune and
+	// compare its counts and the whole projection after it, with the
+	// invariants (the pruned ledger among them) checked on both sides.
+	"retention.finished-only": {pg, stack},
+	"retention.age-bound":     {pg, stack},
+	"retention.whole-history": {pg, stack},
+	"retention.ledger-kept":   {pg, stack},
+	"retention.invariants":    {pg, stack},
 }
 
 // The campaigns, by the names qualify gives them.

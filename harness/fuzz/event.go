@@ -36,11 +36,19 @@ const (
 	// not deliver (SPEC section 3, Withdraw): fenced like a fail, and
 	// refused once the device acted on the offer.
 	OpWithdraw
+	// OpPause and OpResume are an operator pausing and resuming a
+	// service (SPEC section 3, "Pausing a service"): the matcher offers no
+	// job of a paused service, whose queued jobs still expire.
+	OpPause
+	OpResume
+	// OpPrune is retention: remove the finished jobs whose terminal time
+	// is more than Advance before now, with everything they own.
+	OpPrune
 	opCount
 )
 
 var opNames = [opCount]string{"create", "lease", "progress", "commit", "commit_begin", "commit_finish", "fail", "cancel", "tick", "sweep", "upload",
-	"boundary", "withdraw"}
+	"boundary", "withdraw", "pause", "resume", "prune"}
 
 // Boundary is the kind of instant a boundary tick lands on.
 type Boundary uint8
@@ -112,8 +120,9 @@ type Event struct {
 	At       Boundary
 	OffsetUs int
 
+	// create, pause and resume.
+	Service string
 	// create only.
-	Service     string
 	MaxAttempts int
 	WindowSec   int
 	IdemKey     int // 0: no idempotency key
@@ -160,8 +169,10 @@ func (e Event) String() string {
 	case OpUpload:
 		kv("job", e.Job)
 		kv("att", e.Attempt)
-	case OpTick:
+	case OpTick, OpPrune:
 		kv("ms", e.Advance.Milliseconds())
+	case OpPause, OpResume:
+		kv("service", e.Service)
 	case OpBoundary:
 		kv("at", e.At)
 		kv("off", e.OffsetUs)

@@ -28,7 +28,15 @@ type Target interface {
 	// but could not deliver (never a frame).
 	Withdraw(ctx context.Context, now time.Time, deviceID string, w protocol.Withdrawal) (protocol.Reply, error)
 	Cancel(ctx context.Context, now time.Time, buyerID, jobID string) (protocol.Reply, error)
+	// PauseService and ResumeService are an operator's (the world's
+	// operator, WorldOperator): paused/already_paused, resumed/not_paused,
+	// or not_found for a service the catalogue lacks.
+	PauseService(ctx context.Context, now time.Time, service string) (protocol.Reply, error)
+	ResumeService(ctx context.Context, now time.Time, service string) (protocol.Reply, error)
 	Sweep(ctx context.Context, now time.Time) (protocol.SweepResult, error)
+	// Prune removes the finished jobs whose terminal time is before
+	// olderThan, with everything that belongs to them (retention).
+	Prune(ctx context.Context, now, olderThan time.Time) (protocol.PruneResult, error)
 	// Upload PUTs other bytes than the attempt's honest output to its
 	// output key: upload_ok or output_sealed. A target with a real store
 	// re-uploads the honest output before a commit.
@@ -103,9 +111,24 @@ func (t *ModelTarget) Cancel(_ context.Context, now time.Time, buyer, job string
 	return t.M.Cancel(now, buyer, job), nil
 }
 
+// PauseService implements Target.
+func (t *ModelTarget) PauseService(_ context.Context, now time.Time, service string) (protocol.Reply, error) {
+	return t.M.PauseService(now, service), nil
+}
+
+// ResumeService implements Target.
+func (t *ModelTarget) ResumeService(_ context.Context, now time.Time, service string) (protocol.Reply, error) {
+	return t.M.ResumeService(now, service), nil
+}
+
 // Sweep implements Target.
 func (t *ModelTarget) Sweep(_ context.Context, now time.Time) (protocol.SweepResult, error) {
 	return t.M.Sweep(now), nil
+}
+
+// Prune implements Target.
+func (t *ModelTarget) Prune(_ context.Context, _, olderThan time.Time) (protocol.PruneResult, error) {
+	return t.M.Prune(olderThan), nil
 }
 
 // Snapshot implements Target.

@@ -20,6 +20,8 @@ type ExecutionModel struct {
 	jobs     map[string]*job
 	attempts map[string]*attempt
 	idem     map[idemKey]*job
+	// paused holds the paused services: Lease offers none of their jobs.
+	paused map[string]bool
 
 	// buyerList and deviceList are in id order, allJobs in (created_at, id)
 	// order: the orders Snapshot and Sweep need, kept on insert so that no
@@ -52,10 +54,16 @@ type buyer struct {
 	// initial is every credit AddBuyer gave: balance + held + captured must
 	// always equal it.
 	initial int64
+	// pruned is the captured cents of the buyer's pruned jobs (Prune):
+	// captured is the captured holds left plus pruned.
+	pruned int64
 	// chkHeld and chkCaptured are the checker's own tallies of the buyer's
 	// holds, summed from the jobs it has seen; the operations never read them.
 	chkHeld, chkCaptured int64
-	dirty                bool
+	// chkPruned is the checker's tally of the captured holds it saw leave
+	// with a pruned job.
+	chkPruned int64
+	dirty     bool
 }
 
 type device struct {
@@ -88,7 +96,11 @@ type job struct {
 	webhookEvent protocol.JobStatus
 	// requeues records the facts at each requeue, for invariant 5.
 	requeues []requeueFact
-	chk      jobCheck
+	// finishedAt is when the job became terminal (its terminal journal
+	// row's time); pruned is set when Prune removed it.
+	finishedAt time.Time
+	pruned     bool
+	chk        jobCheck
 }
 
 // requeueFact is what was true when a job went back to queued: the
@@ -147,6 +159,7 @@ func New(cfg Config, ids protocol.IDSource) *ExecutionModel {
 		jobs:     make(map[string]*job),
 		attempts: make(map[string]*attempt),
 		idem:     make(map[idemKey]*job),
+		paused:   make(map[string]bool),
 		chk:      newChecker(),
 	}
 }

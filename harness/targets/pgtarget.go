@@ -16,6 +16,7 @@ import (
 	"github.com/rendermac/rendermac/harness/fuzz"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/store"
@@ -243,6 +244,9 @@ func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (
 			return nil, fmt.Errorf("seed device: %w", err)
 		}
 	}
+	if err := seedOperator(ctx, pool); err != nil {
+		return nil, err
+	}
 	return &PostgresTarget{svc: svc, pool: pool, store: st}, nil
 }
 
@@ -388,6 +392,22 @@ func (t *PostgresTarget) Sweep(ctx context.Context, now time.Time) (protocol.Swe
 	return t.svc.Sweep(ctx, now)
 }
 
+// Prune implements fuzz.Target.
+func (t *PostgresTarget) Prune(ctx context.Context, _, olderThan time.Time) (protocol.PruneResult, error) {
+	return prune(ctx, t.svc, olderThan)
+}
+
+// pruneBatch is the targets' prune batch: small, so that a prune of a
+// few finished jobs takes several batches, as one of thousands does.
+const pruneBatch = 2
+
+// prune runs the service's prune and projects its counts as the model's.
+func prune(ctx context.Context, svc *fencing.Service, olderThan time.Time) (protocol.PruneResult, error) {
+	st, err := svc.PruneFinished(ctx, olderThan, pruneBatch)
+	return protocol.PruneResult{Jobs: int(st.Jobs), Attempts: int(st.Attempts), Events: int(st.Events),
+		Holds: int(st.Holds), Webhooks: int(st.Webhooks)}, err
+}
+
 // Snapshot implements fuzz.Target.
 func (t *PostgresTarget) Snapshot(ctx context.Context) (protocol.Snapshot, error) {
 	return store.Snapshot(ctx, t.pool)
@@ -442,4 +462,26 @@ func (t *PostgresTarget) SweepEffects(ctx context.Context, now time.Time) (map[s
 		eff[job] = append(eff[job], SweepEffect(kind, att, from, to, code))
 	}
 	return eff, rows.Err()
+}
+
+// seedOperator inserts the world's operator, who pauses and resumes
+// services, with the hash of its credential (the stack's admin routes take
+// the credential itself).
+func seedOperator(ctx context.Context, pool *pgxpool.Pool) error {
+	op := fuzz.WorldOperator
+	if _, err := pool.Exec(ctx, `INSERT INTO operators (id, name, token_hash) VALUES ($1, $2, $3)`,
+		op.ID, op.Name, api.HashSecret(op.Credential)); err != nil {
+		return fmt.Errorf("seed operator: %w", err)
+	}
+	return nil
+}
+
+// PauseService implements fuzz.Target as the world's operator.
+func (t *PostgresTarget) PauseService(ctx context.Context, now time.Time, service string) (protocol.Reply, error) {
+	return t.svc.PauseService(ctx, now, fuzz.WorldOperator.ID, service)
+}
+
+// ResumeService implements fuzz.Target as the world's operator.
+func (t *PostgresTarget) ResumeService(ctx context.Context, now time.Time, service string) (protocol.Reply, error) {
+	return t.svc.ResumeService(ctx, now, fuzz.WorldOperator.ID, service)
 }
