@@ -9,7 +9,7 @@ STEPS   ?= 200
 # (make build, make cross: what agents and servers run) has none of them.
 TAGS    ?= faultpoints,mutations,docker
 
-.PHONY: build setup test race lint bench qualify mutate fuzz-model cross clean
+.PHONY: build setup test race lint bench bench-scale qualify mutate fuzz-model cross clean
 
 build:
 	$(GO) build ./...
@@ -73,6 +73,16 @@ bench:
 	$(GO) test -tags $(TAGS) -run='^$$' -bench='DiffCampaign|StackCampaign' -benchtime=3x -count=1 -timeout 20m ./harness/targets/
 	$(GO) test -run='^$$' -bench=ConsolePages -benchtime=1s -count=1 ./server/console/
 	$(GO) run ./cmd/rendermac bench --agents 100 --jobs 500 --duration 4s --pgbench-seconds 3 --two-process --json bench.json
+
+# The history-scale bench (issue 52), not part of make bench: one database
+# each of 0, 1M and 10M finished jobs (with attempts, journal, holds and
+# webhook rows) beside 100,000 queued jobs and 1,000 connected devices,
+# measured side by side; report and plot in bench-history/ (docs/bench.md).
+# Tens of minutes and about 34 GB of disk at 10M; BENCH_SCALE_SIZES=0,1000000
+# for a shorter run.
+BENCH_SCALE_SIZES ?= 0,1000000,10000000
+bench-scale:
+	$(GO) run ./cmd/rendermac bench --history $(BENCH_SCALE_SIZES) --out bench-history
 
 # The CI gate: model and model-vs-Postgres campaigns on an embedded Postgres
 # (DATABASE_URL if set), evidence card in evidence-out/; exits 1 on a failure.

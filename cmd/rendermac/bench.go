@@ -6,11 +6,27 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rendermac/rendermac/harness/bench"
 	"github.com/rendermac/rendermac/server/api"
 )
+
+// parseSizes reads --history's comma-separated sizes: each 0..100,000,000
+// finished jobs (the disk is the bound: about 3 KB a job).
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n > 100000000 {
+			return nil, fmt.Errorf("%q is not a size of 0..100000000 finished jobs", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
 
 // runBench is `rendermac bench`: the whole stack (embedded Postgres, control
 // plane, buyers over HTTP, agents over WebSockets) under load, beside
@@ -20,6 +36,7 @@ import (
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	d := bench.Defaults
 	set := newFlagSet("bench", "[--agents N] [--slots S] [--jobs M] [--duration D] [--rounds R] [--two-process] [--json FILE] [--cpuprofile FILE]\n"+
+		"       rendermac bench --history SIZES [--queued Q] [--devices D] [--device-slots S] [--window D] [--samples N] [--out DIR] [--pg-dir DIR] [--check-invariants]\n"+
 		"       rendermac bench --client-only --url URL --db URL [--metrics-url URL] [--metrics-token-file FILE] [--agents N] [--slots S] [--jobs M] [--duration D]", stderr)
 	agents := set.Int("agents", d.Agents, "simulated agents")
 	slots := set.Int("slots", d.Slots, "slots of each simulated agent (attempts it works at once)")
@@ -40,11 +57,53 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	jsonOut := set.String("json", "", "also write the result as JSON to this file")
 	cpuprofile := set.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	idleClients := set.Bool("idle-clients", false, "internal: be the memory phase's client process (plan on stdin)")
+	history := set.String("history", "", "history-scale bench instead: comma-separated sizes of finished-job history (e.g. 0,1000000,10000000), each seeded into its own database and measured beside the empty one (see docs/bench.md)")
+	queued := set.Int("queued", 100000, "with --history: queued jobs in every database")
+	devices := set.Int("devices", 1000, "with --history: connected simulated devices of the load window")
+	deviceSlots := set.Int("device-slots", 1, "with --history: slots of each simulated device")
+	window := set.Duration("window", 10*time.Second, "with --history: the load window whose leases and commits are timed (after 3s of warm-up)")
+	samples := set.Int("samples", 15, "with --history: how many times each read (scrape, sweep, page) is timed")
+	out := set.String("out", "bench-history", "with --history: directory of "+bench.HistoryReportName+" and "+bench.HistoryPlotName+" (a console's --cards directory shows them)")
+	pgDir := set.String("pg-dir", "", "with --history: where the cluster's data directory goes (default: the temporary directory; ten million jobs take about 34 GB)")
+	replot := set.Bool("replot", false, "with --out: draw the plot of the history report in --out again (no run)")
+	seedWorkers := set.Int("seed-workers", 4, "with --history: connections that seed at once")
+	checkInv := set.Bool("check-invariants", false, "with --history: check SPEC section 4 over each seeded database before measuring it (reads the whole journal: for the smaller sizes)")
 	if err := parseFlags(set, args); err != nil {
 		return err
 	}
 	if *idleClients {
 		return bench.IdleClients(ctx, os.Stdin, stdout, stderr)
+	}
+	if *replot {
+		return bench.ReplotHistory(*out)
+	}
+	if *history != "" {
+		sizes, err := parseSizes(*history)
+		switch {
+		case err != nil:
+			return usageError{"--history: " + err.Error()}
+		case *queued < 1 || *queued > 10000000:
+			return usageError{"--queued must be 1..10000000"}
+		case *devices < 1 || *devices > 10000:
+			return usageError{"--devices must be 1..10000"}
+		case *deviceSlots < 1 || *deviceSlots > 64:
+			return usageError{"--device-slots must be 1..64"}
+		case *window < time.Second || *window > 10*time.Minute:
+			return usageError{"--window must be 1s..10m"}
+		case *seedWorkers < 1 || *seedWorkers > 16:
+			return usageError{"--seed-workers must be 1..16"}
+		case *samples < 1 || *samples > 1000:
+			return usageError{"--samples must be 1..1000"}
+		}
+		rep, err := bench.RunHistory(ctx, bench.HistoryConfig{Sizes: sizes, Queued: *queued, Devices: *devices, Slots: *deviceSlots,
+			Window: *window, Warmup: 3 * time.Second, Samples: *samples, Out: *out, PgDir: *pgDir, CheckInvariants: *checkInv, SeedWorkers: *seedWorkers, Log: stderr})
+		if rep != nil && len(rep.Points) > 0 {
+			if perr := rep.PrintTable(stdout); perr != nil && err == nil {
+				err = perr
+			}
+			fmt.Fprintf(stderr, "bench: wrote %s and %s in %s\n", bench.HistoryReportName, bench.HistoryPlotName, *out)
+		}
+		return err
 	}
 	switch {
 	case *agents < 1 || *agents > 10000:

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/rendermac/rendermac/harness/targets"
@@ -455,24 +456,10 @@ func runStack(ctx context.Context, cfg Config, dbURL string, res *Result, phase 
 	if _, err := rand.Read(key); err != nil {
 		return err
 	}
-	cpCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	planes := make(chan *controlplane.Plane, 1)
-	ran := make(chan error, 1)
-	go func() {
-		ran <- controlplane.Run(cpCtx, controlplane.Config{DB: dbURL, Listen: "127.0.0.1:0", Artifacts: dir, SigningKey: key,
-			Log: slog.New(slog.DiscardHandler), Limits: benchLimits()}, func(_ context.Context, p *controlplane.Plane) error {
-			planes <- p
-			return nil
-		})
-	}()
-	var plane *controlplane.Plane
-	select {
-	case plane = <-planes:
-	case err := <-ran:
-		return fmt.Errorf("control plane: %w", err)
-	case <-time.After(60 * time.Second):
-		return errors.New("control plane did not start within 60s")
+	plane, err := startPlane(ctx, controlplane.Config{DB: dbURL, Listen: "127.0.0.1:0", Artifacts: dir, SigningKey: key,
+		Limits: benchLimits()})
+	if err != nil {
+		return err
 	}
 	d := newDriver(cfg, plane.BaseURL, plane.Pool, plane.Service)
 	d.gw = plane.Gateway
@@ -481,18 +468,58 @@ func runStack(ctx context.Context, cfg Config, dbURL string, res *Result, phase 
 	for k, v := range plane.Service.Stats().Retries {
 		res.Retries[fmt.Sprint(k)] = v
 	}
-	stop()
-	select {
-	case rerr := <-ran:
-		if err == nil && rerr != nil && !errors.Is(rerr, context.Canceled) {
-			err = fmt.Errorf("control plane: %w", rerr)
-		}
-	case <-time.After(40 * time.Second):
-		if err == nil {
-			err = errors.New("control plane did not stop within 40s")
-		}
+	if serr := plane.stop(); err == nil {
+		err = serr
 	}
 	return err
+}
+
+// runningPlane is a control plane running in this process; stop ends it
+// (once: later calls return nil).
+type runningPlane struct {
+	*controlplane.Plane
+	stop func() error
+}
+
+// startPlane runs the control plane of cfg (its log discarded) until stop
+// or ctx's end.
+func startPlane(ctx context.Context, cfg controlplane.Config) (*runningPlane, error) {
+	cfg.Log = slog.New(slog.DiscardHandler)
+	cpCtx, cancel := context.WithCancel(ctx)
+	planes := make(chan *controlplane.Plane, 1)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- controlplane.Run(cpCtx, cfg, func(_ context.Context, p *controlplane.Plane) error {
+			planes <- p
+			return nil
+		})
+	}()
+	var plane *controlplane.Plane
+	select {
+	case plane = <-planes:
+	case err := <-ran:
+		cancel()
+		return nil, fmt.Errorf("control plane: %w", err)
+	case <-time.After(60 * time.Second):
+		cancel()
+		return nil, errors.New("control plane did not start within 60s")
+	}
+	var once sync.Once
+	var stopErr error
+	return &runningPlane{Plane: plane, stop: func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-ran:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					stopErr = fmt.Errorf("control plane: %w", err)
+				}
+			case <-time.After(40 * time.Second):
+				stopErr = errors.New("control plane did not stop within 40s")
+			}
+		})
+		return stopErr
+	}}, nil
 }
 
 // benchLimits are the production defaults but for ConnectsPerIP, which is

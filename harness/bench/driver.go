@@ -158,7 +158,11 @@ func (d *driver) setup(ctx context.Context) error {
 		}
 		d.buyers = append(d.buyers, &loadgen.Buyer{BaseURL: d.baseURL, Key: key, HTTP: d.httpc})
 	}
-	n := d.cfg.Agents + d.cfg.IdleSessions
+	return d.registerDevices(ctx, d.cfg.Agents+d.cfg.IdleSessions)
+}
+
+// registerDevices makes d.devices n new registered device identities.
+func (d *driver) registerDevices(ctx context.Context, n int) error {
 	d.devices = make([]loadgen.Device, n)
 	return loadgen.Parallel(8, n, func(i int) error {
 		dev, err := loadgen.NewDevice("rmbench_")
@@ -166,7 +170,7 @@ func (d *driver) setup(ctx context.Context) error {
 			return err
 		}
 		d.devices[i] = dev
-		return dev.Register(ctx, svc, "bench-"+strconv.Itoa(i), []string{benchService}, d.cfg.Slots)
+		return dev.Register(ctx, d.svc, "bench-"+strconv.Itoa(i), []string{benchService}, d.cfg.Slots)
 	})
 }
 

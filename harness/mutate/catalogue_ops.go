@@ -142,6 +142,11 @@ var opsMutants = []Mutant{
 		New:   "`SELECT count(*) FROM devices WHERE status <> '` + string(protocol.DeviceRevoked) + `'`,",
 		What:  "rendermac_devices_online counts offline devices too (killed by metrics_gauges)",
 		Rules: []string{"metrics.gauges"}},
+	{ID: "gauges-ended-counts-unended", Kind: "gauges", File: "server/store/gauges.go",
+		Old:   "\t\t\trows -= n\n",
+		New:   "\t\t\t_ = n\n",
+		What:  "rendermac_jobs_ended_estimate is the whole jobs table's row count, the unended jobs counted as ended (killed by metrics_gauges)",
+		Rules: []string{"metrics.gauges"}},
 	// Traces.
 	{ID: "trace-background-statements", Kind: "traces", File: "server/telemetry/telemetry.go",
 		Old:   "\tif !trace.SpanFromContext(ctx).SpanContext().IsValid() {\n\t\treturn ctx // no parent: a background loop's statement\n\t}\n",

@@ -101,12 +101,22 @@ coalesce(j.failure_code, ''), j.created_at, j.admission_deadline, j.updated_at`
 	sqlJob = `SELECT ` + jobColumns + `, coalesce(j.output_key, ''), coalesce(j.output_bytes, 0),
 coalesce(j.output_sha256, '') FROM jobs j WHERE j.id = $1 AND j.buyer_id = $2`
 
-	// A keyset page: the jobs strictly after the cursor's (created_at, id)
-	// in newest-first order ($4 NULL: from the newest).
-	sqlListJobs = `SELECT ` + jobColumns + ` FROM jobs j
-WHERE j.buyer_id = $1 AND ($2 = '' OR j.status = $2)
-  AND ($4::timestamptz IS NULL OR (j.created_at, j.id) < ($4::timestamptz, $5::uuid))
+	// A page of a buyer's jobs, newest first (jobs_buyer_idx read
+	// backwards): sqlListJobs is the first, sqlListJobsAfter the jobs
+	// strictly after the cursor's (created_at, id). Two statements, not
+	// one with "$4 IS NULL OR ...": under the generic plan a prepared
+	// statement gets after five runs, that OR kept the row comparison out
+	// of the index condition, and a page N jobs deep read the N jobs before
+	// it (rendermac bench --history: 17 ms 6,000 jobs deep on a loaded
+	// machine, growing with depth); as an index condition a deep page
+	// costs what the first does.
+	sqlListJobsWhere = `SELECT ` + jobColumns + ` FROM jobs j
+WHERE j.buyer_id = $1 AND ($2 = '' OR j.status = $2)`
+	sqlListJobsOrder = `
 ORDER BY j.created_at DESC, j.id DESC LIMIT $3`
+	sqlListJobs      = sqlListJobsWhere + sqlListJobsOrder
+	sqlListJobsAfter = sqlListJobsWhere + `
+  AND (j.created_at, j.id) < ($4::timestamptz, $5::uuid)` + sqlListJobsOrder
 
 	sqlAttempts = `
 SELECT id::text, attempt_number, status, device_id::text, lease_epoch, lease_expires_at,
@@ -253,18 +263,18 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request, buyerID string) {
 		rerr.write(w)
 		return
 	}
-	var after, afterID any // NULL: the first page
+	sql, args := sqlListJobs, []any{buyerID, status, limit + 1}
 	if c := q.Get("cursor"); c != "" {
 		p, err := a.parseJobsCursor(buyerID, status, c)
 		if err != nil {
 			badCursor().write(w)
 			return
 		}
-		after, afterID = p.createdAt, p.id
+		sql, args = sqlListJobsAfter, append(args, p.createdAt, p.id)
 	}
 	var jobs []Job
 	err := a.readTx(r.Context(), func(tx pgx.Tx) error {
-		rows, err := tx.Query(r.Context(), sqlListJobs, buyerID, status, limit+1, after, afterID)
+		rows, err := tx.Query(r.Context(), sql, args...)
 		if err != nil {
 			return err
 		}

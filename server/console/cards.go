@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // maxCardBytes bounds an uploaded or listed card.
@@ -42,8 +44,11 @@ type CardSummary struct {
 }
 
 type cardsView struct {
-	Dir       string
-	Cards     []CardSummary
+	Dir   string
+	Cards []CardSummary
+	// Bench is the history-scale bench's report when the cards directory
+	// holds one (HistoryBenchReport), nil otherwise.
+	Bench     *benchSummary
 	CanDiff   bool
 	CanUpload bool
 	A, B      string
@@ -80,7 +85,7 @@ func (c *Console) listCards() ([]CardSummary, error) {
 	}
 	var out []CardSummary
 	for _, e := range entries {
-		if e.IsDir() || !cardName.MatchString(e.Name()) {
+		if e.IsDir() || !cardName.MatchString(e.Name()) || e.Name() == HistoryBenchReport {
 			continue
 		}
 		s := CardSummary{Name: e.Name()}
@@ -104,7 +109,70 @@ func (c *Console) listCards() ([]CardSummary, error) {
 func (c *Console) cardsView() (cardsView, error) {
 	cards, err := c.listCards()
 	return cardsView{Dir: c.cfg.CardsDir, Cards: cards, CanDiff: c.cfg.CardDiff != nil && c.cfg.CardsDir != "",
-		CanUpload: c.cfg.CardsDir != "" && c.cfg.CardHTML != nil}, err
+		CanUpload: c.cfg.CardsDir != "" && c.cfg.CardHTML != nil, Bench: c.readBench()}, err
+}
+
+// The history-scale bench's report and plot (`rendermac bench --history
+// --out DIR`): the cards page shows them when the cards directory holds
+// them.
+const (
+	HistoryBenchReport = "history-bench.json"
+	HistoryBenchPlot   = "history-bench.png"
+)
+
+// benchSummary is the part of the history bench's report the cards page
+// shows: its figures side by side, one column per history size.
+type benchSummary struct {
+	Started time.Time `json:"started"`
+	Points  []struct {
+		History int `json:"history"`
+	} `json:"points"`
+	Figures []struct {
+		Name   string    `json:"name"`
+		Unit   string    `json:"unit"`
+		Values []float64 `json:"values"`
+		Ratio  float64   `json:"ratio_largest_to_empty"`
+		Met    bool      `json:"goal_met"`
+	} `json:"figures"`
+	HasPlot bool   `json:"-"`
+	Error   string `json:"-"`
+}
+
+// readBench reads the history bench's report from the cards directory
+// (nil: none there).
+func (c *Console) readBench() *benchSummary {
+	if c.cfg.CardsDir == "" {
+		return nil
+	}
+	b, err := c.readCard(HistoryBenchReport)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	s := &benchSummary{}
+	if err == nil {
+		err = json.Unmarshal(b, s)
+	}
+	if err != nil {
+		s.Error = err.Error()
+	}
+	_, perr := os.Stat(filepath.Join(c.cfg.CardsDir, HistoryBenchPlot))
+	s.HasPlot = perr == nil
+	return s
+}
+
+// benchPlot serves the history bench's plot from the cards directory.
+func (c *Console) benchPlot(w http.ResponseWriter, r *http.Request) {
+	if c.cfg.CardsDir == "" {
+		c.refuse(w, r, http.StatusNotFound, "no cards directory is configured (rendermac server --cards DIR)")
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(c.cfg.CardsDir, HistoryBenchPlot))
+	if err != nil {
+		c.refuse(w, r, http.StatusNotFound, "no history bench plot: "+HistoryBenchPlot+" is not in the cards directory")
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	_, _ = w.Write(b)
 }
 
 func (c *Console) cardsPage(w http.ResponseWriter, r *http.Request) {

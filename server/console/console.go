@@ -132,6 +132,7 @@ func (c *Console) routes() {
 	page("GET "+Prefix+"/cards", c.cardsPage)
 	page("POST "+Prefix+"/cards", c.uploadCard)
 	page("GET "+Prefix+"/cards/diff", c.cardDiffPage)
+	page("GET "+Prefix+"/cards/"+HistoryBenchPlot, c.benchPlot)
 	page("GET "+Prefix+"/cards/{name}", c.cardPage)
 	page("GET "+Prefix+"/cards/{name}/html", c.cardHTML)
 	page("GET "+Prefix+"/events", c.events)

@@ -54,9 +54,13 @@ WHERE e.job_id = $1 ORDER BY e.id`
 
 	sqlJobHold = `SELECT amount_cents, status, created_at, settled_at FROM holds WHERE job_id = $1`
 
+	// A job's webhook rows are its terminal one (the service writes no
+	// other, fencing.sqlEnqueueWebhook): naming the terminal events lets the
+	// read use webhook_outbox_terminal_idx instead of a scan of the whole
+	// outbox, which grows with history (rendermac bench --history).
 	sqlJobWebhooks = `
 SELECT id, event, created_at, attempts, next_attempt_at, delivered_at, coalesce(last_error, '')
-FROM webhook_outbox WHERE job_id = $1 ORDER BY id`
+FROM webhook_outbox WHERE job_id = $1 AND event IN ('succeeded', 'cancelled', 'failed') ORDER BY id`
 )
 
 // Fleet is the fleet page.

@@ -68,8 +68,8 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	for _, g := range []string{"rendermac_jobs", "rendermac_queued_jobs", "rendermac_queued_oldest_age_seconds",
-		"rendermac_devices_online", "rendermac_live_attempts"} {
+	for _, g := range []string{"rendermac_jobs", "rendermac_jobs_ended_estimate", "rendermac_queued_jobs",
+		"rendermac_queued_oldest_age_seconds", "rendermac_devices_online", "rendermac_live_attempts"} {
 		require.True(t, shown[g], "the dashboard does not show %s", g)
 	}
 	require.False(t, exported("rendermac_jobs_total"), "the check refuses a name the server does not export")

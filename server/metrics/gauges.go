@@ -16,12 +16,16 @@ type Gauges struct {
 	OldestQueuedAge map[string]float64
 	DevicesOnline   int64
 	LiveAttempts    int64
+	// JobsEndedEstimate is the jobs in a terminal status, estimated.
+	JobsEndedEstimate int64
 }
 
 // The scrape-time gauges, read from Postgres by one batch per scrape.
 var (
 	gaugeJobs = prometheus.NewDesc("rendermac_jobs",
-		"Jobs by status (all jobs in the database).", []string{"status"}, nil)
+		"Jobs by status, for the statuses before a terminal one (queued, active, verifying, cancelling).", []string{"status"}, nil)
+	gaugeEnded = prometheus.NewDesc("rendermac_jobs_ended_estimate",
+		"Jobs in a terminal status, estimated from Postgres' row count of jobs as autovacuum or ANALYZE last left it, less the unended ones.", nil, nil)
 	gaugeQueued = prometheus.NewDesc("rendermac_queued_jobs",
 		"Queued jobs by service.", []string{"service"}, nil)
 	gaugeOldest = prometheus.NewDesc("rendermac_queued_oldest_age_seconds",
@@ -48,7 +52,7 @@ func (m *Metrics) RegisterGauges(read func(context.Context) (Gauges, error)) {
 }
 
 func (c gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{gaugeJobs, gaugeQueued, gaugeOldest, gaugeDevices, gaugeLive, gaugeUp} {
+	for _, d := range []*prometheus.Desc{gaugeJobs, gaugeEnded, gaugeQueued, gaugeOldest, gaugeDevices, gaugeLive, gaugeUp} {
 		ch <- d
 	}
 }
@@ -71,6 +75,7 @@ func (c gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(gaugeDevices, prometheus.GaugeValue, float64(g.DevicesOnline))
 	ch <- prometheus.MustNewConstMetric(gaugeLive, prometheus.GaugeValue, float64(g.LiveAttempts))
+	ch <- prometheus.MustNewConstMetric(gaugeEnded, prometheus.GaugeValue, float64(g.JobsEndedEstimate))
 }
 
 func sortedKeys[V any](m map[string]V) []string {
