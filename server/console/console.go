@@ -21,6 +21,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/ratelimit"
@@ -236,7 +237,7 @@ func (c *Console) refuse(w http.ResponseWriter, r *http.Request, status int, mes
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		code := map[int]string{http.StatusUnauthorized: api.CodeUnauthorized, http.StatusForbidden: api.CodeForbidden,
+		code := map[int]string{http.StatusUnauthorized: buyer.CodeUnauthorized, http.StatusForbidden: buyer.CodeForbidden,
 			http.StatusNotFound: string(protocol.CodeNotFound)}[status]
 		if code == "" {
 			code = "bad_request"
