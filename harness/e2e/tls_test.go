@@ -21,7 +21,6 @@ import (
 	"github.com/rendermac/rendermac/agent"
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/client"
-	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/harness/testca"
 	"github.com/rendermac/rendermac/internal/localserver"
 	"github.com/rendermac/rendermac/internal/pebbleprovider"
