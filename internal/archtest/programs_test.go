@@ -39,6 +39,7 @@ var dynamicPrograms = map[string][]string{
 	"harness/bench/idle.go":                  {selfBinary},                   // the idle clients' process
 	"harness/bench/split.go":                 {selfBinary},                   // the server as a subprocess
 	"harness/e2e/child_test.go":              {selfBinary},                   // the test binary as a child agent
+	"harness/e2e/client_test.go":             {"ffmpeg", selfBinary},         // an input made by ffmpeg; the built binary's jobs command
 	"harness/e2e/console_browser_test.go":    {"chromium"},                   // chromium, chromium-browser or Chrome
 	"harness/e2e/input_test.go":              {"ffmpeg"},                     // a large input rendered
 	"harness/e2e/s3process_test.go":          {selfBinary},
@@ -53,6 +54,7 @@ var dynamicPrograms = map[string][]string{
 	"internal/pebbleprovider/pebble.go":      {"pebble"},                                                                                          // the ACME test CA
 	"internal/patroniprovider/child.go":      {"etcd", "patroni", "initdb", "pg_ctl", "postgres", "pg_basebackup", "pg_rewind", "pg_controldata"}, // etcd and Patroni, which runs these from pgprovider.BinDir
 	"internal/pgprovider/local.go":           {"initdb", "postgres"},                                                                              // from the server binaries' directory
+	"server/store/schema_test.go":            {"pg_dump"},                                                                                         // from the server binaries' directory: the schema in force
 	"internal/s3provider/provider.go":        {"versitygw"},                                                                                       // found on PATH, GOBIN or GOPATH/bin
 	"server/controlplane/main_test.go":       {"go", selfBinary},                                                                                  // builds and runs the server
 	"server/controlplane/metrics_test.go":    {selfBinary},                                                                                        // the built server

@@ -51,9 +51,9 @@ var Layers = []Layer{
 	{Pkgs: []string{"protocol/buyer"}, May: []string{"protocol"}, Why: "the buyers' wire types: stdlib and the contract's statuses only"},
 	{Pkgs: []string{"internal/..."}, May: []string{"internal/..."}, Why: "internal packages are leaves under the project"},
 	{Pkgs: []string{"docs"}, Why: "the contract's text, embedded: stdlib only"},
-	{Pkgs: []string{"server/..."}, May: []string{"protocol", "protocol/buyer", "server/...", "internal/clock", "internal/dbstat", "internal/mp4", "internal/certpool", "internal/loopback"},
+	{Pkgs: []string{"server/..."}, May: []string{"protocol", "protocol/buyer", "server/...", "internal/clock", "internal/dbstat", "internal/mp4", "internal/certpool", "internal/loopback", "internal/variantset"},
 		Why: "the control plane never imports the model or the harness"},
-	{Pkgs: []string{"agent/...", "agent"}, May: []string{"protocol", "agent/...", "internal/clock", "internal/mp4", "internal/certpool", "internal/loopback"},
+	{Pkgs: []string{"agent/...", "agent"}, May: []string{"protocol", "agent/...", "internal/clock", "internal/mp4", "internal/certpool", "internal/loopback", "internal/variantset"},
 		Why: "the agent talks to the control plane only through protocol"},
 	{Pkgs: []string{"client"}, May: []string{"protocol/buyer"}, Why: "the buyers' client knows the API only by its wire types"},
 	// The harness.
