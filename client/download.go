@@ -84,6 +84,9 @@ func (c *Client) DownloadFile(ctx context.Context, job buyer.JobDetail, path str
 		return 0, fmt.Errorf("download of job %s: %w", job.ID, err)
 	}
 	n, err := c.Download(ctx, job, tmp, progress)
+	if err == nil {
+		err = tmp.Chmod(0o644) // an output file, not a secret: CreateTemp's 0600 would hide it from its readers
+	}
 	if cerr := tmp.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("download of job %s: %w", job.ID, cerr)
 	}
