@@ -162,6 +162,8 @@ func (a *API) routes() {
 	a.mux.HandleFunc("GET /v1/jobs/{id}", a.buyer(a.getJob))
 	a.mux.HandleFunc("POST /v1/jobs/{id}/cancel", a.buyer(a.cancelJob))
 	a.mux.HandleFunc("GET /v1/jobs/{id}/events", a.buyer(a.jobEvents))
+	a.mux.HandleFunc("POST /v1/admin/services/{name}/pause", a.operator(a.pauseService))
+	a.mux.HandleFunc("POST /v1/admin/services/{name}/resume", a.operator(a.resumeService))
 	a.mux.HandleFunc("POST /v1/provider/pair", a.pair)
 	if a.cfg.Gateway != nil {
 		a.mux.Handle("GET /v1/provider/ws", a.cfg.Gateway)

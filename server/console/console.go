@@ -54,6 +54,10 @@ type Config struct {
 	// Limits.AuthFailuresPerIP bounds wrong credentials per client IP, as
 	// for API keys (zero rules: the defaults).
 	Limits ratelimit.Limits
+	// Pauser pauses and resumes services for the services page (the
+	// control plane's fenced service layer); nil: the page lists nothing
+	// and offers no action.
+	Pauser ServicePauser
 	// PollInterval is how often live updates look at the journal's head
 	// (0: 500ms); notifications on the existing channels wake it at once.
 	PollInterval time.Duration
@@ -116,6 +120,7 @@ func (c *Console) routes() {
 	page("GET "+Prefix+"/cards/{name}", c.cardPage)
 	page("GET "+Prefix+"/cards/{name}/html", c.cardHTML)
 	page("GET "+Prefix+"/events", c.events)
+	c.serviceRoutes(page)
 	c.mux.Handle(Prefix+"/", c.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.refuse(w, r, http.StatusNotFound, "no such console page")
 	})))

@@ -225,6 +225,34 @@ CREATE TABLE public.pairing_codes (
     CONSTRAINT pairing_codes_wrong_guesses_check CHECK ((wrong_guesses >= 0))
 );
 
+CREATE TABLE public.paused_services (
+    service text NOT NULL,
+    paused_at timestamp with time zone NOT NULL,
+    operator_id uuid NOT NULL,
+    CONSTRAINT paused_services_service_check CHECK (((octet_length(service) >= 1) AND (octet_length(service) <= 64)))
+);
+
+CREATE TABLE public.service_pause_events (
+    seq bigint NOT NULL,
+    service text NOT NULL,
+    action text NOT NULL,
+    actor text NOT NULL,
+    operator_id uuid NOT NULL,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT service_pause_events_action_check CHECK ((action = ANY (ARRAY['pause'::text, 'resume'::text]))),
+    CONSTRAINT service_pause_events_actor_check CHECK ((actor = 'operator'::text)),
+    CONSTRAINT service_pause_events_service_check CHECK (((octet_length(service) >= 1) AND (octet_length(service) <= 64)))
+);
+
+CREATE SEQUENCE public.service_pause_events_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE public.service_pause_events_seq_seq OWNED BY public.service_pause_events.seq;
+
 CREATE TABLE public.webhook_outbox (
     id bigint NOT NULL,
     job_id uuid NOT NULL,
@@ -248,6 +276,8 @@ CREATE SEQUENCE public.webhook_outbox_id_seq
 ALTER SEQUENCE public.webhook_outbox_id_seq OWNED BY public.webhook_outbox.id;
 
 ALTER TABLE ONLY public.job_events ALTER COLUMN id SET DEFAULT nextval('public.job_events_id_seq'::regclass);
+
+ALTER TABLE ONLY public.service_pause_events ALTER COLUMN seq SET DEFAULT nextval('public.service_pause_events_seq_seq'::regclass);
 
 ALTER TABLE ONLY public.webhook_outbox ALTER COLUMN id SET DEFAULT nextval('public.webhook_outbox_id_seq'::regclass);
 
@@ -301,6 +331,12 @@ ALTER TABLE ONLY public.pairing_codes
 
 ALTER TABLE ONLY public.pairing_codes
     ADD CONSTRAINT pairing_codes_pkey PRIMARY KEY (code_hash);
+
+ALTER TABLE ONLY public.paused_services
+    ADD CONSTRAINT paused_services_pkey PRIMARY KEY (service);
+
+ALTER TABLE ONLY public.service_pause_events
+    ADD CONSTRAINT service_pause_events_pkey PRIMARY KEY (seq);
 
 ALTER TABLE ONLY public.webhook_outbox
     ADD CONSTRAINT webhook_outbox_pkey PRIMARY KEY (id);
@@ -364,6 +400,12 @@ ALTER TABLE ONLY public.jobs
 
 ALTER TABLE ONLY public.pairing_codes
     ADD CONSTRAINT pairing_codes_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.devices(id);
+
+ALTER TABLE ONLY public.paused_services
+    ADD CONSTRAINT paused_services_operator_id_fkey FOREIGN KEY (operator_id) REFERENCES public.operators(id);
+
+ALTER TABLE ONLY public.service_pause_events
+    ADD CONSTRAINT service_pause_events_operator_id_fkey FOREIGN KEY (operator_id) REFERENCES public.operators(id);
 
 ALTER TABLE ONLY public.webhook_outbox
     ADD CONSTRAINT webhook_outbox_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
