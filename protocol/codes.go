@@ -138,7 +138,7 @@ const (
 	ActorDevice  Actor = "device"
 	ActorVerify  Actor = "verifier"
 	ActorSweeper Actor = "sweeper"
-	// ActorOperator is a person at the console or `rendermac admin`; the
-	// row names the operator too.
+	// ActorOperator is a person at the console or `rendermac admin`; a job
+	// row names which operator (job_events.operator_id), a pause row too.
 	ActorOperator Actor = "operator"
 )

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -42,7 +41,7 @@ type servicesView struct {
 func (c *Console) serviceRoutes(page func(string, http.HandlerFunc)) {
 	page("GET "+Prefix+"/services", c.servicesPage)
 	page("GET "+Prefix+"/services/{name}/{action}", c.serviceConfirm)
-	page("POST "+Prefix+"/services/{name}/{action}", c.serviceAction)
+	c.mux.Handle("POST "+Prefix+"/services/{name}/{action}", c.Action(http.HandlerFunc(c.serviceAction)))
 }
 
 func (c *Console) servicesPage(w http.ResponseWriter, r *http.Request) {
@@ -80,54 +79,26 @@ func (c *Console) serviceConfirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.render(w, r, http.StatusOK, "service_confirm", view{Title: "Confirm " + action, Nav: "services",
-		Data: servicesView{Service: name, Action: action, CSRF: c.csrfToken(r)}})
+		Data: servicesView{Service: name, Action: action, CSRF: c.CSRFToken(r)}})
 }
 
-// serviceAction is the POST: refused 403 without the session's CSRF token,
-// else the pause or resume as the session's operator, then back to the
-// services page with the outcome.
+// serviceAction is the POST, after Action's checks (the session's CSRF
+// token and the confirmation, csrf.go): the pause or resume as the
+// session's operator, then back to the services page with the outcome.
 func (c *Console) serviceAction(w http.ResponseWriter, r *http.Request) {
 	name, action, ok := c.serviceTarget(w, r)
 	if !ok {
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4096)
-	if !c.csrfOK(r) {
-		c.refuse(w, r, http.StatusForbidden, "missing or wrong CSRF token: use the console's confirmation form")
-		return
-	}
-	operatorID, err := c.operatorOf(r)
-	if err != nil {
-		c.internal(w, r, err)
 		return
 	}
 	op := c.cfg.Pauser.ResumeService
 	if action == "pause" {
 		op = c.cfg.Pauser.PauseService
 	}
-	reply, err := op(r.Context(), clock.PinnedNow(c.cfg.Clock), operatorID, name)
+	reply, err := op(r.Context(), clock.PinnedNow(c.cfg.Clock), OperatorID(r), name)
 	if err != nil {
 		c.internal(w, r, err)
 		return
 	}
 	done := url.Values{"done": {name + ": " + string(reply.Code)}}
 	http.Redirect(w, r, Prefix+"/services?"+done.Encode(), http.StatusSeeOther)
-}
-
-// operatorOf is the id of the operator the guard let through: the session
-// cookie's, else the bearer credential's.
-func (c *Console) operatorOf(r *http.Request) (string, error) {
-	if ck, err := r.Cookie(CookieName); err == nil {
-		if id, ok := c.openSession(ck.Value, c.clock.Now()); ok {
-			return id, nil
-		}
-	}
-	kind, id, err := c.identify(r.Context(), bearer(r))
-	if err != nil {
-		return "", err
-	}
-	if kind != credOperator {
-		return "", fmt.Errorf("console action: the guard let through a request with no operator")
-	}
-	return id, nil
 }
