@@ -86,3 +86,10 @@ type SweepResult struct {
 	// Offline devices silent past the heartbeat window.
 	Offline int
 }
+
+// PruneResult counts what one prune removed: finished jobs older than its
+// bound and their attempts, journal rows, holds and webhook (outbox) rows
+// (docs/semantics.md, "Retention").
+type PruneResult struct {
+	Jobs, Attempts, Events, Holds, Webhooks int
+}

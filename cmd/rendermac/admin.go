@@ -46,6 +46,8 @@ func adminCommands() []adminCommand {
 		{"revoke-operator", "--id ID [--db URL]", "revoke an operator credential; its console sessions end", adminRevokeOperator},
 		{"service", "pause|resume NAME --server URL [--credential-file F]",
 			"pause or resume offering a service's jobs, as the operator whose credential is given", adminServiceState},
+		{"prune", "--older-than D [--batch N] [--dry-run] [--artifacts DIR|s3://B/P] [--db URL]",
+			"remove finished jobs older than D (90d, 36h) with their rows and stored objects", adminPrune},
 		{"gen-key", "FILE", "write a new 32-byte random signing key to FILE (mode 0600)", adminGenKey},
 	}
 }

@@ -43,6 +43,7 @@ type serverFlags struct {
 	tls                                                            listener.Options
 	acmeDomains, stateDir, trustedProxies                          string
 	insecurePlaintext                                              bool
+	retainFinished, pruneEvery                                     time.Duration
 	trusted                                                        clientaddr.Trusted
 }
 
@@ -134,6 +135,14 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 	}
 	set.DurationVar(&f.leaseTTL, "lease-ttl", leaseTTL, "lease lifetime between renewals (env RENDERMAC_LEASE_TTL)")
 	set.DurationVar(&f.heartbeat, "heartbeat", heartbeat, "agent heartbeat interval announced in welcome (env RENDERMAC_HEARTBEAT)")
+	retain := envOr("RENDERMAC_RETAIN_FINISHED", "off")
+	set.StringVar(&retain, "retain-finished", retain,
+		"prune finished jobs whose terminal time is more than this long ago (90d, 36h), with their rows and stored objects, at start and every --prune-every; off (the default) never prunes (env RENDERMAC_RETAIN_FINISHED)")
+	pruneEvery, err := envDuration("RENDERMAC_PRUNE_EVERY", controlplane.DefaultPruneEvery)
+	if err != nil {
+		return f, err
+	}
+	set.DurationVar(&f.pruneEvery, "prune-every", pruneEvery, "how often --retain-finished prunes (env RENDERMAC_PRUNE_EVERY)")
 	set.StringVar(&f.metricsListen, "metrics-listen", os.Getenv("RENDERMAC_METRICS_LISTEN"),
 		"serve /metrics on this address instead of --listen, to any peer there (env RENDERMAC_METRICS_LISTEN); without it /metrics on --listen answers loopback clients only, unless a token is set")
 	set.StringVar(&f.metricsTokenFile, "metrics-token-file", os.Getenv("RENDERMAC_METRICS_TOKEN_FILE"),
@@ -183,6 +192,12 @@ func parseServerFlags(args []string, stderr io.Writer) (serverFlags, error) {
 	}
 	if err := parseFlags(set, args); err != nil {
 		return f, err
+	}
+	if f.retainFinished, err = parseAge("--retain-finished", retain); err != nil {
+		return f, err
+	}
+	if f.pruneEvery <= 0 {
+		return f, usageError{fmt.Sprintf("--prune-every %v: want a positive duration", f.pruneEvery)}
 	}
 	if err := f.checkTransport(); err != nil {
 		return f, err
@@ -315,7 +330,8 @@ func (f serverFlags) config(key []byte, log *slog.Logger) controlplane.Config {
 		MaxUploadBytes: f.maxInputUploadBytes, UploadTTL: f.inputUploadTTL,
 		S3:      artifact.S3Config{Endpoint: f.s3Endpoint, PathStyle: f.s3PathStyle},
 		Console: consoleConfig(f.cardsDir, f.consoleRemote),
-		TLS:     f.tls, InsecurePlaintext: f.insecurePlaintext, TrustedProxies: f.trusted}
+		TLS:     f.tls, InsecurePlaintext: f.insecurePlaintext, TrustedProxies: f.trusted,
+		RetainFinished: f.retainFinished, PruneEvery: f.pruneEvery}
 }
 
 // consoleConfig is the console's configuration: the cards directory, and

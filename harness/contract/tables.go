@@ -114,7 +114,7 @@ func Protocol() Tables {
 	t.Codes = append(t.Codes, string(protocol.ReasonAttemptLost), string(protocol.FailAdmissionExpired),
 		string(protocol.FailOfferWithdrawn))
 	for _, a := range []protocol.Actor{protocol.ActorBuyer, protocol.ActorMatcher, protocol.ActorDevice,
-		protocol.ActorVerify, protocol.ActorSweeper} {
+		protocol.ActorVerify, protocol.ActorSweeper, protocol.ActorOperator} {
 		t.Actors = append(t.Actors, string(a))
 	}
 	return t

@@ -128,6 +128,14 @@ var Traced = map[string][]string{
 	"service.paused-admission-deadline": {"campaign:model", pg, stack},
 	"service.pause-idempotent":          {"campaign:model", pg, stack},
 	"service.resume-offers":             {pg, stack},
+	// Retention (issue 52): the differential campaigns draw Prune and
+	// compare its counts and the whole projection after it, with the
+	// invariants (the pruned ledger among them) checked on both sides.
+	"retention.finished-only": {pg, stack},
+	"retention.age-bound":     {pg, stack},
+	"retention.whole-history": {pg, stack},
+	"retention.ledger-kept":   {pg, stack},
+	"retention.invariants":    {pg, stack},
 }
 
 // The campaigns, by the names qualify gives them.

@@ -146,6 +146,14 @@ func (t *ModelTarget) LiveAttempt(jobID string) (protocol.AttemptRow, bool) {
 	return t.M.LiveAttempt(jobID)
 }
 
+// Prune outcomes a run can count (as Replies keys): a prune removed a
+// finished job, and a prune left a finished job that was younger than its
+// bound.
+const (
+	PruneRemoved    = "prune/removed"
+	PruneKeptRecent = "prune/kept_recent"
+)
+
 // replyKey is a reply's coverage key: its code, and a lease_conflict's reason.
 func replyKey(r protocol.Reply) string {
 	if r.Reason != "" {
@@ -346,6 +354,7 @@ func RequiredCoverage() Required {
 		protocol.CodePaused, protocol.CodeAlreadyPaused, protocol.CodeResumed, protocol.CodeNotPaused} {
 		req.Replies = append(req.Replies, string(c))
 	}
+	req.Replies = append(req.Replies, PruneRemoved, PruneKeptRecent)
 	for _, reason := range []protocol.ConflictReason{protocol.ReasonIdentityMismatch, protocol.ReasonAttemptTerminal,
 		protocol.ReasonLeaseExpired, protocol.ReasonJobCancelling, protocol.ReasonPhaseRegression} {
 		req.Replies = append(req.Replies, string(protocol.CodeLeaseConflict)+"/"+string(reason))

@@ -41,11 +41,14 @@ const (
 	// job of a paused service, whose queued jobs still expire.
 	OpPause
 	OpResume
+	// OpPrune is retention: remove the finished jobs whose terminal time
+	// is more than Advance before now, with everything they own.
+	OpPrune
 	opCount
 )
 
 var opNames = [opCount]string{"create", "lease", "progress", "commit", "commit_begin", "commit_finish", "fail", "cancel", "tick", "sweep", "upload",
-	"boundary", "withdraw", "pause", "resume"}
+	"boundary", "withdraw", "pause", "resume", "prune"}
 
 // Boundary is the kind of instant a boundary tick lands on.
 type Boundary uint8
@@ -166,7 +169,7 @@ func (e Event) String() string {
 	case OpUpload:
 		kv("job", e.Job)
 		kv("att", e.Attempt)
-	case OpTick:
+	case OpTick, OpPrune:
 		kv("ms", e.Advance.Milliseconds())
 	case OpPause, OpResume:
 		kv("service", e.Service)

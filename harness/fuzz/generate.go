@@ -31,7 +31,7 @@ var DefaultGenConfig = GenConfig{
 	Weights: [opCount]int{
 		OpCreate: 12, OpLease: 18, OpProgress: 24, OpCommit: 14, OpCommitBegin: 4,
 		OpCommitFinish: 3, OpFail: 5, OpCancel: 5, OpTick: 8, OpSweep: 6, OpUpload: 3, OpBoundary: 6, OpWithdraw: 3,
-		OpPause: 2, OpResume: 3,
+		OpPause: 2, OpResume: 3, OpPrune: 2,
 	},
 	Perturb:   Ratio{1, 8},
 	Duplicate: Ratio{1, 25},
@@ -129,6 +129,10 @@ func genEvent(g *Rng, cfg GenConfig) Event {
 		if g.Chance(cfg.Perturb) {
 			ev.Buyer = g.IntN(len(WorldBuyers))
 		}
+	case OpPrune:
+		// The age bound: most finished jobs of a run are a few ticks old,
+		// so some are pruned and some kept.
+		ev.Advance = time.Duration(g.Between(0, 40_000)) * time.Millisecond
 	case OpTick:
 		ev.Advance = time.Duration(g.Between(500, 20_000)) * time.Millisecond
 		if g.Chance(Ratio{1, 20}) {

@@ -125,6 +125,10 @@ func (r *runner) play(ctx context.Context, seq Sequence, res *RunResult) {
 		}
 		if res.Coverage != nil {
 			r.countFaults(ev, res.Coverage)
+			if err := r.countFinished(ctx, ev); err != nil {
+				res.Failure = &Failure{Kind: FailureError, Step: i, Event: ev, Target: r.targets[0].Name(), Detail: err.Error()}
+				return
+			}
 		}
 		replies, fail := r.step(ctx, ev)
 		if fail == nil {
@@ -161,6 +165,9 @@ func (r *runner) traceHash(ctx context.Context, i int) (string, error) {
 		if o.sweep != nil {
 			fmt.Fprintf(h, "sweep %+v\n", *o.sweep)
 		}
+		if o.prune != nil {
+			fmt.Fprintf(h, "prune %+v\n", *o.prune)
+		}
 		for _, rep := range o.replies {
 			fmt.Fprintf(h, "%s %s %s\n", FormatReply(rep), rep.CommitToken, rep.LeaseExpiresAt.UTC().Format(time.RFC3339Nano))
 		}
@@ -179,8 +186,11 @@ func (r *runner) traceHash(ctx context.Context, i int) (string, error) {
 
 type runner struct {
 	targets []Target
-	opts    Options
-	v       *view
+	// finished is how many finished jobs the first target had before the
+	// current step, when it is a prune counted for coverage.
+	finished int
+	opts     Options
+	v        *view
 	// live is the first target, if it can say which attempt is live.
 	live LiveAttempts
 	// last holds every target's outcome of the latest step.
@@ -198,6 +208,7 @@ type runner struct {
 type outcome struct {
 	replies []protocol.Reply
 	sweep   *protocol.SweepResult
+	prune   *protocol.PruneResult
 }
 
 func (r *runner) step(ctx context.Context, ev Event) ([]string, *Failure) {
@@ -236,7 +247,33 @@ func (r *runner) step(ctx context.Context, ev Event) ([]string, *Failure) {
 	if outs[0].sweep != nil {
 		codes = append(codes, "sweep")
 	}
+	if outs[0].prune != nil {
+		codes = append(codes, "prune")
+	}
 	return codes, nil
+}
+
+// pruned says whether the latest step was a prune.
+func (r *runner) pruned() bool { return len(r.last) > 0 && r.last[0].prune != nil }
+
+// countFinished records, before a prune, how many finished jobs the first
+// target has, so that coverage can tell a prune that kept a finished job
+// (one younger than its bound) from one that found nothing finished.
+func (r *runner) countFinished(ctx context.Context, ev Event) error {
+	r.finished = 0
+	if ev.Op != OpPrune {
+		return nil
+	}
+	snap, err := r.targets[0].Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("coverage snapshot before a prune: %w", err)
+	}
+	for _, j := range snap.Jobs {
+		if j.Status.Terminal() {
+			r.finished++
+		}
+	}
+	return nil
 }
 
 // offers appends the commit tokens the latest step's lease offers carried
@@ -261,6 +298,14 @@ func (r *runner) countReplies(c *Coverage) {
 	}
 	for _, rep := range r.last[0].replies {
 		c.Replies[replyKey(rep)]++
+	}
+	if p := r.last[0].prune; p != nil {
+		if p.Jobs > 0 {
+			c.Replies[PruneRemoved]++
+		}
+		if r.finished > p.Jobs {
+			c.Replies[PruneKeptRecent]++
+		}
 	}
 }
 
@@ -308,7 +353,9 @@ func (r *runner) check(ctx context.Context, step int, last bool) *Failure {
 		if i == 0 {
 			first = snap
 			scope = r.seen.scope(snap, r.last)
-			scope.Whole = last || (step+1)%every == 0
+			// A prune deletes rows, which a scope (rows written since the
+			// previous check, the journal from an offset) cannot show.
+			scope.Whole = last || (step+1)%every == 0 || r.pruned()
 			continue
 		}
 		want := first
@@ -404,6 +451,9 @@ func (r *runner) apply(ctx context.Context, t Target, ev Event) (outcome, error)
 	case OpSweep:
 		res, err := t.Sweep(ctx, now)
 		return outcome{sweep: &res}, err
+	case OpPrune:
+		res, err := t.Prune(ctx, now, now.Add(-ev.Advance))
+		return outcome{prune: &res}, err
 	}
 	return outcome{}, fmt.Errorf("unknown op %v", ev.Op)
 }
@@ -442,11 +492,14 @@ func corrupt(sha string) string {
 }
 
 func diffOutcome(a, b outcome) string {
-	if (a.sweep == nil) != (b.sweep == nil) || len(a.replies) != len(b.replies) {
+	if (a.sweep == nil) != (b.sweep == nil) || (a.prune == nil) != (b.prune == nil) || len(a.replies) != len(b.replies) {
 		return fmt.Sprintf("replies %s != %s", a, b)
 	}
 	if a.sweep != nil && *a.sweep != *b.sweep {
 		return fmt.Sprintf("sweep %+v != %+v", *a.sweep, *b.sweep)
+	}
+	if a.prune != nil && *a.prune != *b.prune {
+		return fmt.Sprintf("prune %+v != %+v", *a.prune, *b.prune)
 	}
 	for i := range a.replies {
 		x, y := normalReply(a.replies[i]), normalReply(b.replies[i])
@@ -460,6 +513,9 @@ func diffOutcome(a, b outcome) string {
 func (o outcome) String() string {
 	if o.sweep != nil {
 		return fmt.Sprintf("sweep%+v", *o.sweep)
+	}
+	if o.prune != nil {
+		return fmt.Sprintf("prune%+v", *o.prune)
 	}
 	s := ""
 	for _, r := range o.replies {

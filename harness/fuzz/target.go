@@ -34,6 +34,9 @@ type Target interface {
 	PauseService(ctx context.Context, now time.Time, service string) (protocol.Reply, error)
 	ResumeService(ctx context.Context, now time.Time, service string) (protocol.Reply, error)
 	Sweep(ctx context.Context, now time.Time) (protocol.SweepResult, error)
+	// Prune removes the finished jobs whose terminal time is before
+	// olderThan, with everything that belongs to them (retention).
+	Prune(ctx context.Context, now, olderThan time.Time) (protocol.PruneResult, error)
 	// Upload PUTs other bytes than the attempt's honest output to its
 	// output key: upload_ok or output_sealed. A target with a real store
 	// re-uploads the honest output before a commit.
@@ -121,6 +124,11 @@ func (t *ModelTarget) ResumeService(_ context.Context, now time.Time, service st
 // Sweep implements Target.
 func (t *ModelTarget) Sweep(_ context.Context, now time.Time) (protocol.SweepResult, error) {
 	return t.M.Sweep(now), nil
+}
+
+// Prune implements Target.
+func (t *ModelTarget) Prune(_ context.Context, _, olderThan time.Time) (protocol.PruneResult, error) {
+	return t.M.Prune(olderThan), nil
 }
 
 // Snapshot implements Target.

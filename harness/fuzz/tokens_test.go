@@ -9,12 +9,18 @@ import (
 var testTokenRule = TokenRule{Len: 32, Alphabet: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"}
 
 func TestCampaignChecksOfferedTokens(t *testing.T) {
-	c := Campaign{Factory: modelFactory(""), Gen: DefaultGenConfig, Seeds: []uint64{1, 2, 3, 4}, Steps: 100, Tokens: &testTokenRule}
+	// 16 seeds: a seed offers 0-10 tokens in 100 steps, so 4 seeds'
+	// total moves with every change of the generator's weights.
+	seeds := make([]uint64, 16)
+	for i := range seeds {
+		seeds[i] = uint64(i + 1)
+	}
+	c := Campaign{Factory: modelFactory(""), Gen: DefaultGenConfig, Seeds: seeds, Steps: 100, Tokens: &testTokenRule}
 	res, err := c.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.TokensChecked < 20 || len(res.TokenProblems) != 0 {
+	if res.TokensChecked < 40 || len(res.TokenProblems) != 0 {
 		t.Fatalf("want many tokens checked and no problem, got %d, %v", res.TokensChecked, res.TokenProblems)
 	}
 }

@@ -17,8 +17,8 @@ import (
 // 6: the withdraw event (the gateway taking back an undelivered offer);
 // 7: a create's param is one its service declares (undeclared keys are
 // refused since issue 49); 8: pause and resume events (an operator pausing
-// a service, issue 51).
-const GeneratorRulesVersion = 8
+// a service, issue 51); 9: the prune event (retention, issue 52).
+const GeneratorRulesVersion = 9
 
 //go:embed *.go
 var sources embed.FS

@@ -15,6 +15,9 @@ type checker struct {
 	dirtyJobs    []*job
 	dirtyDevices []*device
 	dirtyBuyers  []*buyer
+	// pruned are the jobs Prune removed since the last check: their holds
+	// leave the buyers' tallies.
+	pruned []*job
 	// plaintexts is every token ever offered and pending the ones offered
 	// since the last check; hashes maps each stored hash to its attempt.
 	plaintexts map[string]struct{}
@@ -56,11 +59,17 @@ func (m *ExecutionModel) CheckInvariants() []protocol.Violation {
 	c.out = nil
 	m.checkJournal()
 	m.checkTokens()
+	for _, j := range c.pruned {
+		c.checkPruned(j)
+	}
+	c.pruned = c.pruned[:0]
 	// checkJob touches devices and buyers, whose checks need every job's
 	// tally moved first; jobs are never touched by the checks.
 	for _, j := range c.dirtyJobs {
 		j.chk.dirty = false
-		m.checkJob(j)
+		if !j.pruned {
+			m.checkJob(j)
+		}
 	}
 	c.dirtyJobs = c.dirtyJobs[:0]
 	for _, d := range c.dirtyDevices {

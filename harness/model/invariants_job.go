@@ -145,14 +145,33 @@ func (m *ExecutionModel) checkMoney(j *job) {
 // touched job has moved its hold into the tallies (one step may settle
 // several jobs of one buyer).
 func (c *checker) checkBuyer(b *buyer) {
-	if b.held != b.chkHeld || b.captured != b.chkCaptured {
-		c.fail(7, "buyer %s records held %d captured %d, its holds sum to held %d captured %d", b.id, b.held,
-			b.captured, b.chkHeld, b.chkCaptured)
+	if b.held != b.chkHeld || b.captured != b.chkCaptured+b.chkPruned || b.pruned != b.chkPruned {
+		c.fail(7, "buyer %s records held %d captured %d (pruned %d), its holds sum to held %d captured %d (pruned %d)",
+			b.id, b.held, b.captured, b.pruned, b.chkHeld, b.chkCaptured, b.chkPruned)
 	}
 	if b.balance < 0 || b.balance+b.held+b.captured != b.initial {
 		c.fail(7, "buyer %s: balance %d + held %d + captured %d != credited %d", b.id, b.balance, b.held, b.captured,
 			b.initial)
 	}
+}
+
+// checkPruned takes a pruned job's hold out of its buyer's tallies: a
+// captured one moves to the pruned tally, which with the captured holds
+// left must sum to the buyer's captured cents (invariant 7 on a pruned
+// state). A job Prune removed must have been finished.
+func (c *checker) checkPruned(j *job) {
+	if !j.row.Status.Terminal() {
+		c.fail(7, "pruned job %s was %s, not finished", j.row.ID, j.row.Status)
+	}
+	b := j.buyer
+	// The hold as the job left it, whether or not a check saw it settle.
+	b.tally(j.chk.hold, -j.row.HoldCents)
+	j.chk.hold = j.row.HoldStatus
+	if j.chk.hold == protocol.HoldCaptured {
+		b.chkPruned += j.row.HoldCents
+	}
+	j.chk.hold = ""
+	c.touchBuyer(b)
 }
 
 // tally adds cents to the checker's sum for a hold status; a released (or

@@ -54,10 +54,16 @@ type buyer struct {
 	// initial is every credit AddBuyer gave: balance + held + captured must
 	// always equal it.
 	initial int64
+	// pruned is the captured cents of the buyer's pruned jobs (Prune):
+	// captured is the captured holds left plus pruned.
+	pruned int64
 	// chkHeld and chkCaptured are the checker's own tallies of the buyer's
 	// holds, summed from the jobs it has seen; the operations never read them.
 	chkHeld, chkCaptured int64
-	dirty                bool
+	// chkPruned is the checker's tally of the captured holds it saw leave
+	// with a pruned job.
+	chkPruned int64
+	dirty     bool
 }
 
 type device struct {
@@ -90,7 +96,11 @@ type job struct {
 	webhookEvent protocol.JobStatus
 	// requeues records the facts at each requeue, for invariant 5.
 	requeues []requeueFact
-	chk      jobCheck
+	// finishedAt is when the job became terminal (its terminal journal
+	// row's time); pruned is set when Prune removed it.
+	finishedAt time.Time
+	pruned     bool
+	chk        jobCheck
 }
 
 // requeueFact is what was true when a job went back to queued: the

@@ -46,6 +46,7 @@ func (m *ExecutionModel) writeJob(j *job, to protocol.JobStatus, code protocol.F
 	m.record(kindJob, j.row.ID, "", string(from), string(to), code, actor, now)
 	m.touch(j)
 	if to.Terminal() {
+		j.finishedAt = now
 		m.settle(j)
 	}
 }

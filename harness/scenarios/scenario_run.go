@@ -127,6 +127,7 @@ type scRun struct {
 	blocks       map[string]chan struct{}
 	pending      map[string]*scPending // background operations, by name
 	devices      map[string]string     // device display name -> id (`device`)
+	kept         map[string]scLink     // download URLs kept by `link` (scenario_prune.go)
 
 	tl         scTimeline
 	journalSeq int64

@@ -392,6 +392,22 @@ func (t *PostgresTarget) Sweep(ctx context.Context, now time.Time) (protocol.Swe
 	return t.svc.Sweep(ctx, now)
 }
 
+// Prune implements fuzz.Target.
+func (t *PostgresTarget) Prune(ctx context.Context, _, olderThan time.Time) (protocol.PruneResult, error) {
+	return prune(ctx, t.svc, olderThan)
+}
+
+// pruneBatch is the targets' prune batch: small, so that a prune of a
+// few finished jobs takes several batches, as one of thousands does.
+const pruneBatch = 2
+
+// prune runs the service's prune and projects its counts as the model's.
+func prune(ctx context.Context, svc *fencing.Service, olderThan time.Time) (protocol.PruneResult, error) {
+	st, err := svc.PruneFinished(ctx, olderThan, pruneBatch)
+	return protocol.PruneResult{Jobs: int(st.Jobs), Attempts: int(st.Attempts), Events: int(st.Events),
+		Holds: int(st.Holds), Webhooks: int(st.Webhooks)}, err
+}
+
 // Snapshot implements fuzz.Target.
 func (t *PostgresTarget) Snapshot(ctx context.Context) (protocol.Snapshot, error) {
 	return store.Snapshot(ctx, t.pool)

@@ -353,6 +353,15 @@ func (t *StackTarget) Sweep(ctx context.Context, now time.Time) (protocol.SweepR
 	return t.svc.Sweep(ctx, now)
 }
 
+// Prune implements fuzz.Target on the service layer, as `rendermac admin
+// prune` and the server's retention run it.
+func (t *StackTarget) Prune(ctx context.Context, now, olderThan time.Time) (protocol.PruneResult, error) {
+	if err := t.begin(now); err != nil {
+		return protocol.PruneResult{}, err
+	}
+	return prune(ctx, t.svc, olderThan)
+}
+
 // Snapshot implements fuzz.Target.
 func (t *StackTarget) Snapshot(ctx context.Context) (protocol.Snapshot, error) {
 	return store.Snapshot(ctx, t.r.pool)

@@ -28,9 +28,10 @@ import (
 // which every lock of a job reads, and the attempt code offer_withdrawn;
 // 00010: job_attempts.failure_message, which the job view reads; 00011:
 // paused_services, which the matcher reads; 00012: job_events.operator_id
-// and device_events, which console actions write);
+// and device_events, which console actions write; 00013: pruned_captures
+// and artifact_deletions, which retention writes);
 // /readyz is not ready below it.
-const SchemaVersion = 12
+const SchemaVersion = 13
 
 // pairingAlphabet has 32 symbols, so each draws exactly 5 random bits (no
 // modulo bias), and leaves out 0, 1, I and O, which people misread.

@@ -65,6 +65,11 @@ type Config struct {
 	LeaseTTL, Heartbeat time.Duration
 	// SweepInterval and PollInterval tune the gateway loops (0: defaults).
 	SweepInterval, PollInterval time.Duration
+	// RetainFinished, when positive, prunes finished jobs whose terminal
+	// time is more than this long ago, with everything they own, every
+	// PruneEvery (0: DefaultPruneEvery) and at start. Zero: nothing is
+	// ever pruned by the server (docs/operators.md, "Retention").
+	RetainFinished, PruneEvery time.Duration
 	// Variant runs a deliberately broken service layer (harness only).
 	Variant fencing.Variant
 	// Clock is the gateway's, the API's and the deliverer's (nil:
@@ -258,6 +263,18 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 	}
 	p := &running{log: log, srv: srv, ln: ln, certs: certs, gw: gw, console: as.Console, deliverer: deliverer,
 		plane: Plane{Pool: pool, Service: svc, Gateway: gw, BaseURL: base, Addr: ln.Addr().String(), Certs: certs}}
+	if f.RetainFinished > 0 {
+		clk := f.Clock
+		if clk == nil {
+			clk = clock.Real{}
+		}
+		every := f.PruneEvery
+		if every <= 0 {
+			every = DefaultPruneEvery
+		}
+		p.retain = &retention{retain: f.RetainFinished, every: every, clk: clk, log: log, prune: svc.PruneFinished,
+			now: func(ctx context.Context) (time.Time, error) { return store.ResolveNow(ctx, pool, clock.PinnedNow(clk)) }}
+	}
 	metricsAt := p.serveMetrics(metricsLn, a, f.MetricsTokenHash != "")
 	lim := f.Limits.WithDefaults()
 	// The metrics token is logged only as whether there is one.
@@ -267,7 +284,7 @@ func Run(ctx context.Context, f Config, ready func(context.Context, *Plane) erro
 		"limit_jobs_per_buyer", lim.JobsPerBuyer, "limit_connects_per_ip", lim.ConnectsPerIP,
 		"limit_connects_per_device", lim.ConnectsPerDevice,
 		"console_remote", f.Console.Remote, "cards", f.Console.CardsDir, "transport", transport(f),
-		"trusted_proxies", f.TrustedProxies.String())
+		"trusted_proxies", f.TrustedProxies.String(), "retain_finished", retainText(f.RetainFinished))
 	return p.run(ctx, ready)
 }
 
@@ -301,6 +318,14 @@ func openArtifacts(ctx context.Context, where string, s3cfg artifact.S3Config, s
 	return st, st, func() {}, nil
 }
 
+// OpenArtifactStore opens the artifact store where names (a directory or
+// s3://BUCKET/PREFIX, as Config.Artifacts), for a process that only reads
+// and deletes objects (`rendermac admin prune`); close releases it.
+func OpenArtifactStore(ctx context.Context, where string, s3cfg artifact.S3Config) (st artifact.Store, close func(), err error) {
+	st, _, close, err = openArtifacts(ctx, where, s3cfg, nil)
+	return st, close, err
+}
+
 // serveMetrics prepares the metrics server on ln (nil: /metrics stays on
 // the API listener) and says, for the log, where /metrics is answered.
 func (p *running) serveMetrics(ln net.Listener, a *api.API, token bool) string {
@@ -330,7 +355,9 @@ type running struct {
 	gw         *gateway.Gateway
 	console    *console.Console
 	deliverer  *webhook.Deliverer
-	plane      Plane
+	// retain is the --retain-finished loop (nil: retention off).
+	retain *retention
+	plane  Plane
 }
 
 func (p *running) run(ctx context.Context, ready func(context.Context, *Plane) error) error {
@@ -341,6 +368,9 @@ func (p *running) run(ctx context.Context, ready func(context.Context, *Plane) e
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = gw.Run(loops) })
 	wg.Go(func() { _ = p.deliverer.Run(loops) })
+	if p.retain != nil {
+		wg.Go(func() { p.retain.run(loops) })
+	}
 	served := make(chan error, 2)
 	go func() { served <- listener.Serve(srv, p.ln, p.certs) }()
 	if p.metricsSrv != nil {
@@ -425,4 +455,12 @@ func prober(path string) *probe.Prober {
 		return nil
 	}
 	return &probe.Prober{Path: path}
+}
+
+// retainText says, for the log, what the server prunes.
+func retainText(d time.Duration) string {
+	if d <= 0 {
+		return "off"
+	}
+	return d.String()
 }

@@ -74,6 +74,15 @@ const (
 	// pending), before it writes it. A Block here holds the frame back:
 	// every offer the session writes meanwhile must wait for it.
 	GatewayBeforeLostFrame = "gateway.before_lost_frame"
+	// PruneBeforeTx is hit in fencing.Service.PruneFinished before each
+	// batch's transaction (the one statement that picks the batch with
+	// FOR UPDATE SKIP LOCKED and deletes its rows).
+	PruneBeforeTx = "prune.before_tx"
+	// PruneBeforeStoreDelete is hit in PruneFinished once a batch's rows
+	// are gone (its transaction committed), before its objects are deleted
+	// from the artifact store. A Kill here is the crash that leaves the
+	// objects queued in artifact_deletions for the next prune.
+	PruneBeforeStoreDelete = "prune.before_store_delete"
 )
 
 // names is every fault point, in the order of the constants.
@@ -81,7 +90,7 @@ var names = []string{
 	CommitBeforeTx1, CommitAfterTx1, CommitDuringVerify, CommitBeforeTx2, CommitAfterTx2,
 	FailBeforeTx, FailAfterTx, CancelBeforeTx, CancelAfterTx, SweepBeforeTx, SweepAfterTx,
 	GatewayBeforeSlotRelease, GatewayAfterOfferWrite, CreateBeforeInsert, LeaseBeforePick, LeaseAfterPick,
-	GatewayBeforeLostFrame,
+	GatewayBeforeLostFrame, PruneBeforeTx, PruneBeforeStoreDelete,
 }
 
 // Names returns every fault point name (a fresh slice).

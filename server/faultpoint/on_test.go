@@ -90,7 +90,7 @@ func TestSetUnknownPointPanics(t *testing.T) {
 	require.PanicsWithValue(t, `faultpoint: unknown point "commit.befor_tx2" (known: commit.before_tx1, commit.after_tx1, `+
 		`commit.during_verify, commit.before_tx2, commit.after_tx2, fail.before_tx, fail.after_tx, cancel.before_tx, `+
 		`cancel.after_tx, sweep.before_tx, sweep.after_tx, gateway.before_slot_release, gateway.after_offer_write, create.before_insert, lease.before_pick, `+
-		`lease.after_pick, gateway.before_lost_frame)`,
+		`lease.after_pick, gateway.before_lost_frame, prune.before_tx, prune.before_store_delete)`,
 		func() { faultpoint.Set("commit.befor_tx2", faultpoint.Kill()) })
 }
 

@@ -99,6 +99,15 @@ func (b *bundle) requireInvariants(t *testing.T) {
 type flakyStore struct {
 	artifact.Store
 	broken atomic.Bool
+	// deleteBroken fails deletes the same way.
+	deleteBroken atomic.Bool
+}
+
+func (f *flakyStore) Delete(ctx context.Context, key string) error {
+	if f.deleteBroken.Load() {
+		return errDiskGone
+	}
+	return f.Store.Delete(ctx, key)
 }
 
 var errDiskGone = errors.New("disk unplugged")

@@ -168,7 +168,8 @@ func (h *heldChecks) withStored(ctx context.Context, st artifact.Store) ([]proto
 
 // invariantTables are the tables CheckInvariants reads
 // (TestInvariantTablesCoverTheChecks holds the list to its statements).
-var invariantTables = [...]string{"jobs", "job_attempts", "job_events", "holds", "webhook_outbox", "buyers", "devices"}
+var invariantTables = [...]string{"jobs", "job_attempts", "job_events", "holds", "webhook_outbox", "buyers", "devices",
+	"pruned_captures"}
 
 // sqlWritten reads the statement's own snapshot as the next mark, and
 // counts the rows of every invariantTables table and those of them written

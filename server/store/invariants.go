@@ -91,13 +91,19 @@ var invariantChecks = []invariantCheck{
 	     GROUP BY j.id
 	     HAVING count(w.id) <> CASE WHEN j.status IN ('succeeded', 'cancelled', 'failed') THEN 1 ELSE 0 END
 	         OR (count(w.id) = 1 AND min(w.event) <> j.status)`},
-	{7, `SELECT format('buyer %s: balance %s + held %s + captured %s <> initial %s (captured holds %s)',
-	            b.id, b.balance_cents, h.held, b.captured_cents, b.initial_cents, h.captured)
+	// A prune removes captured holds with their jobs and records their sum
+	// in pruned_captures, so captured_cents is the captured holds left plus
+	// the pruned ones ([R:retention.ledger-kept]).
+	{7, `SELECT format('buyer %s: balance %s + held %s + captured %s <> initial %s (captured holds %s, pruned %s)',
+	            b.id, b.balance_cents, h.held, b.captured_cents, b.initial_cents, h.captured, p.captured)
 	     FROM buyers b CROSS JOIN LATERAL (
 	         SELECT coalesce(sum(amount_cents) FILTER (WHERE status = 'held'), 0) held,
 	                coalesce(sum(amount_cents) FILTER (WHERE status = 'captured'), 0) captured
 	         FROM holds WHERE buyer_id = b.id) h
-	     WHERE b.balance_cents + h.held + b.captured_cents <> b.initial_cents OR b.captured_cents <> h.captured`},
+	     CROSS JOIN LATERAL (
+	         SELECT coalesce(sum(captured_cents), 0) captured FROM pruned_captures WHERE buyer_id = b.id) p
+	     WHERE b.balance_cents + h.held + b.captured_cents <> b.initial_cents
+	        OR b.captured_cents <> h.captured + p.captured`},
 	{8, `SELECT format('succeeded job %s: output %s/%s/%s differs from attempt %s key %s claim %s/%s',
 	            j.id, j.output_key, j.output_bytes, j.output_sha256, a.id,
 	            'outputs/' || j.id || '/' || a.id || '.mp4', a.claimed_output_bytes, a.claimed_output_sha256)

@@ -74,6 +74,12 @@ CREATE TABLE public.api_keys (
     CONSTRAINT api_keys_key_hash_check CHECK ((key_hash ~ '^[0-9a-f]{64}$'::text))
 );
 
+CREATE TABLE public.artifact_deletions (
+    key text NOT NULL,
+    queued_at timestamp with time zone NOT NULL,
+    CONSTRAINT artifact_deletions_key_check CHECK (((octet_length(key) >= 1) AND (octet_length(key) <= 512)))
+);
+
 CREATE TABLE public.buyers (
     id uuid NOT NULL,
     name text NOT NULL,
@@ -256,6 +262,25 @@ CREATE TABLE public.paused_services (
     CONSTRAINT paused_services_service_check CHECK (((octet_length(service) >= 1) AND (octet_length(service) <= 64)))
 );
 
+CREATE TABLE public.pruned_captures (
+    id bigint NOT NULL,
+    buyer_id uuid NOT NULL,
+    captured_cents bigint NOT NULL,
+    jobs integer NOT NULL,
+    pruned_at timestamp with time zone NOT NULL,
+    CONSTRAINT pruned_captures_captured_cents_check CHECK ((captured_cents >= 0)),
+    CONSTRAINT pruned_captures_jobs_check CHECK ((jobs >= 1))
+);
+
+CREATE SEQUENCE public.pruned_captures_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE public.pruned_captures_id_seq OWNED BY public.pruned_captures.id;
+
 CREATE TABLE public.service_pause_events (
     seq bigint NOT NULL,
     service text NOT NULL,
@@ -303,6 +328,8 @@ ALTER TABLE ONLY public.device_events ALTER COLUMN id SET DEFAULT nextval('publi
 
 ALTER TABLE ONLY public.job_events ALTER COLUMN id SET DEFAULT nextval('public.job_events_id_seq'::regclass);
 
+ALTER TABLE ONLY public.pruned_captures ALTER COLUMN id SET DEFAULT nextval('public.pruned_captures_id_seq'::regclass);
+
 ALTER TABLE ONLY public.service_pause_events ALTER COLUMN seq SET DEFAULT nextval('public.service_pause_events_seq_seq'::regclass);
 
 ALTER TABLE ONLY public.webhook_outbox ALTER COLUMN id SET DEFAULT nextval('public.webhook_outbox_id_seq'::regclass);
@@ -312,6 +339,9 @@ ALTER TABLE ONLY public.api_keys
 
 ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.artifact_deletions
+    ADD CONSTRAINT artifact_deletions_pkey PRIMARY KEY (key);
 
 ALTER TABLE ONLY public.buyers
     ADD CONSTRAINT buyers_pkey PRIMARY KEY (id);
@@ -364,6 +394,9 @@ ALTER TABLE ONLY public.pairing_codes
 ALTER TABLE ONLY public.paused_services
     ADD CONSTRAINT paused_services_pkey PRIMARY KEY (service);
 
+ALTER TABLE ONLY public.pruned_captures
+    ADD CONSTRAINT pruned_captures_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.service_pause_events
     ADD CONSTRAINT service_pause_events_pkey PRIMARY KEY (seq);
 
@@ -378,6 +411,8 @@ CREATE INDEX job_attempts_live_device_idx ON public.job_attempts USING btree (de
 
 CREATE UNIQUE INDEX job_attempts_one_live_idx ON public.job_attempts USING btree (job_id) WHERE (ended_at IS NULL);
 
+CREATE INDEX job_events_attempt_idx ON public.job_events USING btree (attempt_id) WHERE (attempt_id IS NOT NULL);
+
 CREATE INDEX job_events_job_idx ON public.job_events USING btree (job_id, id);
 
 CREATE INDEX job_events_terminal_idx ON public.job_events USING btree (at) WHERE ((kind = 'job'::text) AND (to_status = ANY (ARRAY['succeeded'::text, 'cancelled'::text, 'failed'::text])));
@@ -388,7 +423,13 @@ CREATE INDEX jobs_queued_deadline_idx ON public.jobs USING btree (admission_dead
 
 CREATE INDEX jobs_queued_idx ON public.jobs USING btree (created_at, id) WHERE ((status)::text = 'queued'::text);
 
+CREATE INDEX jobs_succeeded_attempt_idx ON public.jobs USING btree (succeeded_attempt_id) WHERE (succeeded_attempt_id IS NOT NULL);
+
 CREATE INDEX jobs_unended_idx ON public.jobs USING btree (status) WHERE ((status)::text = ANY (ARRAY['queued'::text, 'active'::text, 'verifying'::text, 'cancelling'::text]));
+
+CREATE INDEX pruned_captures_buyer_idx ON public.pruned_captures USING btree (buyer_id);
+
+CREATE INDEX webhook_outbox_job_idx ON public.webhook_outbox USING btree (job_id);
 
 CREATE INDEX webhook_outbox_pending_idx ON public.webhook_outbox USING btree (next_attempt_at) WHERE (delivered_at IS NULL);
 
@@ -443,6 +484,9 @@ ALTER TABLE ONLY public.pairing_codes
 
 ALTER TABLE ONLY public.paused_services
     ADD CONSTRAINT paused_services_operator_id_fkey FOREIGN KEY (operator_id) REFERENCES public.operators(id);
+
+ALTER TABLE ONLY public.pruned_captures
+    ADD CONSTRAINT pruned_captures_buyer_id_fkey FOREIGN KEY (buyer_id) REFERENCES public.buyers(id);
 
 ALTER TABLE ONLY public.service_pause_events
     ADD CONSTRAINT service_pause_events_operator_id_fkey FOREIGN KEY (operator_id) REFERENCES public.operators(id);
