@@ -24,6 +24,10 @@ const (
 	TypeError          = "error"
 )
 
+// SessionPath is the device WebSocket endpoint of SPEC section 5: a GET
+// upgraded to a WebSocket, the device token as a bearer credential.
+const SessionPath = "/v1/provider/ws"
+
 // ReadLimitBytes is the largest frame the gateway accepts (close 1009 above).
 const ReadLimitBytes = 64 << 10
 

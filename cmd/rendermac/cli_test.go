@@ -29,6 +29,9 @@ func helpInvocations() [][]string {
 	for _, c := range adminCommands() {
 		out = append(out, []string{"admin", c.name})
 	}
+	for _, c := range jobsCommands() {
+		out = append(out, []string{"jobs", c.name})
+	}
 	out = append(out, []string{"card", "diff"}, []string{"card", "merge"})
 	for _, sub := range agentServiceCommands {
 		out = append(out, []string{"agent", sub})
@@ -62,8 +65,8 @@ func TestEveryHelpIsOnStdoutWithExitZero(t *testing.T) {
 func TestUnknownFlagIsReportedOnce(t *testing.T) {
 	t.Parallel()
 	for _, inv := range helpInvocations() {
-		if inv[0] == "agent" && len(inv) > 1 || inv[0] == "card" || slices.Equal(inv, []string{"admin"}) {
-			continue // launchd's commands exist on macOS only; card and admin dispatch to subcommands (below, above)
+		if inv[0] == "agent" && len(inv) > 1 || inv[0] == "card" || slices.Equal(inv, []string{"admin"}) || slices.Equal(inv, []string{"jobs"}) {
+			continue // launchd's commands exist on macOS only; card, admin and jobs dispatch to subcommands (below, above)
 		}
 		args := append(slices.Clone(inv), "--no-such-flag")
 		code, stdout, stderr := cli(t, args...)

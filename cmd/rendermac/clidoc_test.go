@@ -51,6 +51,10 @@ func cliReference(t *testing.T) string {
 				for _, c := range adminCommands() {
 					section("rendermac admin "+c.name, "admin", c.name, "--help")
 				}
+			case "jobs":
+				for _, c := range jobsCommands() {
+					section("rendermac jobs "+c.name, "jobs", c.name, "--help")
+				}
 			case "card":
 				section("rendermac card merge", "card", "merge", "--help")
 			case "agent":

@@ -39,6 +39,7 @@ func commands() []command {
 		{"admin", "operator tasks: buyers, API keys, pairing codes, devices, signing keys", runAdmin},
 		{"dev", "run a throwaway local control plane with a demo buyer and pairing code", runDev},
 		{"agent", "run the Mac agent: pair a device or serve leases from the gateway", runAgent},
+		{"jobs", "a buyer's jobs: submit (with an input file), get, list, cancel, events, wait, download", runJobs},
 		{"version", "print the module version, commit and build tags of this binary", runVersion},
 	}
 }
@@ -113,6 +114,7 @@ type helpGroup struct {
 // group (TestHelpGroupsEveryCommand fails until it is placed).
 var helpGroups = []helpGroup{
 	{"Run a farm", []string{"server", "agent", "dev", "admin", "migrate"}},
+	{"Use a farm (buyers)", []string{"jobs"}},
 	{"Prove it (the harness)", []string{"qualify", "fuzz", "scenarios", "rules", "mutate", "replay", "card", "bench", "soak", "fleet"}},
 	{"This binary", []string{"version"}},
 }

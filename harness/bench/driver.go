@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/api"
@@ -47,7 +48,7 @@ type driver struct {
 	rec   recorder
 	input []byte // the tiny input every job carries
 
-	buyers  []*loadgen.Buyer
+	buyers  []*client.Client
 	devices []loadgen.Device // agents first, then idle sessions
 	next    atomic.Uint64
 
@@ -156,7 +157,11 @@ func (d *driver) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d.buyers = append(d.buyers, &loadgen.Buyer{BaseURL: d.baseURL, Key: key, HTTP: d.httpc})
+		b, err := client.New(d.baseURL, key, client.WithHTTPClient(d.httpc))
+		if err != nil {
+			return err
+		}
+		d.buyers = append(d.buyers, b)
 	}
 	return d.registerDevices(ctx, d.cfg.Agents+d.cfg.IdleSessions)
 }
@@ -179,16 +184,16 @@ func (d *driver) registerDevices(ctx context.Context, n int) error {
 func (d *driver) submit(ctx context.Context, tag string) (string, time.Time, error) {
 	b := d.buyers[d.next.Add(1)%uint64(len(d.buyers))]
 	start := time.Now()
-	_, job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: benchService, Params: map[string]string{"seed": tag},
-		Input: d.input})
+	created, err := b.Create(ctx, client.CreateRequest{Service: benchService, Params: map[string]string{"seed": tag},
+		Input: d.input, NoIdempotencyKey: true})
 	// Timed whenever the server answered, as a refusal's round trip is one too.
-	if se := (*loadgen.StatusError)(nil); err == nil || errors.As(err, &se) {
+	if se := (*client.Error)(nil); err == nil || errors.As(err, &se) {
 		d.rec.add(opCreate, time.Since(start))
 	}
 	if err != nil {
 		return "", start, err
 	}
-	return job.ID, start, nil
+	return created.Job.ID, start, nil
 }
 
 // waitCommits waits until the commit counter reaches target.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rendermac/rendermac/client"
 	"io"
 	"net/http"
 	"os"
@@ -405,7 +406,7 @@ func (d *driver) historyReads(ctx context.Context, p *HistoryPoint, cfg HistoryC
 		}
 	}
 	b := d.buyers[0]
-	if p.Pages["v1 jobs first"], err = samples(func() error { _, err := b.ListJobs(ctx, 0, ""); return err }); err != nil {
+	if p.Pages["v1 jobs first"], err = samples(func() error { _, err := b.ListPage(ctx, client.ListOptions{}); return err }); err != nil {
 		return fmt.Errorf("GET /v1/jobs: %w", err)
 	}
 	// The deep page: nine tenths of the buyer's jobs back, reached by
@@ -413,7 +414,7 @@ func (d *driver) historyReads(ctx context.Context, p *HistoryPoint, cfg HistoryC
 	want := (n + cfg.Queued) / len(d.buyers) * 9 / 10
 	cursor := ""
 	for p.DeepRows < want {
-		page, err := b.ListJobs(ctx, 500, cursor)
+		page, err := b.ListPage(ctx, client.ListOptions{Limit: 500, Cursor: cursor})
 		if err != nil {
 			return fmt.Errorf("GET /v1/jobs walking to the deep page: %w", err)
 		}
@@ -422,7 +423,7 @@ func (d *driver) historyReads(ctx context.Context, p *HistoryPoint, cfg HistoryC
 			break
 		}
 	}
-	if p.Pages["v1 jobs deep"], err = samples(func() error { _, err := b.ListJobs(ctx, 0, cursor); return err }); err != nil {
+	if p.Pages["v1 jobs deep"], err = samples(func() error { _, err := b.ListPage(ctx, client.ListOptions{Cursor: cursor}); return err }); err != nil {
 		return fmt.Errorf("GET /v1/jobs deep: %w", err)
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
 
 // serviceComposition is a command-runner service served by the example
@@ -80,7 +80,7 @@ func TestCompositionJob(t *testing.T) {
 	start := time.Now()
 	job := s.createJob(serviceComposition, map[string]string{"title": "e2e", "duration_s": "1", "fps": "10",
 		"width": "256", "height": "144"}, nil)
-	d := s.waitJobWithin(3*time.Minute, job.ID, "terminal", func(d api.JobDetail) bool { return d.Status.Terminal() })
+	d := s.waitJobWithin(3*time.Minute, job.ID, "terminal", func(d buyer.JobDetail) bool { return d.Status.Terminal() })
 	body := s.requireSucceededOutput(d)
 	t.Logf("composition job succeeded in %s, output %d bytes", time.Since(start).Round(time.Millisecond), len(body))
 	info, err := mp4.Check(bytes.NewReader(body), int64(len(body)))
@@ -98,7 +98,7 @@ func TestCompositionCancelMidRender(t *testing.T) {
 	s := compositionStack(t)
 	job := s.createJob(serviceComposition, map[string]string{"duration_s": "30", "fps": "10"}, nil)
 	s.waitAttemptStatus(job.ID, 1, protocol.AttemptRunning)
-	_, _, err := s.buyer.Cancel(context.Background(), job.ID)
+	_, err := s.buyer.Cancel(context.Background(), job.ID)
 	require.NoError(t, err)
 	d := s.waitTerminal(job.ID)
 	require.Equal(t, protocol.JobCancelled, d.Status, describe(d))

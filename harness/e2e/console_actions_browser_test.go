@@ -141,7 +141,7 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	// A buyer's key and a device token are 403 on every action, even with
 	// a form the operator's session could have sent.
 	for _, path := range []string{job + "/cancel", device + "/drain", device + "/revoke"} {
-		for who, secret := range map[string]string{"buyer API key": s.buyer.Key, "device token": creds.DeviceToken} {
+		for who, secret := range map[string]string{"buyer API key": s.apiKey, "device token": creds.DeviceToken} {
 			status, body := s.postAction(t, path, secret, "x")
 			require.Equal(t, http.StatusForbidden, status, "%s POST %s: %s", who, path, body)
 			require.Contains(t, body, `"code":"forbidden"`, "%s POST %s", who, path)

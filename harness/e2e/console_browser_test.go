@@ -209,9 +209,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.screenshot("04-fleet")
 
 	b.navigate("/console/jobs/" + job.ID)
-	status, _, err := s.buyer.Cancel(ctx, job.ID)
+	cn, err := s.buyer.Cancel(ctx, job.ID)
 	require.NoError(t, err)
-	require.Equal(t, http.StatusAccepted, status)
+	require.Equal(t, http.StatusAccepted, cn.Status)
 	b.waitText("#job-status", "cancelling")
 	cancel := deviceclient.Expect[protocol.Cancel](t, c)
 	require.Equal(t, offer.AttemptID, cancel.AttemptID)

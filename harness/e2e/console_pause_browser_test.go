@@ -75,7 +75,7 @@ func TestConsolePausesServiceInBrowser(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
-	require.Equal(t, http.StatusForbidden, post(s.buyer.Key, "x"), "a buyer's API key")
+	require.Equal(t, http.StatusForbidden, post(s.apiKey, "x"), "a buyer's API key")
 	require.Equal(t, http.StatusForbidden, post(driven.DeviceToken, "x"), "a device token")
 	require.Equal(t, http.StatusForbidden, post(s.operator, ""), "the operator's credential without the CSRF token")
 	require.Equal(t, http.StatusForbidden, post(s.operator, "forged"), "the operator's credential with a wrong CSRF token")

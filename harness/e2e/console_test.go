@@ -125,7 +125,7 @@ func TestConsoleAuthentication(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, status)
 	require.Contains(t, body, `"code":"unauthorized"`)
 
-	for name, secret := range map[string]string{"buyer API key": s.buyer.Key, "device token": creds.DeviceToken} {
+	for name, secret := range map[string]string{"buyer API key": s.apiKey, "device token": creds.DeviceToken} {
 		status, body = s.consoleGet(t, "/console/", bearerAuth(secret))
 		require.Equal(t, http.StatusForbidden, status, "%s: %s", name, body)
 	}
@@ -149,7 +149,7 @@ func TestConsoleAuthentication(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp
 	}
-	require.Equal(t, http.StatusForbidden, login(s.buyer.Key).StatusCode)
+	require.Equal(t, http.StatusForbidden, login(s.apiKey).StatusCode)
 	require.Equal(t, http.StatusUnauthorized, login("not a credential").StatusCode)
 	resp := login(s.operator)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
@@ -228,7 +228,7 @@ func TestConsoleRendersNoSecret(t *testing.T) {
 	s := newConsoleStack(t, 0)
 	ctx := context.Background()
 	rs := runSecrets{}
-	rs.add("buyer API key", s.buyer.Key)
+	rs.add("buyer API key", s.apiKey)
 	rs.add("operator credential", s.operator)
 	key := s.cfg.SigningKey
 	rs["signing key"], rs["signing key (hex)"] = string(key), hex.EncodeToString(key)
@@ -286,7 +286,7 @@ func (s *stack) buyerID(t *testing.T) string {
 	t.Helper()
 	var id string
 	require.NoError(t, s.plane.Pool.QueryRow(context.Background(),
-		`SELECT buyer_id::text FROM api_keys WHERE key_hash = $1`, api.HashSecret(s.buyer.Key)).Scan(&id))
+		`SELECT buyer_id::text FROM api_keys WHERE key_hash = $1`, api.HashSecret(s.apiKey)).Scan(&id))
 	return id
 }
 

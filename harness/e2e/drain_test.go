@@ -13,7 +13,7 @@ import (
 
 	"github.com/rendermac/rendermac/agent/runner"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
 
 // TestAgentSIGTERMDrains: a real agent process (RunSignalled, as `rendermac
@@ -40,7 +40,7 @@ func TestAgentSIGTERMDrains(t *testing.T) {
 		TokenHash: s.attemptRows(job.ID)[0].TokenHash}}, s.attemptRows(job.ID), "the running attempt committed after SIGTERM")
 	s.requireOneSettledHold(job.ID, "captured")
 
-	s.waitJob(later.ID, "queued, waiting for another device", func(d api.JobDetail) bool {
+	s.waitJob(later.ID, "queued, waiting for another device", func(d buyer.JobDetail) bool {
 		return d.Status == protocol.JobQueued
 	})
 	// The gateway counts a slot free after the commit, so it may offer the
@@ -90,7 +90,7 @@ func TestAgentStopsAtOnceOnSecondSignal(t *testing.T) {
 			} else {
 				require.Contains(t, child.logs.String(), "drain timeout")
 			}
-			s.waitJob(job.ID, "queued again (provider_offline is retryable)", func(d api.JobDetail) bool {
+			s.waitJob(job.ID, "queued again (provider_offline is retryable)", func(d buyer.JobDetail) bool {
 				return d.Status == protocol.JobQueued
 			})
 			rows := s.attemptRows(job.ID)
@@ -114,7 +114,7 @@ func TestSecondSignalWithTwoRunningJobsKeepsTheirBudget(t *testing.T) {
 	s := newStack(t)
 	creds, tokenFile := s.pair(runner.ServiceSynthetic)
 	child := startChildAgent(t, tokenFile, envDrainTimeout+"=2m", envSlots+"=2")
-	jobs := []api.JobDetail{
+	jobs := []buyer.JobDetail{
 		s.createJob(runner.ServiceSynthetic, map[string]string{"seed": "two-a", "delay_ms": "120000"}, nil),
 		s.createJob(runner.ServiceSynthetic, map[string]string{"seed": "two-b", "delay_ms": "120000"}, nil),
 	}
@@ -127,7 +127,7 @@ func TestSecondSignalWithTwoRunningJobsKeepsTheirBudget(t *testing.T) {
 	require.NoError(t, child.waitExit(t, 60*time.Second))
 	require.Contains(t, child.logs.String(), "signal: stopping now")
 	for _, j := range jobs {
-		s.waitJob(j.ID, "queued again", func(d api.JobDetail) bool { return d.Status == protocol.JobQueued })
+		s.waitJob(j.ID, "queued again", func(d buyer.JobDetail) bool { return d.Status == protocol.JobQueued })
 		rows := s.attemptRows(j.ID)
 		require.Equal(t, []attemptRow{{Number: 1, Status: "failed", DeviceID: creds.DeviceID, Epoch: 1,
 			TokenHash: rows[0].TokenHash, Failure: string(protocol.FailProviderOffline)}}, rows,

@@ -17,7 +17,7 @@ import (
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/tcpproxy"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
 
 // TestJobSucceedsThroughTheWholeStack: a buyer submits a synthetic.mp4 job
@@ -66,14 +66,14 @@ func TestCancelMidRun(t *testing.T) {
 	// The delay outlives the test's deadline: only a cancel can end it.
 	job := s.createJob(runner.ServiceSynthetic, map[string]string{"seed": "cancel", "delay_ms": "600000"}, nil)
 	s.waitAttemptStatus(job.ID, 1, protocol.AttemptRunning)
-	status, reply, err := s.buyer.Cancel(context.Background(), job.ID)
+	c, err := s.buyer.Cancel(context.Background(), job.ID)
 	require.NoError(t, err, "cancel")
-	require.Equal(t, http.StatusAccepted, status, "cancel: %+v", reply)
+	require.Equal(t, http.StatusAccepted, c.Status, "cancel: %+v", c.Job)
 	// 202 says the cancel left the job cancelling. The body is the job as
 	// read after that commit, and the agent may have failed the attempt,
 	// finalizing the cancellation, before the read (the notice, the cancel
 	// frame and the fail can all land inside the request).
-	require.Contains(t, []protocol.JobStatus{protocol.JobCancelling, protocol.JobCancelled}, reply.Status)
+	require.Contains(t, []protocol.JobStatus{protocol.JobCancelling, protocol.JobCancelled}, c.Job.Status)
 
 	d := s.waitTerminal(job.ID)
 	require.Equal(t, protocol.JobCancelled, d.Status, describe(d))
@@ -160,7 +160,7 @@ func testAgentCrash(t *testing.T, afterSweep bool) {
 	child.kill()
 	killedAt := time.Now()
 	if afterSweep {
-		d := s.waitJob(job.ID, "requeued", func(d api.JobDetail) bool { return d.Status == protocol.JobQueued })
+		d := s.waitJob(job.ID, "requeued", func(d buyer.JobDetail) bool { return d.Status == protocol.JobQueued })
 		require.Equal(t, protocol.AttemptLost, d.Attempts[0].Status, describe(d))
 	}
 

@@ -22,11 +22,12 @@ import (
 
 	"github.com/rendermac/rendermac/agent"
 	"github.com/rendermac/rendermac/agent/runner"
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/syncbuf"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/controlplane"
 	"github.com/rendermac/rendermac/server/store"
@@ -95,7 +96,9 @@ type stack struct {
 
 	client *http.Client
 	// buyer is the test's buyer, through the public API.
-	buyer *loadgen.Buyer
+	buyer *client.Client
+	// apiKey is the buyer's key, for the tests that send it by hand.
+	apiKey string
 }
 
 // newStack starts a control plane on 127.0.0.1:<free port>. When the test
@@ -133,7 +136,9 @@ func newStackWith(t *testing.T, tune func(*controlplane.Config)) *stack {
 	require.NoError(t, s.plane.Service.CreateBuyer(ctx, buyerID, "e2e buyer", buyerBalanceCents))
 	apiKey, err := api.CreateAPIKey(ctx, s.plane.Pool, buyerID)
 	require.NoError(t, err)
-	s.buyer = &loadgen.Buyer{BaseURL: s.baseURL(), Key: apiKey, HTTP: s.client}
+	s.apiKey = apiKey
+	s.buyer, err = client.New(s.baseURL(), apiKey, client.WithHTTPClient(s.client))
+	require.NoError(t, err)
 	return s
 }
 
@@ -210,11 +215,12 @@ func requireInvariants(t *testing.T, db string) {
 
 // createJob submits a job through POST /v1/jobs; a non-nil input is sent
 // as input_base64.
-func (s *stack) createJob(service string, params map[string]string, input []byte) api.JobDetail {
+func (s *stack) createJob(service string, params map[string]string, input []byte) buyer.JobDetail {
 	t := s.t
 	t.Helper()
-	_, d, err := s.buyer.CreateJob(context.Background(), loadgen.JobRequest{Service: service, Params: params, Input: input})
+	created, err := s.buyer.Create(context.Background(), client.CreateRequest{Service: service, Params: params, Input: input})
 	require.NoError(t, err, "create job")
+	d := created.Job
 	// The job is announced from the creating transaction, so an idle agent
 	// may already hold it when the API reads it back for the reply.
 	require.Contains(t, []protocol.JobStatus{protocol.JobQueued, protocol.JobActive}, d.Status)
@@ -222,19 +228,19 @@ func (s *stack) createJob(service string, params map[string]string, input []byte
 }
 
 // job reads GET /v1/jobs/{id}.
-func (s *stack) job(id string) api.JobDetail {
+func (s *stack) job(id string) buyer.JobDetail {
 	t := s.t
 	t.Helper()
-	d, err := s.buyer.Job(context.Background(), id)
+	d, err := s.buyer.Get(context.Background(), id)
 	require.NoError(t, err, "get job")
 	return d
 }
 
 // events reads GET /v1/jobs/{id}/events.
-func (s *stack) events(id string) []api.Event {
+func (s *stack) events(id string) []buyer.Event {
 	t := s.t
 	t.Helper()
-	events, err := s.buyer.Events(context.Background(), id)
+	events, err := s.buyer.AllEvents(context.Background(), id)
 	require.NoError(t, err, "events")
 	return events
 }
@@ -242,14 +248,14 @@ func (s *stack) events(id string) []api.Event {
 // waitJob polls GET /v1/jobs/{id} until cond holds, failing with the last
 // state seen after jobTimeout. Polling the public API is the only
 // synchronization: no fixed sleeps.
-func (s *stack) waitJob(id, what string, cond func(api.JobDetail) bool) api.JobDetail {
+func (s *stack) waitJob(id, what string, cond func(buyer.JobDetail) bool) buyer.JobDetail {
 	s.t.Helper()
 	return s.waitJobWithin(jobTimeout, id, what, cond)
 }
 
 // waitJobWithin is waitJob with a bound of its own, for a job whose runner
 // takes longer than jobTimeout (a real render).
-func (s *stack) waitJobWithin(limit time.Duration, id, what string, cond func(api.JobDetail) bool) api.JobDetail {
+func (s *stack) waitJobWithin(limit time.Duration, id, what string, cond func(buyer.JobDetail) bool) buyer.JobDetail {
 	t := s.t
 	t.Helper()
 	deadline := time.Now().Add(limit)
@@ -266,20 +272,20 @@ func (s *stack) waitJobWithin(limit time.Duration, id, what string, cond func(ap
 }
 
 // waitTerminal waits until the job is succeeded, cancelled or failed.
-func (s *stack) waitTerminal(id string) api.JobDetail {
+func (s *stack) waitTerminal(id string) buyer.JobDetail {
 	s.t.Helper()
-	return s.waitJob(id, "terminal", func(d api.JobDetail) bool { return d.Status.Terminal() })
+	return s.waitJob(id, "terminal", func(d buyer.JobDetail) bool { return d.Status.Terminal() })
 }
 
 // waitAttemptStatus waits until the job's attempt number n has status st.
-func (s *stack) waitAttemptStatus(id string, n int, st protocol.AttemptStatus) api.JobDetail {
+func (s *stack) waitAttemptStatus(id string, n int, st protocol.AttemptStatus) buyer.JobDetail {
 	s.t.Helper()
-	return s.waitJob(id, fmt.Sprintf("with attempt %d %s", n, st), func(d api.JobDetail) bool {
+	return s.waitJob(id, fmt.Sprintf("with attempt %d %s", n, st), func(d buyer.JobDetail) bool {
 		return len(d.Attempts) >= n && d.Attempts[n-1].Status == st
 	})
 }
 
-func describe(d api.JobDetail) string {
+func describe(d buyer.JobDetail) string {
 	out := fmt.Sprintf("status=%s failure=%q attempts=[", d.Status, d.FailureCode)
 	for i, a := range d.Attempts {
 		if i > 0 {
@@ -294,13 +300,13 @@ func describe(d api.JobDetail) string {
 // recorded with a sha256, its download_url (a signed grant, no API key)
 // yields exactly bytes with that sha256 and size, and those bytes pass the
 // same MP4 walk the verifier runs. It returns the bytes.
-func (s *stack) requireSucceededOutput(d api.JobDetail) []byte {
+func (s *stack) requireSucceededOutput(d buyer.JobDetail) []byte {
 	t := s.t
 	t.Helper()
 	require.Equal(t, protocol.JobSucceeded, d.Status, describe(d))
 	require.NotNil(t, d.Output, "a succeeded job shows its output")
 	require.Regexp(t, `^[0-9a-f]{64}$`, d.Output.SHA256)
-	var won *api.Attempt
+	var won *buyer.Attempt
 	for i := range d.Attempts {
 		if d.Attempts[i].Status == protocol.AttemptSucceeded {
 			require.Nil(t, won, "two succeeded attempts: %s", describe(d))
@@ -388,7 +394,7 @@ var firstTrySucceeded = []string{
 }
 
 // transitions renders a journal as "kind:from>to" strings.
-func transitions(events []api.Event) []string {
+func transitions(events []buyer.Event) []string {
 	out := make([]string, 0, len(events))
 	for _, e := range events {
 		out = append(out, e.Kind+":"+e.FromStatus+">"+e.ToStatus)
@@ -396,7 +402,7 @@ func transitions(events []api.Event) []string {
 	return out
 }
 
-func jobTransitions(events []api.Event) []string {
+func jobTransitions(events []buyer.Event) []string {
 	var out []string
 	for _, e := range events {
 		if e.Kind == "job" {
@@ -490,9 +496,9 @@ func syntheticOutput(t *testing.T, params map[string]string) []byte {
 }
 
 // requireNoStatus fails if any journal row reaches status st.
-func requireNoStatus(t *testing.T, events []api.Event, st string) {
+func requireNoStatus(t *testing.T, events []buyer.Event, st string) {
 	t.Helper()
-	require.False(t, slices.ContainsFunc(events, func(e api.Event) bool { return e.ToStatus == st }),
+	require.False(t, slices.ContainsFunc(events, func(e buyer.Event) bool { return e.ToStatus == st }),
 		"journal reaches %s: %v", st, transitions(events))
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rendermac/rendermac/agent/runner"
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/s3provider"
 )
@@ -88,11 +88,12 @@ func uploadAndTranscode(t *testing.T, ffmpeg, big, small string, storeArgs []str
 	transcode := func(path string) (time.Duration, string) {
 		t.Helper()
 		start := time.Now()
-		up, err := p.buyer.UploadInput(ctx, path)
+		up, err := p.buyer.UploadFile(ctx, path, nil)
 		require.NoError(t, err)
 		took := time.Since(start)
-		_, d, err := p.buyer.CreateJob(ctx, loadgen.JobRequest{Service: runner.ServiceH264p720, Params: params, InputID: up.InputID})
+		created, err := p.buyer.Create(ctx, client.CreateRequest{Service: runner.ServiceH264p720, Params: params, InputID: up.InputID})
 		require.NoError(t, err)
+		d := created.Job
 		require.Equal(t, up.Bytes, d.Input.Bytes)
 		require.Equal(t, up.SHA256, d.Input.SHA256)
 		d = p.waitSucceeded(t, d.ID)
@@ -101,9 +102,9 @@ func uploadAndTranscode(t *testing.T, ffmpeg, big, small string, storeArgs []str
 
 		// The grant is create-only: a second PUT is refused.
 		err = p.buyer.PutInput(ctx, up, strings.NewReader("other bytes"), 11)
-		var se *loadgen.StatusError
+		var se *client.Error
 		require.True(t, errors.As(err, &se), "a second PUT: %v", err)
-		require.True(t, loadgen.InputSealedStatus(se.Status), "a second PUT: %v", err)
+		require.True(t, se.Sealed(), "a second PUT: %v", err)
 		return took, up.InputID
 	}
 	// A small job first, so the "before" reading is a warm server's.
@@ -128,11 +129,11 @@ func uploadAndTranscode(t *testing.T, ffmpeg, big, small string, storeArgs []str
 	up, err := p.buyer.DeclareInput(ctx, int64(len(content)), hex.EncodeToString(wrong[:]))
 	require.NoError(t, err)
 	require.NoError(t, p.buyer.PutInput(ctx, up, strings.NewReader(string(content)), int64(len(content))))
-	_, _, err = p.buyer.CreateJob(ctx, loadgen.JobRequest{Service: runner.ServiceH264p720, Params: params, InputID: up.InputID})
-	var se *loadgen.StatusError
+	_, err = p.buyer.Create(ctx, client.CreateRequest{Service: runner.ServiceH264p720, Params: params, InputID: up.InputID})
+	var se *client.Error
 	require.True(t, errors.As(err, &se), "%v", err)
 	require.Equal(t, http.StatusUnprocessableEntity, se.Status, "%v", err)
-	require.Equal(t, "input_id", se.API.Field)
+	require.Equal(t, "input_id", se.Field)
 	got := sha256.Sum256(content)
-	require.Equal(t, fmt.Sprintf("input_id: the upload has sha256 %x, declared %x", got, wrong), se.API.Message)
+	require.Equal(t, fmt.Sprintf("input_id: the upload has sha256 %x, declared %x", got, wrong), se.Message)
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -24,12 +23,13 @@ import (
 
 	"github.com/rendermac/rendermac/agent"
 	"github.com/rendermac/rendermac/agent/runner"
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/internal/localserver"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/s3provider"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/store"
@@ -64,18 +64,18 @@ func TestBigOutputOnS3LeavesTheServerFlat(t *testing.T) {
 	b := s3provider.MustBucket(t)
 	p := startServerProcess(t, []string{"--artifacts", "s3://" + b.Name + "/farm", "--s3-endpoint", b.Endpoint, "--s3-path-style"},
 		"AWS_ACCESS_KEY_ID="+b.AccessKey, "AWS_SECRET_ACCESS_KEY="+b.SecretKey, "AWS_REGION="+b.Region)
-	cmd, client, buyer := p.cmd, p.client, p.buyer
+	cmd, bc := p.cmd, p.buyer
 	creds := p.pair(t, runner.ServiceSynthetic)
 	runAgent(t, "agent", creds, agentOptions{})
 
 	// A small job first, so the process has run every code path once and
 	// the "before" reading is a warm server's.
-	run := func(mdat int) api.JobDetail {
+	run := func(mdat int) buyer.JobDetail {
 		t.Helper()
 		params := map[string]string{"seed": "s3-big", "mdat_bytes": strconv.Itoa(mdat)}
-		_, d, err := buyer.CreateJob(ctx, loadgen.JobRequest{Service: runner.ServiceSynthetic, Params: params})
+		created, err := bc.Create(ctx, client.CreateRequest{Service: runner.ServiceSynthetic, Params: params})
 		require.NoError(t, err)
-		return p.waitSucceeded(t, d.ID)
+		return p.waitSucceeded(t, created.Job.ID)
 	}
 	run(4096)
 	before := procMemory(t, cmd.Process.Pid)
@@ -92,17 +92,13 @@ func TestBigOutputOnS3LeavesTheServerFlat(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, hex.EncodeToString(want.Sum(nil)), d.Output.SHA256)
 	require.Equal(t, fileBytes, d.Output.Bytes)
-	resp, err := client.Get(d.Output.DownloadURL)
-	require.NoError(t, err)
 	got := sha256.New()
-	n, err := io.Copy(got, resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	n, err := bc.Download(ctx, d, got, nil) // the client checks size and SHA-256 against the job's output
+	require.NoError(t, err, "the buyer downloads the verified bytes")
 	require.Equal(t, fileBytes, n)
 	require.Equal(t, d.Output.SHA256, hex.EncodeToString(got.Sum(nil)), "the buyer downloads the verified bytes")
 
-	events, err := buyer.Events(ctx, d.ID)
+	events, err := bc.AllEvents(ctx, d.ID)
 	require.NoError(t, err)
 	at := func(to protocol.AttemptStatus) time.Time {
 		for _, e := range events {
@@ -136,7 +132,8 @@ type serverProcess struct {
 	client *http.Client
 	pool   *pgxpool.Pool
 	svc    *fencing.Service
-	buyer  *loadgen.Buyer
+	buyer  *client.Client
+	apiKey string
 	// log is the process's stderr; transport is how clients reach it.
 	log       *logBuffer
 	transport agent.Transport
@@ -210,17 +207,17 @@ func startServerProcessWith(t *testing.T, o serverProcessOptions) *serverProcess
 		}
 	})
 	tr := agent.Transport{CAFile: o.caFile}
-	client, err := tr.Client()
+	httpc, err := tr.Client()
 	require.NoError(t, err)
-	client.Timeout = 10 * time.Minute
+	httpc.Timeout = 10 * time.Minute
 	if o.host != "" {
 		var d net.Dialer
-		client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		httpc.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, network, addr)
 		}
 	}
-	t.Cleanup(client.CloseIdleConnections)
-	waitServerReady(t, client, base, exited)
+	t.Cleanup(httpc.CloseIdleConnections)
+	waitServerReady(t, httpc, base, exited)
 
 	pool, err := store.OpenPool(ctx, db)
 	require.NoError(t, err)
@@ -230,8 +227,10 @@ func startServerProcessWith(t *testing.T, o serverProcessOptions) *serverProcess
 	require.NoError(t, svc.CreateBuyer(ctx, buyerID, "e2e buyer", buyerBalanceCents))
 	apiKey, err := api.CreateAPIKey(ctx, pool, buyerID)
 	require.NoError(t, err)
-	return &serverProcess{cmd: cmd, base: base, client: client, pool: pool, svc: svc, log: log, transport: tr, addr: addr,
-		buyer: &loadgen.Buyer{BaseURL: base, Key: apiKey, HTTP: client}}
+	b, err := client.New(base, apiKey, client.WithHTTPClient(httpc))
+	require.NoError(t, err)
+	return &serverProcess{cmd: cmd, base: base, client: httpc, pool: pool, svc: svc, log: log, transport: tr, addr: addr,
+		buyer: b, apiKey: apiKey}
 }
 
 // pair pairs a device offering services and returns its credentials.
@@ -247,16 +246,16 @@ func (p *serverProcess) pair(t *testing.T, services ...string) agent.Credentials
 
 // waitSucceeded polls the job until it is terminal (at most 10 minutes)
 // and requires it succeeded.
-func (p *serverProcess) waitSucceeded(t *testing.T, id string) api.JobDetail {
+func (p *serverProcess) waitSucceeded(t *testing.T, id string) buyer.JobDetail {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Minute)
-	d, err := p.buyer.Job(ctx, id)
+	d, err := p.buyer.Get(ctx, id)
 	require.NoError(t, err)
 	for !d.Status.Terminal() {
 		require.True(t, time.Now().Before(deadline), "job %s not terminal within 10m: %s", d.ID, describe(d))
 		time.Sleep(100 * time.Millisecond)
-		d, err = p.buyer.Job(ctx, d.ID)
+		d, err = p.buyer.Get(ctx, d.ID)
 		require.NoError(t, err)
 	}
 	require.Equal(t, protocol.JobSucceeded, d.Status, describe(d))

@@ -20,7 +20,7 @@ import (
 
 	"github.com/rendermac/rendermac/agent"
 	"github.com/rendermac/rendermac/agent/runner"
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/harness/testca"
 	"github.com/rendermac/rendermac/internal/localserver"
 	"github.com/rendermac/rendermac/internal/pebbleprovider"
@@ -138,9 +138,9 @@ func TestTLSServerAndAgentProcesses(t *testing.T) {
 
 	run := func(seed string) {
 		t.Helper()
-		_, d, err := p.buyer.CreateJob(ctx, loadgen.JobRequest{Service: runner.ServiceSynthetic, Params: map[string]string{"seed": seed}})
+		created, err := p.buyer.Create(ctx, client.CreateRequest{Service: runner.ServiceSynthetic, Params: map[string]string{"seed": seed}})
 		require.NoError(t, err)
-		d = p.waitSucceeded(t, d.ID)
+		d := p.waitSucceeded(t, created.Job.ID)
 		require.True(t, strings.HasPrefix(d.Output.DownloadURL, "https://"), "the grant URLs are the server's https ones: %s", d.Output.DownloadURL)
 	}
 	run("before rotation")
@@ -231,8 +231,8 @@ func TestTrustedProxyLimitsTheForwardedClient(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, get("rmk_wrong", "203.0.113.9"))
 	}
 	require.Equal(t, http.StatusTooManyRequests, get("rmk_wrong", "203.0.113.9"))
-	require.Equal(t, http.StatusTooManyRequests, get(p.buyer.Key, "203.0.113.9"), "the guessing client waits")
-	require.Equal(t, http.StatusOK, get(p.buyer.Key, "198.51.100.8"), "another client behind the proxy is served")
+	require.Equal(t, http.StatusTooManyRequests, get(p.apiKey, "203.0.113.9"), "the guessing client waits")
+	require.Equal(t, http.StatusOK, get(p.apiKey, "198.51.100.8"), "another client behind the proxy is served")
 	require.Contains(t, p.log.String(), `client=203.0.113.9 via=127.0.0.1:`, "the request log names the client and the proxy")
 }
 
@@ -308,7 +308,7 @@ func TestACMECertificateFromPebble(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(actx) }()
 	t.Cleanup(func() { stop(); <-done })
-	_, d, err := p.buyer.CreateJob(ctx, loadgen.JobRequest{Service: runner.ServiceSynthetic, Params: map[string]string{"seed": "acme"}})
+	created, err := p.buyer.Create(ctx, client.CreateRequest{Service: runner.ServiceSynthetic, Params: map[string]string{"seed": "acme"}})
 	require.NoError(t, err)
-	p.waitSucceeded(t, d.ID)
+	p.waitSucceeded(t, created.Job.ID)
 }

@@ -7,7 +7,7 @@
 // through the real pairing path (a code minted as `rendermac admin
 // pair-code` does, redeemed by the agent's --pair), each with its own work
 // directory (a size-limited tmpfs where mounting works) and its own TCP path
-// to every gateway (internal/tcpproxy). Seeded buyers (loadgen.Buyer) submit
+// to every gateway (internal/tcpproxy). Seeded buyers (client.Client) submit
 // a mix of synthetic and, where ffmpeg runs, FFmpeg jobs; some are cancelled
 // while they run. Seeded faults, one at a time: Mac sleep (SIGSTOP past the
 // lease TTL, then SIGCONT), Wi-Fi loss (the agent's paths black-holed, then

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
 
 // sessionOpen is one "session open" line of an agent's JSON log.
@@ -58,12 +58,12 @@ func gatewayOf(t *testing.T, a *agentProc, s sessionOpen) int {
 }
 
 // awaitJob polls the job until cond holds or d passes.
-func awaitJob(t *testing.T, b *loadgen.Buyer, id string, d time.Duration, what string, cond func(api.JobDetail) bool) api.JobDetail {
+func awaitJob(t *testing.T, b *client.Client, id string, d time.Duration, what string, cond func(buyer.JobDetail) bool) buyer.JobDetail {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		job, err := b.Job(ctx, id)
+		job, err := b.Get(ctx, id)
 		cancel()
 		if err == nil && cond(job) {
 			return job
@@ -75,7 +75,7 @@ func awaitJob(t *testing.T, b *loadgen.Buyer, id string, d time.Duration, what s
 	}
 }
 
-func running(job api.JobDetail) bool {
+func running(job buyer.JobDetail) bool {
 	n := len(job.Attempts)
 	return n > 0 && job.Attempts[n-1].Status == protocol.AttemptRunning
 }
@@ -102,22 +102,27 @@ func TestAgentFailsOverWhenItsGatewayIsKilled(t *testing.T) {
 	bound := ReconnectBound()
 	for n, lose := range []bool{false, true} {
 		t.Run(fmt.Sprintf("attempt_lost=%v", lose), func(t *testing.T) {
-			b := *r.buyers[0]
-			b.BaseURL = r.gws[n%len(r.gws)].url()
-			_, job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: "synthetic.mp4", MaxAttempts: new(3),
+			b, err := r.buyers[0].At(r.gws[n%len(r.gws)].url())
+			if err != nil {
+				t.Fatal(err)
+			}
+			created, err := b.Create(ctx, client.CreateRequest{Service: "synthetic.mp4", MaxAttempts: new(3),
 				IdempotencyKey: fmt.Sprintf("failover-%d", n),
 				Params:         map[string]string{"seed": "1", "delay_ms": "6000", "mdat_bytes": "65536"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			awaitJob(t, &b, job.ID, time.Minute, "running", running)
+			job := created.Job
+			awaitJob(t, b, job.ID, time.Minute, "running", running)
 			before := sessions(t, a)
 			if len(before) == 0 {
 				t.Fatal("the agent opened no session")
 			}
 			k := gatewayOf(t, a, before[len(before)-1])
 			other := 1 - k
-			b.BaseURL = r.gws[other].url()
+			if b, err = b.At(r.gws[other].url()); err != nil {
+				t.Fatal(err)
+			}
 			r.gws[k].kill()
 			killed := time.Now()
 			if lose {
@@ -143,7 +148,7 @@ func TestAgentFailsOverWhenItsGatewayIsKilled(t *testing.T) {
 			took := moved.Time.Sub(killed)
 			t.Logf("gateway %d killed; the agent opened a session on gateway %d %s later (bound %s)", k, other,
 				took.Round(time.Millisecond), bound)
-			done := awaitJob(t, &b, job.ID, 2*time.Minute, "succeeded", func(j api.JobDetail) bool {
+			done := awaitJob(t, b, job.ID, 2*time.Minute, "succeeded", func(j buyer.JobDetail) bool {
 				return j.Status == protocol.JobSucceeded
 			})
 			alog, err := readAgentLog(a.idx, a.log)

@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rendermac/rendermac/agent"
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/harness/soak"
 	"github.com/rendermac/rendermac/harness/targets"
 	"github.com/rendermac/rendermac/internal/localserver"
@@ -162,7 +162,7 @@ type run struct {
 	children *childLog
 	gws      []*gateway
 	agents   []*agentProc
-	buyers   []*loadgen.Buyer
+	buyers   []*client.Client
 	httpc    *http.Client
 	tls      fleetTLS
 	ffmpeg   bool
@@ -372,7 +372,12 @@ func (r *run) seedBuyers(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.buyers = append(r.buyers, &loadgen.Buyer{Key: key, HTTP: r.httpc})
+		// No URL yet: every call picks a gateway (client.At).
+		b, err := client.New("http://gateway.invalid", key, client.WithHTTPClient(r.httpc))
+		if err != nil {
+			return err
+		}
+		r.buyers = append(r.buyers, b)
 	}
 	return nil
 }
@@ -497,7 +502,7 @@ func (r *run) submit(ctx context.Context) {
 	defer wg.Wait()
 	for n := 0; ; n++ {
 		pause := time.Duration(float64(gap) * (0.5 + rng.Float64()))
-		req := loadgen.JobRequest{Service: "synthetic.mp4", MaxAttempts: new(6),
+		req := client.CreateRequest{Service: "synthetic.mp4", MaxAttempts: new(6),
 			IdempotencyKey: fmt.Sprintf("fleet-%d-%d", r.cfg.Seed, n),
 			Params: map[string]string{"seed": strconv.Itoa(n), "delay_ms": strconv.Itoa(200 + rng.IntN(2500)),
 				"mdat_bytes": strconv.Itoa(256<<10 + rng.IntN(2<<20))}}
@@ -518,10 +523,12 @@ func (r *run) submit(ctx context.Context) {
 			r.submitted.Add(1)
 			var id string
 			r.eachGateway(first, func(base string) bool {
-				bb := *b
-				bb.BaseURL = base
-				_, job, err := bb.CreateJob(ctx, req)
-				id = job.ID
+				bb, err := b.At(base)
+				if err != nil {
+					return false
+				}
+				created, err := bb.Create(ctx, req)
+				id = created.Job.ID
 				return err == nil
 			})
 			if id == "" {
@@ -537,13 +544,14 @@ func (r *run) submit(ctx context.Context) {
 			case <-time.After(cancelAfter):
 			}
 			r.eachGateway(first+1, func(base string) bool {
-				bb := *b
-				bb.BaseURL = base
-				_, _, err := bb.Cancel(context.WithoutCancel(ctx), id)
-				if err == nil {
+				bb, err := b.At(base)
+				if err != nil {
+					return false
+				}
+				if _, err = bb.Cancel(context.WithoutCancel(ctx), id); err == nil {
 					r.cancels.Add(1)
 				}
-				var se *loadgen.StatusError
+				var se *client.Error
 				return err == nil || errors.As(err, &se)
 			})
 		})

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rendermac/rendermac/client"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rendermac/rendermac/harness/fuzz"
-	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/harness/targets"
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/protocol"
@@ -77,12 +77,12 @@ func (t *StackTarget) at(now time.Time) {
 	}
 }
 
-func (t *StackTarget) buyer(id string) (*loadgen.Buyer, error) {
+func (t *StackTarget) buyer(id string) (*client.Client, error) {
 	key, ok := t.keys[id]
 	if !ok {
 		return nil, fmt.Errorf("buyer %s has no API key", id)
 	}
-	return targets.InProcessBuyer(t.api, key), nil
+	return targets.InProcessBuyer(t.api, key)
 }
 
 // Cancel implements Target with POST /v1/jobs/{id}/cancel as the buyer.
@@ -102,8 +102,8 @@ func (t *StackTarget) GetJob(ctx context.Context, now time.Time, buyer, job stri
 	if err != nil {
 		return "", false, err
 	}
-	d, err := b.Job(ctx, job)
-	var se *loadgen.StatusError
+	d, err := b.Get(ctx, job)
+	var se *client.Error
 	switch {
 	case errors.As(err, &se) && se.Status == http.StatusNotFound:
 		return "", false, nil

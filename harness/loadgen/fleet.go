@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/harness/deviceclient"
-	"github.com/rendermac/rendermac/server/gateway"
+	"github.com/rendermac/rendermac/protocol"
 )
 
 // FleetConfig is what differs between the fleet's users: how many slots,
 // how patient, whether an agent reconnects, and what it does with an offer.
 type FleetConfig struct {
-	// BaseURL is the server's; the agents dial its gateway.Path.
+	// BaseURL is the server's; the agents dial its protocol.SessionPath.
 	BaseURL string
 	// Service is the one service every agent offers; Slots each one's slots.
 	Service string
@@ -164,7 +164,7 @@ func (a *Agent) dial(ctx context.Context) (*deviceclient.Client, error) {
 	cfg := a.f.cfg
 	dctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
-	c, resp, err := deviceclient.Dial(dctx, deviceclient.WSURL(cfg.BaseURL, gateway.Path), a.Token)
+	c, resp, err := deviceclient.Dial(dctx, deviceclient.WSURL(cfg.BaseURL, protocol.SessionPath), a.Token)
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("dial %s: HTTP %d: %w", a.ID, resp.StatusCode, err)

@@ -28,8 +28,8 @@ var apiMutants = []Mutant{
 		New:  "if _, extra := dec.Token(); false && !errors.Is(extra, io.EOF) {",
 		What: "a body with data after its JSON object is read as the object: validated (or a job created) instead of 400 (killed by create_validation_order)", Rules: []string{"api.create-precheck"}},
 	{ID: "api-error-without-message", Kind: "error-shape", File: "server/api/errors.go",
-		Old:  "writeJSON(w, status, Error{Code: code, Message: message})",
-		New:  "writeJSON(w, status, Error{Code: code})",
+		Old:  "writeJSON(w, status, buyer.Error{Code: code, Message: message})",
+		New:  "writeJSON(w, status, buyer.Error{Code: code})",
 		What: "error replies carry their code but an empty message (killed by create_validation_order)", Rules: []string{"api.error-shape"}},
 	// Listings (server/api/views.go).
 	{ID: "api-list-limit-zero", Kind: "off-by-one", File: "server/api/views.go",

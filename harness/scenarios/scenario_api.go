@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 )
 
 // The buyers' HTTP API (SPEC section 6) as a client that sends exactly what
@@ -339,10 +339,12 @@ func (r *scRun) createJobs(base, prefix string, from, n int) error {
 		if _, taken := r.jobs[name]; taken {
 			return fmt.Errorf("create %s: the name is taken", name)
 		}
-		status, d, err := b.CreateJob(r.ctx, loadgen.JobRequest{Service: scService, Params: map[string]string{"seed": name}})
-		if err != nil || status != http.StatusCreated {
-			return fmt.Errorf("create %s: HTTP %d: %v", name, status, err)
+		created, err := b.Create(r.ctx, client.CreateRequest{Service: scService, Params: map[string]string{"seed": name},
+			NoIdempotencyKey: true})
+		if err != nil || created.Status != http.StatusCreated {
+			return fmt.Errorf("create %s: HTTP %d: %v", name, created.Status, err)
 		}
+		d := created.Job
 		r.mu.Lock()
 		r.jobs[name] = d.ID
 		r.mu.Unlock()

@@ -12,10 +12,10 @@ import (
 	"strings"
 
 	"github.com/rendermac/rendermac/agent/runner"
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
 
 // The service catalogue in scripts: files loaded as the server and the
@@ -145,10 +145,16 @@ func checkCatalogueOutcome(want []string, got string, err error) error {
 // createJobRaw is POST /v1/jobs with req's params as JSON strings and raw's
 // values as the JSON literals they are (numbers, booleans), which the API
 // takes for params the service declares of those types.
-func (r *scRun) createJobRaw(base string, req loadgen.JobRequest, raw map[string]string) (int, api.JobDetail, error) {
-	body, err := json.Marshal(req)
+func (r *scRun) createJobRaw(base string, req client.CreateRequest, raw map[string]string) (int, buyer.JobDetail, error) {
+	body, err := json.Marshal(struct {
+		Service          string `json:"service"`
+		Input            []byte `json:"input_base64,omitempty"`
+		InputID          string `json:"input_id,omitempty"`
+		MaxAttempts      *int   `json:"max_attempts,omitempty"`
+		AdmissionWindowS *int64 `json:"admission_window_s,omitempty"`
+	}{req.Service, req.Input, req.InputID, req.MaxAttempts, req.AdmissionWindowS})
 	if err != nil {
-		return 0, api.JobDetail{}, err
+		return 0, buyer.JobDetail{}, err
 	}
 	params := map[string]json.RawMessage{}
 	for k, v := range req.Params {
@@ -159,30 +165,33 @@ func (r *scRun) createJobRaw(base string, req loadgen.JobRequest, raw map[string
 	}
 	enc, err := json.Marshal(params)
 	if err != nil {
-		return 0, api.JobDetail{}, fmt.Errorf("raw params %v: %w", raw, err)
+		return 0, buyer.JobDetail{}, fmt.Errorf("raw params %v: %w", raw, err)
 	}
 	body = append(append(append(body[:len(body)-1], `,"params":`...), enc...), '}')
 	hr, err := http.NewRequestWithContext(r.ctx, http.MethodPost, base+"/v1/jobs", bytes.NewReader(body))
 	if err != nil {
-		return 0, api.JobDetail{}, err
+		return 0, buyer.JobDetail{}, err
 	}
 	hr.Header.Set("Authorization", "Bearer "+r.apiKey)
 	hr.Header.Set("Content-Type", "application/json")
 	resp, err := r.httpc.Do(hr)
 	if err != nil {
-		return 0, api.JobDetail{}, err
+		return 0, buyer.JobDetail{}, err
 	}
 	defer resp.Body.Close()
 	reply, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return resp.StatusCode, api.JobDetail{}, err
+		return resp.StatusCode, buyer.JobDetail{}, err
 	}
 	if resp.StatusCode != http.StatusCreated {
-		se := &loadgen.StatusError{Method: http.MethodPost, Path: "/v1/jobs", Status: resp.StatusCode, Body: reply}
-		_ = json.Unmarshal(reply, &se.API) // a refusal without a JSON body has no code
-		return resp.StatusCode, api.JobDetail{}, se
+		se := &client.Error{Method: http.MethodPost, Path: "/v1/jobs", Status: resp.StatusCode, Body: reply}
+		var e buyer.Error
+		if json.Unmarshal(reply, &e) == nil { // a refusal without a JSON body has no code
+			se.Code, se.Message, se.Field = e.Code, e.Message, e.Field
+		}
+		return resp.StatusCode, buyer.JobDetail{}, se
 	}
-	var job api.JobDetail
+	var job buyer.JobDetail
 	if err := json.Unmarshal(reply, &job); err != nil {
 		return resp.StatusCode, job, fmt.Errorf("POST /v1/jobs: bad body %q: %w", reply, err)
 	}

@@ -182,7 +182,7 @@ func cmdServed(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
-	d, err := r.buyer(gw.baseURL(), r.apiKey).Job(r.ctx, id)
+	d, err := r.buyer(gw.baseURL(), r.apiKey).Get(r.ctx, id)
 	if err != nil {
 		return fmt.Errorf("served: GET job %s: %w", arg(st, 0), err)
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
 
 // cmdCreate has the buyer create a job through the HTTP API (POST /v1/jobs
@@ -45,8 +45,9 @@ func cmdCreate(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
-	req := loadgen.JobRequest{Service: scService, Params: map[string]string{"seed": name},
-		Input: []byte("input of " + name), MaxAttempts: new(maxAttempts), AdmissionWindowS: new(int64(window / time.Second))}
+	req := client.CreateRequest{Service: scService, Params: map[string]string{"seed": name},
+		Input: []byte("input of " + name), MaxAttempts: new(maxAttempts), AdmissionWindowS: new(int64(window / time.Second)),
+		NoIdempotencyKey: true}
 	if svc := st.opt("service", ""); svc != "" { // a service of the script's catalogue, with the params given alone
 		req.Service, req.Params = svc, map[string]string{}
 	}
@@ -99,13 +100,15 @@ func cmdCreate(r *scRun, st scStep) error {
 // postJob sends the create (with raw's params as JSON literals, when
 // there are any) and, on 201, names the job. It returns "created" or the
 // refusal's code, and the reply for error messages.
-func (r *scRun) postJob(gw *scStack, name string, req loadgen.JobRequest, raw map[string]string) (got, detail string, err error) {
+func (r *scRun) postJob(gw *scStack, name string, req client.CreateRequest, raw map[string]string) (got, detail string, err error) {
 	var status int
-	var job api.JobDetail
+	var job buyer.JobDetail
 	if len(raw) > 0 {
 		status, job, err = r.createJobRaw(gw.baseURL(), req, raw)
 	} else {
-		status, job, err = r.buyer(gw.baseURL(), r.apiKey).CreateJob(r.ctx, req)
+		var created client.Created
+		created, err = r.buyer(gw.baseURL(), r.apiKey).Create(r.ctx, req)
+		status, job = created.Status, created.Job
 	}
 	detail = fmt.Sprintf("HTTP %d %s", status, job.ID)
 	if err != nil {
@@ -149,8 +152,9 @@ func cmdCancel(r *scRun, st scStep) error {
 }
 
 func (r *scRun) cancelJob(base, id string) (string, error) {
-	status, job, err := r.buyer(base, r.apiKey).Cancel(r.ctx, id)
-	status, code, err := replyOf(status, err)
+	c, err := r.buyer(base, r.apiKey).Cancel(r.ctx, id)
+	status, code, err := replyOf(c.Status, err)
+	job := c.Job
 	if err != nil {
 		return "", err
 	}
@@ -181,20 +185,25 @@ func (r *scRun) jobVia(st scStep, i int) (string, *scStack, error) {
 }
 
 // buyer is the API client of the gateway at base, authenticated by key.
-func (r *scRun) buyer(base, key string) *loadgen.Buyer {
-	return &loadgen.Buyer{BaseURL: base, Key: key, HTTP: r.httpc}
+// base is a stack's own http://127.0.0.1:PORT, which New always accepts.
+func (r *scRun) buyer(base, key string) *client.Client {
+	c, err := client.New(base, key, client.WithHTTPClient(r.httpc))
+	if err != nil {
+		panic(fmt.Sprintf("scenario stack URL %q: %v", base, err))
+	}
+	return c
 }
 
 // replyOf is a buyer call's outcome as the HTTP status and, for a
 // refusal, the API's error code: status is the one of a call the client
 // accepted; a call that got no reply is an error.
 func replyOf(status int, err error) (int, string, error) {
-	var se *loadgen.StatusError
+	var se *client.Error
 	switch {
 	case err == nil:
 		return status, "", nil
 	case errors.As(err, &se):
-		return se.Status, se.API.Code, nil
+		return se.Status, se.Code, nil
 	}
 	return 0, "", err
 }

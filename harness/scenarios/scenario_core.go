@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
 
 // The core rules' own steps: a transaction of the harness's that holds
@@ -209,7 +209,7 @@ func cmdCreateParams(r *scRun, st scStep) error {
 	_ = resp.Body.Close()
 	got := "created"
 	if resp.StatusCode == http.StatusCreated {
-		var job api.JobDetail
+		var job buyer.JobDetail
 		if err := json.Unmarshal(data, &job); err != nil || !protocol.ValidID(job.ID) {
 			return fmt.Errorf("create-params %s: 201 without a job: %s", name, data)
 		}
@@ -218,7 +218,7 @@ func cmdCreateParams(r *scRun, st scStep) error {
 		r.mu.Unlock()
 		r.setName(job.ID, name)
 	} else {
-		var e api.Error
+		var e buyer.Error
 		_ = json.Unmarshal(data, &e)
 		got = strings.TrimSpace(e.Code + " " + e.Field)
 		if e.Code == "" {

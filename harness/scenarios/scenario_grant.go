@@ -176,7 +176,7 @@ func (r *scRun) grantOf(st scStep) (scGrant, string, error) {
 		if err != nil {
 			return scGrant{}, "", err
 		}
-		d, err := r.buyer(gw.baseURL(), r.apiKey).Job(r.ctx, id)
+		d, err := r.buyer(gw.baseURL(), r.apiKey).Get(r.ctx, id)
 		if err != nil {
 			return scGrant{}, "", fmt.Errorf("grant download: GET job %s: %w", arg(st, 1), err)
 		}

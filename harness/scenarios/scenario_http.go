@@ -15,11 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/harness/deviceclient"
-	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/api"
-	"github.com/rendermac/rendermac/server/gateway"
 	"github.com/rendermac/rendermac/server/store"
 )
 
@@ -42,17 +42,17 @@ func init() {
 
 // scSurface is the per-run state of the HTTP surface commands.
 type scSurface struct {
-	codes     map[string]string          // pairing code name -> the code as the operator printed it
-	inputs    map[string]string          // uploaded input name -> its input_id (scenario_input.go)
-	uploads   map[string]api.InputUpload // uploaded input name -> its declaration's reply (scenario_input.go)
-	events    map[string]scEventsCursor  // job name -> where its last `list events` ended (scenario_list.go)
-	downloads map[string]scGrant         // job name -> its download grant, as first read (scenario_grant.go)
-	receiver  *scReceiver                // scenario_webhook.go
+	codes     map[string]string            // pairing code name -> the code as the operator printed it
+	inputs    map[string]string            // uploaded input name -> its input_id (scenario_input.go)
+	uploads   map[string]buyer.InputUpload // uploaded input name -> its declaration's reply (scenario_input.go)
+	events    map[string]scEventsCursor    // job name -> where its last `list events` ended (scenario_list.go)
+	downloads map[string]scGrant           // job name -> its download grant, as first read (scenario_grant.go)
+	receiver  *scReceiver                  // scenario_webhook.go
 }
 
 func (r *scRun) surfaceState() *scSurface {
 	if r.surface == nil {
-		r.surface = &scSurface{codes: map[string]string{}, inputs: map[string]string{}, uploads: map[string]api.InputUpload{},
+		r.surface = &scSurface{codes: map[string]string{}, inputs: map[string]string{}, uploads: map[string]buyer.InputUpload{},
 			events: map[string]scEventsCursor{}, downloads: map[string]scGrant{}}
 	}
 	return r.surface
@@ -333,7 +333,7 @@ func cmdDial(r *scRun, st scStep) error {
 	var c *deviceclient.Client
 	var resp *http.Response
 	dial := func() error {
-		url := deviceclient.WSURL(base, gateway.Path)
+		url := deviceclient.WSURL(base, protocol.SessionPath)
 		if from != "" {
 			c, resp, err = deviceclient.DialFrom(ctx, url, token, from)
 		} else {
@@ -445,9 +445,12 @@ func cmdAPIKey(r *scRun, st scStep) error {
 		if _, taken := r.jobs[job]; taken || job == "" {
 			return fmt.Errorf("apikey create: want a new job name, got %q", job)
 		}
-		req := loadgen.JobRequest{Service: scService, Params: map[string]string{"seed": job}, Input: []byte("input of " + job)}
-		var d api.JobDetail
-		status, d, err = b.CreateJob(r.ctx, req)
+		req := client.CreateRequest{Service: scService, Params: map[string]string{"seed": job}, Input: []byte("input of " + job),
+			NoIdempotencyKey: true}
+		var created client.Created
+		created, err = b.Create(r.ctx, req)
+		d := created.Job
+		status = created.Status
 		if err == nil {
 			r.mu.Lock()
 			r.jobs[job] = d.ID
@@ -455,13 +458,15 @@ func cmdAPIKey(r *scRun, st scStep) error {
 			r.setName(d.ID, job)
 		}
 	case "get":
-		_, err = b.Job(r.ctx, id)
+		_, err = b.Get(r.ctx, id)
 	case "events":
-		_, err = b.Events(r.ctx, id)
+		_, err = b.EventsPage(r.ctx, id, 0, "")
 	case "cancel":
-		status, _, err = b.Cancel(r.ctx, id)
+		var c client.Cancellation
+		c, err = b.Cancel(r.ctx, id)
+		status = c.Status
 	case "list":
-		_, err = b.ListJobs(r.ctx, 0, "")
+		_, err = b.ListPage(r.ctx, client.ListOptions{})
 	default:
 		return fmt.Errorf("apikey: unknown op %q (want create, get, events, cancel or list)", op)
 	}

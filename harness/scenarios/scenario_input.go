@@ -10,8 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
 )
@@ -50,8 +51,8 @@ func cmdInput(r *scRun, st scStep) error {
 	if st.opt("size", "") == "wrong" {
 		size++
 	}
-	buyer := r.buyer(gw.baseURL(), r.apiKey)
-	up, err := buyer.DeclareInput(r.ctx, size, sha)
+	b := r.buyer(gw.baseURL(), r.apiKey)
+	up, err := b.DeclareInput(r.ctx, size, sha)
 	if err != nil {
 		return fmt.Errorf("declare input %s: %w", name, err)
 	}
@@ -61,12 +62,12 @@ func cmdInput(r *scRun, st scStep) error {
 		r.tl.add(laneGateway, fmt.Sprintf("buyer -> POST /v1/inputs (%s): 201, nothing uploaded", name))
 		return nil
 	}
-	if err := buyer.PutInput(r.ctx, up, strings.NewReader(content), int64(len(content))); err != nil {
+	if err := b.PutInput(r.ctx, up, strings.NewReader(content), int64(len(content))); err != nil {
 		return fmt.Errorf("upload input %s: %w", name, err)
 	}
-	err = buyer.PutInput(r.ctx, up, strings.NewReader("late bytes"), int64(len("late bytes")))
-	var se *loadgen.StatusError
-	if !errors.As(err, &se) || !loadgen.InputSealedStatus(se.Status) {
+	err = b.PutInput(r.ctx, up, strings.NewReader("late bytes"), int64(len("late bytes")))
+	var se *client.Error
+	if !errors.As(err, &se) || !se.Sealed() {
 		return fmt.Errorf("input %s: a second PUT of its grant was not refused: %v", name, err)
 	}
 	r.count("input.resealed", 1)
@@ -128,7 +129,7 @@ func cmdDeclare(r *scRun, st scStep) error {
 		return fmt.Errorf("declare %s: %w", name, err)
 	}
 	got := strconv.Itoa(rep.status)
-	var up api.InputUpload
+	var up buyer.InputUpload
 	if rep.status >= http.StatusBadRequest {
 		got += " " + e.Code + " field=" + e.Field
 		r.count("declare.refused", 1)
@@ -153,7 +154,7 @@ func cmdDeclare(r *scRun, st scStep) error {
 
 // checkDeclared checks a 201 of POST /v1/inputs against what was declared,
 // and that the upload's key holds nothing yet.
-func (r *scRun) checkDeclared(up api.InputUpload, bytes int64, sha string) error {
+func (r *scRun) checkDeclared(up buyer.InputUpload, bytes int64, sha string) error {
 	suffix := fmt.Sprintf("_%d_%s", bytes, sha)
 	key := artifact.UploadKey(scBuyerID, up.InputID)
 	switch {

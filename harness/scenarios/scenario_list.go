@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
 
 // Both listings of SPEC section 6 paged from the first page to the last:
@@ -132,12 +132,12 @@ func (r *scRun) listJobs(base string, limit int, st scStep) (map[string]int, err
 		return nil, err
 	}
 	seen := map[string]bool{}
-	var prev *api.Job
+	var prev *buyer.Job
 	cursor, pages, inserted, followsCursor := "", 0, 0, false
 	for {
 		var page struct {
-			Jobs       []api.Job `json:"jobs"`
-			NextCursor *string   `json:"next_cursor"`
+			Jobs       []buyer.Job `json:"jobs"`
+			NextCursor *string     `json:"next_cursor"`
 		}
 		path := "/v1/jobs" + pageQuery(limit, cursor)
 		if err := r.getPage(base, path, &page); err != nil {
@@ -199,7 +199,7 @@ func (r *scRun) listJobs(base string, limit int, st scStep) (map[string]int, err
 
 // newerFirst reports whether a comes strictly before b in newest-first
 // (created_at, id) order. Canonical uuid text orders as Postgres orders uuids.
-func newerFirst(a, b *api.Job) bool {
+func newerFirst(a, b *buyer.Job) bool {
 	if !a.CreatedAt.Equal(b.CreatedAt) {
 		return a.CreatedAt.After(b.CreatedAt)
 	}
@@ -235,9 +235,9 @@ func (r *scRun) listEvents(base, job string, limit int, st scStep) (map[string]i
 	cursor, last, pages, hadMore := from.cursor, from.seq, 0, false
 	for {
 		var page struct {
-			Events     []api.Event `json:"events"`
-			NextCursor string      `json:"next_cursor"`
-			HasMore    *bool       `json:"has_more"`
+			Events     []buyer.Event `json:"events"`
+			NextCursor string        `json:"next_cursor"`
+			HasMore    *bool         `json:"has_more"`
 		}
 		path := "/v1/jobs/" + id + "/events" + pageQuery(limit, cursor)
 		if err := r.getPage(base, path, &page); err != nil {

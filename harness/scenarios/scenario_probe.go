@@ -14,8 +14,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/metrics"
@@ -61,21 +62,23 @@ func cmdIntruder(r *scRun, st scStep) error {
 	b := r.buyer(gw.baseURL(), key)
 	method, path := http.MethodGet, "/v1/jobs/"+id // for the timeline
 	status := http.StatusOK
-	var page loadgen.JobsPage
+	var page buyer.JobsPage
 	switch op {
 	case "get":
-		_, err = b.Job(r.ctx, id)
+		_, err = b.Get(r.ctx, id)
 	case "events":
 		path += "/events"
-		_, err = b.Events(r.ctx, id)
+		_, err = b.EventsPage(r.ctx, id, 0, "")
 	case "cancel":
 		method, path = http.MethodPost, path+"/cancel"
-		status, _, err = b.Cancel(r.ctx, id)
+		var c client.Cancellation
+		c, err = b.Cancel(r.ctx, id)
+		status = c.Status
 	case "list": // the intruder's own listing must not show JOB
 		path = "/v1/jobs"
-		page, err = b.ListJobs(r.ctx, 0, "")
+		page, err = b.ListPage(r.ctx, client.ListOptions{})
 	case "cursor": // the owner's next-page cursor, replayed by the intruder
-		owner, oerr := r.buyer(gw.baseURL(), r.apiKey).ListJobs(r.ctx, 1, "")
+		owner, oerr := r.buyer(gw.baseURL(), r.apiKey).ListPage(r.ctx, client.ListOptions{Limit: 1})
 		if oerr != nil {
 			return fmt.Errorf("intruder cursor: the owner's first page of one job: %w", oerr)
 		}
@@ -83,7 +86,7 @@ func cmdIntruder(r *scRun, st scStep) error {
 			return fmt.Errorf("intruder cursor: the owner's first page of one job gave no next_cursor (the scenario needs two jobs): %v", owner)
 		}
 		path = "/v1/jobs?limit=1&cursor=" + url.QueryEscape(owner.NextCursor)
-		page, err = b.ListJobs(r.ctx, 1, owner.NextCursor)
+		page, err = b.ListPage(r.ctx, client.ListOptions{Limit: 1, Cursor: owner.NextCursor})
 	default:
 		return fmt.Errorf("intruder: unknown op %q (want get, events, cancel, list or cursor)", op)
 	}

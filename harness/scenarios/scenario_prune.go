@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rendermac/rendermac/harness/loadgen"
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
 )
@@ -100,7 +100,7 @@ func cmdLink(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
-	d, err := r.buyer(gw.baseURL(), r.apiKey).Job(r.ctx, id)
+	d, err := r.buyer(gw.baseURL(), r.apiKey).Get(r.ctx, id)
 	if err != nil {
 		return fmt.Errorf("link: GET job %s: %w", arg(st, 0), err)
 	}
@@ -168,8 +168,8 @@ func cmdGone(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
-	d, err := r.buyer(gw.baseURL(), r.apiKey).Job(r.ctx, id)
-	var se *loadgen.StatusError
+	d, err := r.buyer(gw.baseURL(), r.apiKey).Get(r.ctx, id)
+	var se *client.Error
 	if !errors.As(err, &se) || se.Status != 404 {
 		return fmt.Errorf("gone: GET job %s: want 404, got %s (%v)", arg(st, 0), d.Status, err)
 	}

@@ -50,7 +50,7 @@ type scStack struct {
 // baseURL is where buyers and agents reach the stack.
 func (s *scStack) baseURL() string { return s.srv.URL }
 
-func (s *scStack) wsURL() string { return deviceclient.WSURL(s.srv.URL, gateway.Path) }
+func (s *scStack) wsURL() string { return deviceclient.WSURL(s.srv.URL, protocol.SessionPath) }
 
 // startStack starts stack name, replacing a stopped one of that name (a
 // gateway restarted on the same database).

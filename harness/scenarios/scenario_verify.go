@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/probe"
 )
 
@@ -353,11 +353,11 @@ func cmdView(r *scRun, st scStep) error {
 	if err != nil {
 		return err
 	}
-	job, err := r.buyer(gw.baseURL(), r.apiKey).Job(r.ctx, id)
+	job, err := r.buyer(gw.baseURL(), r.apiKey).Get(r.ctx, id)
 	if err != nil {
 		return fmt.Errorf("view %s: %w", arg(st, 0), err)
 	}
-	var at api.Attempt
+	var at buyer.Attempt
 	if len(job.Attempts) > 0 {
 		at = job.Attempts[len(job.Attempts)-1]
 	}

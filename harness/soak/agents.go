@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/protocol"
 )
@@ -110,19 +111,20 @@ func (s *stack) submit(ctx context.Context) {
 		b := s.buyers[n%len(s.buyers)]
 		wg.Go(func() {
 			s.submitted.Add(1)
-			_, job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: service,
+			created, err := b.Create(ctx, client.CreateRequest{Service: service,
 				Params: map[string]string{"seed": "soak-" + fmt.Sprint(n)}, Input: input, MaxAttempts: new(3)})
 			if err != nil {
 				s.refused.Add(1)
 				return
 			}
+			job := created.Job
 			s.accepted.Add(job.ID)
 			if cancelIt {
 				select {
 				case <-ctx.Done():
 				case <-time.After(cancelAfter):
 				}
-				if _, _, err := b.Cancel(context.WithoutCancel(ctx), job.ID); err == nil {
+				if _, err := b.Cancel(context.WithoutCancel(ctx), job.ID); err == nil {
 					s.cancels.Add(1)
 				}
 			}

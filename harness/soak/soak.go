@@ -36,6 +36,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/harness/targets"
 	"github.com/rendermac/rendermac/internal/pgprovider"
@@ -136,7 +137,7 @@ type stack struct {
 	addr   string // the control plane's fixed listen address
 	base   string
 	httpc  *http.Client
-	buyers []*loadgen.Buyer
+	buyers []*client.Client
 	fleet  *loadgen.Fleet
 	// choosers are the agents' seeded choices, by agent index.
 	choosers []*chooser
@@ -289,7 +290,11 @@ func (s *stack) seed(ctx context.Context) error {
 		if err := api.SetWebhookURL(ctx, s.obs, id, s.hook.URL(id)); err != nil {
 			return err
 		}
-		s.buyers = append(s.buyers, &loadgen.Buyer{BaseURL: s.base, Key: key, HTTP: s.httpc})
+		b, err := client.New(s.base, key, client.WithHTTPClient(s.httpc))
+		if err != nil {
+			return err
+		}
+		s.buyers = append(s.buyers, b)
 	}
 	var devices []loadgen.Device
 	for i := range s.cfg.Agents {

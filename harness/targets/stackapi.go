@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/rendermac/rendermac/client"
 	"github.com/rendermac/rendermac/harness/fuzz"
 	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/protocol"
@@ -41,11 +42,11 @@ func (t *StackTarget) CreateJob(ctx context.Context, now time.Time, req protocol
 	}
 	// Every field is sent, zeros included: the generator draws values the
 	// service layer must refuse, which the API's defaults would hide.
-	status, job, err := b.CreateJob(ctx, loadgen.JobRequest{Service: req.Service, Params: params, Input: stackInput,
+	created, err := b.Create(ctx, client.CreateRequest{Service: req.Service, Params: params, Input: stackInput,
 		MaxAttempts: new(req.MaxAttempts), AdmissionWindowS: new(int64(req.AdmissionWindow / time.Second)),
-		IdempotencyKey: req.IdempotencyKey})
+		IdempotencyKey: req.IdempotencyKey, NoIdempotencyKey: req.IdempotencyKey == ""})
 	if err == nil {
-		return protocol.Reply{Code: protocol.CodeCreated, JobID: job.ID, Existing: status == http.StatusOK}, nil
+		return protocol.Reply{Code: protocol.CodeCreated, JobID: created.Job.ID, Existing: created.Replayed()}, nil
 	}
 	se, err := refusal(err)
 	if err != nil {
@@ -53,15 +54,15 @@ func (t *StackTarget) CreateJob(ctx context.Context, now time.Time, req protocol
 	}
 	switch se.Status {
 	case http.StatusUnprocessableEntity:
-		field := se.API.Field
+		field := se.Field
 		if f, ok := apiFields[field]; ok {
 			field = f
 		}
-		return protocol.Reply{Code: protocol.CodeValidation, Field: field, Message: se.API.Message}, nil
+		return protocol.Reply{Code: protocol.CodeValidation, Field: field, Message: se.Message}, nil
 	case http.StatusPaymentRequired, http.StatusConflict:
-		return protocol.Reply{Code: protocol.Code(se.API.Code), Message: se.API.Message}, nil
+		return protocol.Reply{Code: protocol.Code(se.Code), Message: se.Message}, nil
 	}
-	return protocol.Reply{}, fmt.Errorf("create job: HTTP %d %s: %s", se.Status, se.API.Code, se.API.Message)
+	return protocol.Reply{}, fmt.Errorf("create job: HTTP %d %s: %s", se.Status, se.Code, se.Message)
 }
 
 // Cancel implements fuzz.Target with POST /v1/jobs/{id}/cancel as the buyer.
@@ -79,10 +80,10 @@ func (t *StackTarget) Cancel(ctx context.Context, now time.Time, buyer, job stri
 // CancelThroughAPI is POST /v1/jobs/{id}/cancel as b, its answer mapped to
 // the service layer's reply: 200 cancelled, 202 cancelling, a refusal its
 // code; anything else is an error.
-func CancelThroughAPI(ctx context.Context, b *loadgen.Buyer, job string) (protocol.Reply, error) {
-	status, _, err := b.Cancel(ctx, job)
+func CancelThroughAPI(ctx context.Context, b *client.Client, job string) (protocol.Reply, error) {
+	c, err := b.Cancel(ctx, job)
 	switch {
-	case err == nil && status == http.StatusOK:
+	case err == nil && !c.Pending():
 		return protocol.Reply{Code: protocol.CodeCancelled}, nil
 	case err == nil:
 		return protocol.Reply{Code: protocol.CodeCancelling}, nil // 202, the client's only other answer
@@ -93,33 +94,33 @@ func CancelThroughAPI(ctx context.Context, b *loadgen.Buyer, job string) (protoc
 	}
 	switch se.Status {
 	case http.StatusConflict, http.StatusNotFound:
-		return protocol.Reply{Code: protocol.Code(se.API.Code), Message: se.API.Message}, nil
+		return protocol.Reply{Code: protocol.Code(se.Code), Message: se.Message}, nil
 	}
-	return protocol.Reply{}, fmt.Errorf("cancel job: HTTP %d %s: %s", se.Status, se.API.Code, se.API.Message)
+	return protocol.Reply{}, fmt.Errorf("cancel job: HTTP %d %s: %s", se.Status, se.Code, se.Message)
 }
 
 // buyer returns the API client of buyer, for a request to path (named in
 // the error). It reaches the API handler in process, not over HTTP.
-func (t *StackTarget) buyer(buyer, path string) (*loadgen.Buyer, error) {
+func (t *StackTarget) buyer(buyer, path string) (*client.Client, error) {
 	key, ok := t.apiKeys[buyer]
 	if !ok {
 		return nil, fmt.Errorf("POST %s: buyer %s has no API key", path, buyer)
 	}
-	return InProcessBuyer(t.api, key), nil
+	return InProcessBuyer(t.api, key)
 }
 
 // InProcessBuyer is the API client of the buyer whose key is key, served
 // by handler in process: the host is never dialled.
-func InProcessBuyer(handler http.Handler, key string) *loadgen.Buyer {
-	return &loadgen.Buyer{BaseURL: "http://api.invalid", Key: key,
-		HTTP: &http.Client{Transport: loadgen.HandlerTransport{Handler: handler}}}
+func InProcessBuyer(handler http.Handler, key string) (*client.Client, error) {
+	return client.New("http://api.invalid", key,
+		client.WithHTTPClient(&http.Client{Transport: loadgen.HandlerTransport{Handler: handler}}))
 }
 
 // refusal returns the reply of a call the client did not accept, whose
 // status and error body the caller maps to a reply; a failed call, or a
 // reply whose body is not JSON, is an error.
-func refusal(err error) (*loadgen.StatusError, error) {
-	var se *loadgen.StatusError
+func refusal(err error) (*client.Error, error) {
+	var se *client.Error
 	if !errors.As(err, &se) {
 		return nil, err
 	}

@@ -200,7 +200,7 @@ func (t *StackTarget) connect(ctx context.Context) error {
 func hello(ctx context.Context, baseURL string, d fuzz.WorldDevice) (*deviceclient.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, waitTimeout)
 	defer cancel()
-	c, _, err := deviceclient.Dial(ctx, deviceclient.WSURL(baseURL, gateway.Path), DeviceToken(d.ID))
+	c, _, err := deviceclient.Dial(ctx, deviceclient.WSURL(baseURL, protocol.SessionPath), DeviceToken(d.ID))
 	if err != nil {
 		return nil, fmt.Errorf("dial gateway as %s: %w", d.ID, err)
 	}

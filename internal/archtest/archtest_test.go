@@ -82,9 +82,9 @@ func TestInjectedBadImportsAreNamed(t *testing.T) {
 	}
 	require.Equal(t, []string{
 		"agent imports server/gateway: not allowed (the agent talks to the control plane only through protocol; may import protocol, agent/..., internal/clock, internal/mp4, internal/certpool, internal/loopback, internal/variantset)",
-		"harness/bench imports harness/scenarios: not allowed (benchmarks and soaks use the targets and load clients, never the scenario catalogue; may import harness/targets, harness/loadgen, harness/deviceclient, server/..., internal/..., protocol, harness/model, harness/fuzz)",
+		"harness/bench imports harness/scenarios: not allowed (benchmarks and soaks use the targets and load clients, never the scenario catalogue; may import harness/targets, harness/loadgen, client, harness/deviceclient, server/..., internal/..., protocol, harness/model, harness/fuzz)",
 		"harness/fuzz imports internal/vcsstamp: not allowed (the generator and runner are pure: never pgx, never server; may import protocol, harness/model, internal/provenance)",
-		"harness/loadgen imports harness/bench: not allowed (load clients drive the real stack; they know nothing of the model or the catalogue; may import protocol, server/..., internal/..., harness/deviceclient)",
+		"harness/loadgen imports harness/bench: not allowed (load clients drive the real stack; they know nothing of the model or the catalogue; may import protocol, internal/..., harness/deviceclient)",
 		"harness/model imports server/fencing: not allowed (the model knows only the contract; may import protocol, internal/provenance)",
 		"newthing: not in the import table (internal/archtest.Layers): place it in the architecture",
 		"protocol imports github.com/jackc/pgx/v5: not allowed (the contract is stdlib only)",

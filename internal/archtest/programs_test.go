@@ -39,6 +39,7 @@ var dynamicPrograms = map[string][]string{
 	"harness/bench/idle.go":                  {selfBinary},                   // the idle clients' process
 	"harness/bench/split.go":                 {selfBinary},                   // the server as a subprocess
 	"harness/e2e/child_test.go":              {selfBinary},                   // the test binary as a child agent
+	"harness/e2e/client_test.go":             {"ffmpeg", selfBinary},         // an input made by ffmpeg; the built binary's jobs command
 	"harness/e2e/console_browser_test.go":    {"chromium"},                   // chromium, chromium-browser or Chrome
 	"harness/e2e/input_test.go":              {"ffmpeg"},                     // a large input rendered
 	"harness/e2e/s3process_test.go":          {selfBinary},

@@ -13,6 +13,7 @@ import (
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/clientaddr"
 	"github.com/rendermac/rendermac/server/fencing"
@@ -215,7 +216,7 @@ func (a *API) noRoute(w http.ResponseWriter, r *http.Request) {
 	if len(allowed) > 0 {
 		slices.Sort(allowed)
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed here")
+		writeError(w, http.StatusMethodNotAllowed, buyer.CodeMethodNotAllowed, r.Method+" is not allowed here")
 		return
 	}
 	writeError(w, http.StatusNotFound, string(protocol.CodeNotFound), "no such route")
@@ -257,5 +258,5 @@ func (a *API) refuse(w http.ResponseWriter, limit, what string, wait time.Durati
 // internal answers 500 and logs the cause, which the client never sees.
 func (a *API) internal(w http.ResponseWriter, r *http.Request, err error) {
 	a.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+	writeError(w, http.StatusInternalServerError, buyer.CodeInternal, "internal error")
 }

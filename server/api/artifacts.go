@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/grant"
@@ -29,14 +30,14 @@ func (a *API) artifact(w http.ResponseWriter, r *http.Request) {
 	default:
 		r.Pattern = routeArtifactOther
 		w.Header().Set("Allow", "GET, HEAD, PUT")
-		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed on artifacts")
+		writeError(w, http.StatusMethodNotAllowed, buyer.CodeMethodNotAllowed, r.Method+" is not allowed on artifacts")
 		return
 	}
 	// The decoded path, exactly as sent: "..", "//" and "%2e%2e" all reach
 	// ValidateKey and are refused there.
 	key := strings.TrimPrefix(r.URL.Path, grant.PathPrefix)
 	if err := artifact.ValidateKey(key); err != nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidKey, err.Error())
+		writeError(w, http.StatusBadRequest, buyer.CodeInvalidKey, err.Error())
 		return
 	}
 	if !a.checkGrant(w, r, op, key) {
@@ -54,7 +55,7 @@ func (a *API) artifact(w http.ResponseWriter, r *http.Request) {
 func (a *API) checkGrant(w http.ResponseWriter, r *http.Request, op grant.Op, key string) bool {
 	q := r.URL.Query()
 	if q.Get("sig") == "" {
-		writeError(w, http.StatusUnauthorized, CodeGrantRequired, "artifacts are opened only by a signed grant URL")
+		writeError(w, http.StatusUnauthorized, buyer.CodeGrantRequired, "artifacts are opened only by a signed grant URL")
 		return false
 	}
 	now, err := a.now(r.Context())
@@ -66,11 +67,11 @@ func (a *API) checkGrant(w http.ResponseWriter, r *http.Request, op grant.Op, ke
 	case err == nil:
 		return true
 	case errors.Is(err, grant.ErrExpired):
-		writeError(w, http.StatusForbidden, CodeGrantExpired, "grant expired")
+		writeError(w, http.StatusForbidden, buyer.CodeGrantExpired, "grant expired")
 	default:
 		// Bad signature, another key's grant, another operation's grant or a
 		// malformed one: all mean "this grant does not open this".
-		writeError(w, http.StatusForbidden, CodeGrantInvalid, "grant is not valid for "+string(op)+" on this key")
+		writeError(w, http.StatusForbidden, buyer.CodeGrantInvalid, "grant is not valid for "+string(op)+" on this key")
 	}
 	return false
 }
@@ -104,7 +105,7 @@ func (a *API) putArtifact(w http.ResponseWriter, r *http.Request, key string) {
 		limit = a.cfg.MaxUploadBytes
 	}
 	if r.ContentLength > limit {
-		writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "artifact exceeds the size limit")
+		writeError(w, http.StatusRequestEntityTooLarge, buyer.CodeBodyTooLarge, "artifact exceeds the size limit")
 		return
 	}
 	// Put leaves the key untouched when the reader fails, so a body cut off
@@ -126,11 +127,11 @@ func (a *API) putArtifact(w http.ResponseWriter, r *http.Request, key string) {
 	var sealed *fencing.SealedError
 	switch {
 	case errors.As(err, &sealed):
-		writeError(w, http.StatusConflict, CodeOutputSealed, sealed.Error())
+		writeError(w, http.StatusConflict, buyer.CodeOutputSealed, sealed.Error())
 	case errors.Is(err, artifact.ErrExists):
-		writeError(w, http.StatusConflict, CodeInputSealed, "an uploaded input is write-once: this input_id already has its bytes")
+		writeError(w, http.StatusConflict, buyer.CodeInputSealed, "an uploaded input is write-once: this input_id already has its bytes")
 	case errors.As(err, &tooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "artifact exceeds the size limit")
+		writeError(w, http.StatusRequestEntityTooLarge, buyer.CodeBodyTooLarge, "artifact exceeds the size limit")
 	case err != nil:
 		a.internal(w, r, err)
 	default:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
@@ -87,5 +88,5 @@ func (a *API) buyer(h func(http.ResponseWriter, *http.Request, string)) http.Han
 
 func unauthorized(w http.ResponseWriter, message string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="rendermac"`)
-	writeError(w, http.StatusUnauthorized, CodeUnauthorized, message)
+	writeError(w, http.StatusUnauthorized, buyer.CodeUnauthorized, message)
 }

@@ -8,12 +8,9 @@ import (
 	"errors"
 	"net/http"
 	"time"
-)
 
-// CodeInvalidCursor refuses a cursor this server did not issue for this
-// buyer and this query: garbled, tampered with, another buyer's, or issued
-// for another status filter or another job. It is 400 with field "cursor".
-const CodeInvalidCursor = "invalid_cursor"
+	"github.com/rendermac/rendermac/protocol/buyer"
+)
 
 // Cursors of GET /v1/jobs and GET /v1/jobs/{id}/events are opaque to the
 // client: base64url (no padding) of a kind byte, the keyset position (a
@@ -110,5 +107,5 @@ func (a *API) parseEventsCursor(buyerID, jobID, s string) (int64, error) {
 // badCursor is the 400 for a refused cursor.
 func badCursor() *requestError {
 	return &requestError{status: http.StatusBadRequest,
-		body: Error{Code: CodeInvalidCursor, Field: "cursor", Message: errBadCursor.Error()}}
+		body: buyer.Error{Code: buyer.CodeInvalidCursor, Field: "cursor", Message: errBadCursor.Error()}}
 }

@@ -11,39 +11,9 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
-)
 
-// Error codes the API answers with besides the contract's reply codes
-// (validation_error, insufficient_funds, idempotency_conflict, not_found,
-// job_terminal), which it passes through unchanged.
-const (
-	CodeUnauthorized       = "unauthorized"
-	CodeBadRequest         = "bad_request"
-	CodeBodyTooLarge       = "body_too_large"
-	CodeInvalidKey         = "invalid_key"
-	CodeGrantRequired      = "grant_required"
-	CodeGrantExpired       = "grant_expired"
-	CodeGrantInvalid       = "grant_invalid"
-	CodeInvalidPairingCode = "invalid_pairing_code"
-	CodeMethodNotAllowed   = "method_not_allowed"
-	CodeNotReady           = "not_ready"
-	CodeInternal           = "internal"
-	// CodeOutputSealed refuses an upload to an attempt's output key once
-	// the attempt has left its lease phases (committing or ended): the
-	// output is write-once from its claim on (invariant 8).
-	CodeOutputSealed = "output_sealed"
-	// CodeInputSealed refuses a second PUT of an uploaded input: its key is
-	// create-only, so the bytes jobs were checked against never change.
-	CodeInputSealed = "input_sealed"
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
-
-// Error is the JSON body of every error response.
-type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// Field names the offending request field of a validation_error.
-	Field string `json:"field,omitempty"`
-}
 
 // writeJSON writes v with status. Encoding our own response types cannot
 // fail, and a write error means the client is gone, so neither is reported.
@@ -55,14 +25,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, message string) {
-	writeJSON(w, status, Error{Code: code, Message: message})
+	writeJSON(w, status, buyer.Error{Code: code, Message: message})
 }
 
 // requestError is a refusal decided while reading a request, before any
 // state is touched.
 type requestError struct {
 	status int
-	body   Error
+	body   buyer.Error
 }
 
 func (e *requestError) Error() string { return e.body.Code + ": " + e.body.Message }
@@ -71,7 +41,7 @@ func (e *requestError) write(w http.ResponseWriter) { writeJSON(w, e.status, e.b
 
 func invalid(field, format string, args ...any) *requestError {
 	return &requestError{status: http.StatusUnprocessableEntity,
-		body: Error{Code: "validation_error", Message: fmt.Sprintf(format, args...), Field: field}}
+		body: buyer.Error{Code: "validation_error", Message: fmt.Sprintf(format, args...), Field: field}}
 }
 
 // notUTF8 refuses a body that is not UTF-8 (RFC 8259 requires it), naming
@@ -88,7 +58,7 @@ func notUTF8(body []byte) *requestError {
 		}
 	}
 	return &requestError{status: http.StatusBadRequest,
-		body: Error{Code: CodeBadRequest, Message: "request body is not valid UTF-8"}}
+		body: buyer.Error{Code: buyer.CodeBadRequest, Message: "request body is not valid UTF-8"}}
 }
 
 // decodeJSON reads one JSON object of at most limit bytes into dst,
@@ -115,10 +85,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *req
 		return body, nil
 	case errors.As(err, &tooLarge):
 		return nil, &requestError{status: http.StatusRequestEntityTooLarge,
-			body: Error{Code: CodeBodyTooLarge, Message: fmt.Sprintf("request body exceeds %d bytes", limit)}}
+			body: buyer.Error{Code: buyer.CodeBodyTooLarge, Message: fmt.Sprintf("request body exceeds %d bytes", limit)}}
 	}
 	return nil, &requestError{status: http.StatusBadRequest,
-		body: Error{Code: CodeBadRequest, Message: "request body could not be read: " + err.Error()}}
+		body: buyer.Error{Code: buyer.CodeBadRequest, Message: "request body could not be read: " + err.Error()}}
 }
 
 // parseJSON decodes one JSON object into dst, refusing unknown fields and
@@ -143,5 +113,5 @@ func parseJSON(body []byte, dst any) *requestError {
 		return invalid(field, "unknown field %q", field)
 	}
 	return &requestError{status: http.StatusBadRequest,
-		body: Error{Code: CodeBadRequest, Message: "request body is not a JSON object: " + err.Error()}}
+		body: buyer.Error{Code: buyer.CodeBadRequest, Message: "request body is not a JSON object: " + err.Error()}}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
 
 // readyTimeout bounds /readyz, so a hung database makes the probe fail
@@ -31,7 +33,7 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	if reason, err := a.ready(ctx); reason != "" {
 		// The cause may name hosts and roles: the log gets it, the prober not.
 		a.log.WarnContext(r.Context(), "not ready", "reason", reason, "err", err)
-		writeError(w, http.StatusServiceUnavailable, CodeNotReady, reason)
+		writeError(w, http.StatusServiceUnavailable, buyer.CodeNotReady, reason)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"time"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/grant"
 )
@@ -28,18 +28,6 @@ import (
 type inputCreateBody struct {
 	Bytes  *int64  `json:"bytes"`
 	SHA256 *string `json:"sha256"`
-}
-
-// InputUpload is the reply of POST /v1/inputs: where and how to PUT the
-// bytes, until when.
-type InputUpload struct {
-	InputID       string            `json:"input_id"`
-	Bytes         int64             `json:"bytes"`
-	SHA256        string            `json:"sha256"`
-	UploadURL     string            `json:"upload_url"`
-	UploadMethod  string            `json:"upload_method"`
-	UploadHeaders map[string]string `json:"upload_headers"`
-	ExpiresAt     time.Time         `json:"expires_at"`
 }
 
 // inputIDPrefix starts every input_id; the rest is "{random}_{bytes}_{sha256}".
@@ -85,7 +73,7 @@ func (a *API) createInput(w http.ResponseWriter, r *http.Request, buyerID string
 		invalid("bytes", "bytes must be the input's size, 1..%d", a.cfg.MaxUploadBytes).write(w)
 		return
 	case *body.Bytes > a.cfg.MaxUploadBytes:
-		writeJSON(w, http.StatusRequestEntityTooLarge, Error{Code: CodeBodyTooLarge, Field: "bytes",
+		writeJSON(w, http.StatusRequestEntityTooLarge, buyer.Error{Code: buyer.CodeBodyTooLarge, Field: "bytes",
 			Message: fmt.Sprintf("an input of %d bytes exceeds the upload limit of %d bytes", *body.Bytes, a.cfg.MaxUploadBytes)})
 		return
 	case body.SHA256 == nil || !protocol.ValidTokenHash(*body.SHA256):
@@ -103,7 +91,7 @@ func (a *API) createInput(w http.ResponseWriter, r *http.Request, buyerID string
 		a.internal(w, r, fmt.Errorf("grant an input upload: %w", err))
 		return
 	}
-	writeJSON(w, http.StatusCreated, InputUpload{InputID: id, Bytes: *body.Bytes, SHA256: *body.SHA256,
+	writeJSON(w, http.StatusCreated, buyer.InputUpload{InputID: id, Bytes: *body.Bytes, SHA256: *body.SHA256,
 		UploadURL: url, UploadMethod: http.MethodPut,
 		UploadHeaders: map[string]string{protocol.OutputPutCondition: protocol.OutputPutCreateOnly},
 		ExpiresAt:     now.Add(a.cfg.UploadTTL).UTC()})

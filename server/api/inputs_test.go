@@ -16,22 +16,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
 )
 
 // declareInput posts POST /v1/inputs for key and decodes the 201.
-func (b *bundle) declareInput(t *testing.T, key string, size int, sha string) api.InputUpload {
+func (b *bundle) declareInput(t *testing.T, key string, size int, sha string) buyer.InputUpload {
 	t.Helper()
 	r := b.do(t, http.MethodPost, "/v1/inputs", key, fmt.Appendf(nil, `{"bytes":%d,"sha256":%q}`, size, sha))
 	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r.Body)
-	var up api.InputUpload
+	var up buyer.InputUpload
 	require.NoError(t, json.Unmarshal(r.Body, &up))
 	return up
 }
 
 // putInput PUTs content to an upload grant, as the grant says to.
-func (b *bundle) putInput(t *testing.T, up api.InputUpload, content []byte) response {
+func (b *bundle) putInput(t *testing.T, up buyer.InputUpload, content []byte) response {
 	t.Helper()
 	u, err := url.Parse(up.UploadURL)
 	require.NoError(t, err)
@@ -127,19 +128,19 @@ func TestUploadIsWriteOnce(t *testing.T) {
 	content := []byte("first")
 	up := b.declareInput(t, b.key, len(content), sha(content))
 	require.Equal(t, http.StatusOK, b.putInput(t, up, content).Status)
-	requireError(t, b.putInput(t, up, []byte("second")), http.StatusConflict, api.CodeInputSealed)
+	requireError(t, b.putInput(t, up, []byte("second")), http.StatusConflict, buyer.CodeInputSealed)
 	r := b.createJob(t, b.key, inputJob(up.InputID))
 	require.Equal(t, http.StatusCreated, r.Status, "body: %s", r.Body)
 
 	// The grant is for its key alone.
 	other := strings.Replace(up.UploadURL, up.InputID, up.InputID[:len(up.InputID)-1]+"0", 1)
-	requireError(t, b.putInput(t, api.InputUpload{UploadURL: other, UploadMethod: http.MethodPut}, content),
-		http.StatusForbidden, api.CodeGrantInvalid)
+	requireError(t, b.putInput(t, buyer.InputUpload{UploadURL: other, UploadMethod: http.MethodPut}, content),
+		http.StatusForbidden, buyer.CodeGrantInvalid)
 	big := b.declareInput(t, b.key, 1<<10, sha(content))
-	requireError(t, b.putInput(t, big, make([]byte, 1<<10+1)), http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	requireError(t, b.putInput(t, big, make([]byte, 1<<10+1)), http.StatusRequestEntityTooLarge, buyer.CodeBodyTooLarge)
 	late := b.declareInput(t, b.key, len(content), sha(content))
 	b.advance(time.Minute)
-	requireError(t, b.putInput(t, late, content), http.StatusForbidden, api.CodeGrantExpired)
+	requireError(t, b.putInput(t, late, content), http.StatusForbidden, buyer.CodeGrantExpired)
 }
 
 // TestDeclareInputRefusals: POST /v1/inputs checks bytes, then sha256.
@@ -155,11 +156,11 @@ func TestDeclareInputRefusals(t *testing.T) {
 	}{
 		{`{"sha256":"` + good + `"}`, http.StatusUnprocessableEntity, "validation_error", "bytes"},
 		{`{"bytes":0,"sha256":"` + good + `"}`, http.StatusUnprocessableEntity, "validation_error", "bytes"},
-		{`{"bytes":1025,"sha256":"nope"}`, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge, "bytes"},
+		{`{"bytes":1025,"sha256":"nope"}`, http.StatusRequestEntityTooLarge, buyer.CodeBodyTooLarge, "bytes"},
 		{`{"bytes":1,"sha256":"` + strings.ToUpper(good) + `"}`, http.StatusUnprocessableEntity, "validation_error", "sha256"},
 		{`{"bytes":1,"sha256":"` + good + `","name":"x"}`, http.StatusUnprocessableEntity, "validation_error", "name"},
 	} {
 		requireError(t, b.do(t, http.MethodPost, "/v1/inputs", b.key, []byte(c.body)), c.status, c.code, c.field)
 	}
-	requireError(t, b.do(t, http.MethodPost, "/v1/inputs", "", []byte(`{}`)), http.StatusUnauthorized, api.CodeUnauthorized)
+	requireError(t, b.do(t, http.MethodPost, "/v1/inputs", "", []byte(`{}`)), http.StatusUnauthorized, buyer.CodeUnauthorized)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/artifact"
 )
 
@@ -177,7 +178,7 @@ func (a *API) readCreate(w http.ResponseWriter, r *http.Request, buyerID string)
 		why["input.bytes"] = fmt.Sprintf("input_base64 is not standard base64: %v", err)
 	case int64(len(inline)) > a.cfg.MaxInputBytes:
 		return req, input, nil, &requestError{status: http.StatusRequestEntityTooLarge,
-			body: Error{Code: CodeBodyTooLarge, Field: "input_base64",
+			body: buyer.Error{Code: buyer.CodeBodyTooLarge, Field: "input_base64",
 				Message: fmt.Sprintf("input exceeds %d bytes; upload it (POST /v1/inputs) and send input_id", a.cfg.MaxInputBytes)}}
 	default:
 		sum := sha256.Sum256(inline)

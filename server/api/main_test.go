@@ -20,6 +20,7 @@ import (
 	"github.com/rendermac/rendermac/internal/pgprovider"
 	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/fencing"
@@ -147,7 +148,7 @@ func requireError(t *testing.T, r response, status int, code string, field ...st
 	t.Helper()
 	require.Equal(t, status, r.Status, "body: %s", r.Body)
 	require.Equal(t, "application/json", r.Header.Get("Content-Type"))
-	var e api.Error
+	var e buyer.Error
 	require.NoError(t, json.Unmarshal(r.Body, &e), "body: %s", r.Body)
 	require.Equal(t, code, e.Code, "body: %s", r.Body)
 	require.NotEmpty(t, e.Message)

@@ -6,11 +6,8 @@ import (
 	"net/netip"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
-
-// CodeForbidden refuses /metrics to a client that is not on loopback when
-// no metrics token is configured.
-const CodeForbidden = "forbidden"
 
 // MetricsHandler serves GET /metrics alone, for a listener of its own
 // (Config.MetricsElsewhere), counted and logged like the API's routes.
@@ -39,7 +36,7 @@ func (a *API) guardMetrics(loopbackOnly bool) http.Handler {
 				return
 			}
 		case loopbackOnly && !FromLoopback(r):
-			writeError(w, http.StatusForbidden, CodeForbidden,
+			writeError(w, http.StatusForbidden, buyer.CodeForbidden,
 				"/metrics answers loopback clients only; configure a metrics token or a metrics listener to scrape from elsewhere")
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/clientaddr"
 )
 
@@ -33,7 +34,7 @@ func (a *API) instrument(next http.Handler) http.Handler {
 				a.log.ErrorContext(r.Context(), "handler panic", "method", r.Method, "path", r.URL.Path,
 					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				if rec.status == 0 {
-					writeError(rec, http.StatusInternalServerError, CodeInternal, "internal error")
+					writeError(rec, http.StatusInternalServerError, buyer.CodeInternal, "internal error")
 				}
 			}
 			a.observe(r, rec, time.Since(start))

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/ratelimit"
 	"github.com/rendermac/rendermac/server/store"
 )
@@ -98,7 +99,7 @@ func (a *API) pair(w http.ResponseWriter, r *http.Request) {
 	err = a.redeem(r.Context(), NormalizePairingCode(body.Code), deviceID, body, tokenHash)
 	switch {
 	case errors.Is(err, errBadPairingCode):
-		writeError(w, http.StatusUnauthorized, CodeInvalidPairingCode, err.Error())
+		writeError(w, http.StatusUnauthorized, buyer.CodeInvalidPairingCode, err.Error())
 	case err != nil:
 		a.internal(w, r, err)
 	default:

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/protocol/buyer"
 )
 
 // A param the service declares as integer, number or boolean may be sent
@@ -39,7 +39,7 @@ func TestCreateJobTypedParams(t *testing.T) {
 	} {
 		r := b.createJob(t, b.key, c.body)
 		requireError(t, r, http.StatusUnprocessableEntity, "validation_error", "params")
-		var e api.Error
+		var e buyer.Error
 		require.NoError(t, json.Unmarshal(r.Body, &e))
 		require.Equal(t, c.message, e.Message, c.body)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/ratelimit"
 	"github.com/rendermac/rendermac/server/store"
 )
@@ -86,7 +87,7 @@ func (a *API) operator(h func(http.ResponseWriter, *http.Request, string)) http.
 		case err != nil:
 			a.internal(w, r, err)
 		case kind == OperatorOther:
-			writeError(w, http.StatusForbidden, CodeForbidden, "an operator credential is required")
+			writeError(w, http.StatusForbidden, buyer.CodeForbidden, "an operator credential is required")
 		case kind == OperatorUnknown:
 			a.limits.authFailures.Allow(ip)
 			unauthorized(w, "unknown or revoked operator credential")

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/grant"
 )
 
@@ -19,78 +19,6 @@ const (
 	defaultListLimit = 100
 	maxListLimit     = 500
 )
-
-// Job is the buyer's view of a job, as GET /v1/jobs lists it.
-type Job struct {
-	ID                string             `json:"id"`
-	Status            protocol.JobStatus `json:"status"`
-	Service           string             `json:"service"`
-	Params            map[string]string  `json:"params"`
-	Input             Input              `json:"input"`
-	MaxAttempts       int                `json:"max_attempts"`
-	AttemptCount      int                `json:"attempt_count"`
-	FailureCode       string             `json:"failure_code,omitempty"`
-	CreatedAt         time.Time          `json:"created_at"`
-	AdmissionDeadline time.Time          `json:"admission_deadline"`
-	UpdatedAt         time.Time          `json:"updated_at"`
-}
-
-// Input describes a job's input (bytes 0 for a job without one).
-type Input struct {
-	Bytes  int64  `json:"bytes"`
-	SHA256 string `json:"sha256"`
-}
-
-// JobDetail is GET /v1/jobs/{id}: the job with its attempts and, once it
-// succeeded, its output with a download grant.
-type JobDetail struct {
-	Job
-	Attempts []Attempt `json:"attempts"`
-	Output   *Output   `json:"output,omitempty"`
-}
-
-// Attempt is one execution of a job. Commit tokens and their hashes are
-// never part of it.
-type Attempt struct {
-	ID             string                 `json:"id"`
-	Number         int                    `json:"number"`
-	Status         protocol.AttemptStatus `json:"status"`
-	DeviceID       string                 `json:"device_id"`
-	LeaseEpoch     int                    `json:"epoch"`
-	LeaseExpiresAt time.Time              `json:"lease_expires_at"`
-	FailureCode    string                 `json:"failure_code,omitempty"`
-	StartedAt      time.Time              `json:"started_at"`
-	EndedAt        *time.Time             `json:"ended_at,omitempty"`
-	// Encoder is the encoder the verified output's video stream names
-	// (libx264, hevc_videotoolbox...), when verification ran ffprobe.
-	Encoder string `json:"encoder,omitempty"`
-	// VerifyMessage says why verification refused the output, naming the
-	// field and both values ("codec: want h264, got hevc").
-	VerifyMessage string `json:"verify_message,omitempty"`
-	// FailureMessage is why the device gave the attempt up, in its words
-	// (the runner's error), cleaned of secrets and at most 512 bytes.
-	FailureMessage string `json:"failure_message,omitempty"`
-}
-
-// Output is a succeeded job's verified output.
-type Output struct {
-	Key         string `json:"key"`
-	Bytes       int64  `json:"bytes"`
-	SHA256      string `json:"sha256"`
-	DownloadURL string `json:"download_url"`
-}
-
-// Event is one journal row of a job (SPEC section 3: job_events).
-type Event struct {
-	Seq        int64          `json:"seq"`
-	Kind       string         `json:"kind"`
-	AttemptID  string         `json:"attempt_id,omitempty"`
-	FromStatus string         `json:"from_status,omitempty"`
-	ToStatus   string         `json:"to_status"`
-	Code       string         `json:"code,omitempty"`
-	Actor      protocol.Actor `json:"actor"`
-	At         time.Time      `json:"at"`
-}
 
 const (
 	jobColumns = `
@@ -135,8 +63,8 @@ FROM job_events WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3`
 // errNoJob means the job is missing or another buyer's.
 var errNoJob = errors.New("no such job")
 
-func scanJob(row pgx.Row, extra ...any) (Job, error) {
-	var j Job
+func scanJob(row pgx.Row, extra ...any) (buyer.Job, error) {
+	var j buyer.Job
 	err := row.Scan(append([]any{&j.ID, &j.Status, &j.Service, &j.Params, &j.Input.Bytes, &j.Input.SHA256,
 		&j.MaxAttempts, &j.AttemptCount, &j.FailureCode, &j.CreatedAt, &j.AdmissionDeadline, &j.UpdatedAt}, extra...)...)
 	if j.Params == nil {
@@ -154,12 +82,12 @@ func (a *API) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
 
 // loadJob reads one of the buyer's jobs with its attempts. Ids that are
 // not canonical uuids name no job and never reach Postgres.
-func (a *API) loadJob(ctx context.Context, buyerID, id string) (JobDetail, error) {
-	var d JobDetail
+func (a *API) loadJob(ctx context.Context, buyerID, id string) (buyer.JobDetail, error) {
+	var d buyer.JobDetail
 	if !protocol.ValidID(id) {
 		return d, errNoJob
 	}
-	var out Output
+	var out buyer.Output
 	err := a.readTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		d.Job, err = scanJob(tx.QueryRow(ctx, sqlJob, id, buyerID), &out.Key, &out.Bytes, &out.SHA256)
@@ -194,8 +122,8 @@ func (a *API) loadJob(ctx context.Context, buyerID, id string) (JobDetail, error
 	return d, nil
 }
 
-func scanAttempt(row pgx.CollectableRow) (Attempt, error) {
-	var at Attempt
+func scanAttempt(row pgx.CollectableRow) (buyer.Attempt, error) {
+	var at buyer.Attempt
 	err := row.Scan(&at.ID, &at.Number, &at.Status, &at.DeviceID, &at.LeaseEpoch, &at.LeaseExpiresAt,
 		&at.FailureCode, &at.StartedAt, &at.EndedAt, &at.Encoder, &at.VerifyMessage,
 		&at.FailureMessage)
@@ -239,13 +167,6 @@ func pageLimit(r *http.Request) (int, *requestError) {
 	return n, nil
 }
 
-// jobsPage is the body of GET /v1/jobs.
-type jobsPage struct {
-	Jobs []Job `json:"jobs"`
-	// NextCursor pages on; absent on the last page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
-
 // listJobs is GET /v1/jobs?status=&limit=&cursor=: the buyer's jobs,
 // newest first, one keyset page at a time (see cursor.go). Every job that
 // exists when the first page is read appears exactly once across the
@@ -272,40 +193,29 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request, buyerID string) {
 		}
 		sql, args = sqlListJobsAfter, append(args, p.createdAt, p.id)
 	}
-	var jobs []Job
+	var jobs []buyer.Job
 	err := a.readTx(r.Context(), func(tx pgx.Tx) error {
 		rows, err := tx.Query(r.Context(), sql, args...)
 		if err != nil {
 			return err
 		}
-		jobs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Job, error) { return scanJob(row) })
+		jobs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (buyer.Job, error) { return scanJob(row) })
 		return err
 	})
 	if err != nil {
 		a.internal(w, r, fmt.Errorf("list jobs: %w", err))
 		return
 	}
-	page := jobsPage{Jobs: jobs}
+	page := buyer.JobsPage{Jobs: jobs}
 	if len(jobs) > limit {
 		page.Jobs = jobs[:limit]
 		last := page.Jobs[limit-1]
 		page.NextCursor = a.jobsCursor(buyerID, status, jobsPosition{createdAt: last.CreatedAt, id: last.ID})
 	}
 	if page.Jobs == nil {
-		page.Jobs = []Job{}
+		page.Jobs = []buyer.Job{}
 	}
 	writeJSON(w, http.StatusOK, page)
-}
-
-// eventsPage is the body of GET /v1/jobs/{id}/events.
-type eventsPage struct {
-	Events []Event `json:"events"`
-	// NextCursor is always given: the position after the last event
-	// returned (or the request's own, when none was), so that a client can
-	// poll it for events appended later.
-	NextCursor string `json:"next_cursor"`
-	// HasMore says the journal held more events than this page.
-	HasMore bool `json:"has_more"`
 }
 
 // jobEvents is GET /v1/jobs/{id}/events?limit=&cursor=: the job's journal
@@ -332,7 +242,7 @@ func (a *API) jobEvents(w http.ResponseWriter, r *http.Request, buyerID string) 
 		}
 		after = seq
 	}
-	var events []Event
+	var events []buyer.Event
 	err := a.readTx(r.Context(), func(tx pgx.Tx) error {
 		var owns bool
 		err := tx.QueryRow(r.Context(), sqlOwnsJob, id, buyerID).Scan(&owns)
@@ -355,7 +265,7 @@ func (a *API) jobEvents(w http.ResponseWriter, r *http.Request, buyerID string) 
 	case err != nil:
 		a.internal(w, r, fmt.Errorf("read events of %s: %w", id, err))
 	default:
-		page := eventsPage{Events: events, HasMore: len(events) > limit}
+		page := buyer.EventsPage{Events: events, HasMore: len(events) > limit}
 		if page.HasMore {
 			page.Events = events[:limit]
 		}
@@ -363,15 +273,15 @@ func (a *API) jobEvents(w http.ResponseWriter, r *http.Request, buyerID string) 
 			after = page.Events[n-1].Seq
 		}
 		if page.Events == nil {
-			page.Events = []Event{}
+			page.Events = []buyer.Event{}
 		}
 		page.NextCursor = a.eventsCursor(buyerID, id, after)
 		writeJSON(w, http.StatusOK, page)
 	}
 }
 
-func scanEvent(row pgx.CollectableRow) (Event, error) {
-	var e Event
+func scanEvent(row pgx.CollectableRow) (buyer.Event, error) {
+	var e buyer.Event
 	err := row.Scan(&e.Seq, &e.Kind, &e.AttemptID, &e.FromStatus, &e.ToStatus, &e.Code, &e.Actor, &e.At)
 	e.At = e.At.UTC()
 	return e, err

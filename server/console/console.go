@@ -21,6 +21,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/grant"
 	"github.com/rendermac/rendermac/server/ratelimit"
@@ -268,7 +269,7 @@ func (c *Console) refuseCode(w http.ResponseWriter, r *http.Request, status int,
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		if code == "" {
-			code = map[int]string{http.StatusUnauthorized: api.CodeUnauthorized, http.StatusForbidden: api.CodeForbidden,
+			code = map[int]string{http.StatusUnauthorized: buyer.CodeUnauthorized, http.StatusForbidden: buyer.CodeForbidden,
 				http.StatusNotFound: string(protocol.CodeNotFound)}[status]
 		}
 		if code == "" {

@@ -27,6 +27,7 @@ import (
 	"github.com/rendermac/rendermac/internal/pgtest"
 	"github.com/rendermac/rendermac/internal/syncbuf"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/faultpoint"
 	"github.com/rendermac/rendermac/server/fencing"
@@ -285,7 +286,7 @@ func dial(t *testing.T, p *proc, d device, slots int) *deviceclient.Client {
 
 func (w *world) createJob(t *testing.T, p *proc) string {
 	t.Helper()
-	var job api.JobDetail
+	var job buyer.JobDetail
 	w.call(t, http.MethodPost, p.base+"/v1/jobs", w.apiKey, map[string]any{"service": service}, http.StatusCreated, &job)
 	// The 201 body is the job read after the create committed: a device
 	// already waiting (possibly on another server) may have leased it by then.
@@ -293,15 +294,15 @@ func (w *world) createJob(t *testing.T, p *proc) string {
 	return job.ID
 }
 
-func (w *world) job(t *testing.T, p *proc, id string) api.JobDetail {
+func (w *world) job(t *testing.T, p *proc, id string) buyer.JobDetail {
 	t.Helper()
-	var job api.JobDetail
+	var job buyer.JobDetail
 	w.call(t, http.MethodGet, p.base+"/v1/jobs/"+id, w.apiKey, nil, http.StatusOK, &job)
 	return job
 }
 
 // waitTerminal polls the job at p until it is terminal.
-func (w *world) waitTerminal(t *testing.T, p *proc, id string) api.JobDetail {
+func (w *world) waitTerminal(t *testing.T, p *proc, id string) buyer.JobDetail {
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for {

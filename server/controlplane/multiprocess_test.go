@@ -14,7 +14,7 @@ import (
 	"github.com/rendermac/rendermac/harness/deviceclient"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
-	"github.com/rendermac/rendermac/server/api"
+	"github.com/rendermac/rendermac/protocol/buyer"
 	"github.com/rendermac/rendermac/server/faultpoint"
 )
 
@@ -41,7 +41,7 @@ func TestCancelReachesTheDeviceThroughAnotherServer(t *testing.T) {
 	deviceclient.MustSend(t, c, deviceclient.Progress(o, protocol.AttemptRunning))
 	deviceclient.Expect[protocol.ProgressOK](t, c)
 
-	var job api.JobDetail
+	var job buyer.JobDetail
 	w.call(t, http.MethodPost, a.base+"/v1/jobs/"+jobID+"/cancel", w.apiKey, nil, http.StatusAccepted, &job)
 	require.Equal(t, protocol.JobCancelling, job.Status)
 	cancel := deviceclient.Expect[protocol.Cancel](t, c)

@@ -26,7 +26,7 @@ func TestHandshakeRefusesBadTokensWith401(t *testing.T) {
 		"revoked":      "Bearer " + tokenRevoked,
 	} {
 		t.Run(name, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodGet, b.srv.URL+Path, nil)
+			req, err := http.NewRequest(http.MethodGet, b.srv.URL+protocol.SessionPath, nil)
 			require.NoError(t, err)
 			if header != "" {
 				req.Header.Set("Authorization", header)

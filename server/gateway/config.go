@@ -12,9 +12,6 @@ import (
 	"github.com/rendermac/rendermac/server/ratelimit"
 )
 
-// Path is the device WebSocket endpoint of SPEC section 5.
-const Path = "/v1/provider/ws"
-
 // JobsChannel is the Postgres NOTIFY channel that says "a job became
 // leasable"; the payload is the job's service name ("" means any). The
 // service layer notifies on it when a job is created or requeued; the

@@ -107,14 +107,14 @@ func (g *Gateway) now() time.Time { return clock.PinnedNow(g.cfg.Clock) }
 // reaches this gateway's devices.
 func (g *Gateway) Listening() <-chan struct{} { return g.listening }
 
-// Handler serves GET Path. It authenticates the device before upgrading:
+// Handler serves GET protocol.SessionPath. It authenticates the device before upgrading:
 // a missing, unknown or revoked token is 401 with a JSON error and no
 // WebSocket; a draining gateway answers 503; past ConnectsPerIP (counted
 // before the token is looked up) or ConnectsPerDevice (after) it is 429
 // rate_limited with Retry-After, and no WebSocket.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+Path, g.serveWS)
+	mux.HandleFunc("GET "+protocol.SessionPath, g.serveWS)
 	return mux
 }
 

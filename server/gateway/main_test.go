@@ -173,7 +173,7 @@ func (b *bundle) now() time.Time {
 	return b.clock.Now()
 }
 
-func (b *bundle) wsURL() string { return deviceclient.WSURL(b.srv.URL, Path) }
+func (b *bundle) wsURL() string { return deviceclient.WSURL(b.srv.URL, protocol.SessionPath) }
 
 // dial opens a session for token and closes it when the test ends.
 func (b *bundle) dial(t *testing.T, token string) *deviceclient.Client {

@@ -1,4 +1,4 @@
-package loadgen
+package client
 
 import (
 	"fmt"
@@ -8,10 +8,11 @@ import (
 
 // appendParams appends params as a JSON object whose string bytes are the
 // params' own, invalid UTF-8 included: encoding/json would replace such
-// bytes with U+FFFD, so the API would never see what the harness drew
-// (written by hand for that reason alone; keys are sorted, and quotes,
-// backslashes and control bytes are escaped as JSON requires). Nil params
-// are JSON null, as encoding/json writes a nil map.
+// bytes with U+FFFD, so the API would see, and store, a value the caller
+// did not give. The API refuses such a value with a validation_error
+// naming the param instead. Keys are sorted, and quotes, backslashes and
+// control bytes are escaped as JSON requires. Nil params are JSON null, as
+// encoding/json writes a nil map (the API reads it as no params).
 func appendParams(out []byte, params map[string]string) []byte {
 	if params == nil {
 		return append(out, "null"...)
