@@ -84,7 +84,8 @@ qualify:
 
 # The source mutation campaign: every mutant of mutate.Catalogue (a fence
 # predicate, a lock, a clock, a budget...) applied to a copy of the tree and
-# run through a bounded qualify gate; survivors also through their package's
+# run through a bounded qualify gate (first focused on the checks that reach
+# the mutant's rules: docs/harness.md "mutate"); survivors also through their package's
 # tests. Score card in evidence-out/; exits 1 if a mutant survives or is
 # killed only by package tests (a gap in qualify, which is the one gate).
 mutate:

@@ -1,6 +1,6 @@
 package agent
 
-import "errors"
+import "github.com/rendermac/rendermac/internal/variantset"
 
 // Variant names a deliberately broken agent behaviour. The harness runs a
 // broken agent to prove that the fleet run's checks fail on it; only a
@@ -12,7 +12,14 @@ type Variant string
 const VariantNone Variant = ""
 
 // ErrNoVariants is returned for a broken variant in a build without them.
-var ErrNoVariants = errors.New("this build has no broken agent variants (build with -tags mutations)")
+var ErrNoVariants = variantset.ErrNone
+
+// Variants lists the agent's broken variants this build has (none without
+// -tags mutations: variant_on.go, variant_off.go).
+func Variants() []Variant { return variants.All() }
+
+// CheckVariant reports whether m is VariantNone or one of Variants.
+func CheckVariant(m Variant) error { return variants.Check(m) }
 
 // conflicted reports whether the commit_after_conflict variant was told
 // the attempt is gone.

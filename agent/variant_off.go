@@ -2,23 +2,18 @@
 
 package agent
 
-import "fmt"
+import "github.com/rendermac/rendermac/internal/variantset"
 
 // variant is empty in the default build: every hook is the constant false,
 // so each guarded branch folds away and the agent is exactly the contract.
 type variant struct{}
 
-func newVariant(Variant) variant { return variant{} }
+// variants is empty: the default build has no broken agent.
+var variants = variantset.New[Variant]("agent")
 
-// Variants lists the broken variants this build has: none.
-func Variants() []Variant { return nil }
-
-// CheckVariant accepts only VariantNone in the default build.
-func CheckVariant(m Variant) error {
-	if m != VariantNone {
-		return fmt.Errorf("agent variant %q: %w", m, ErrNoVariants)
-	}
-	return nil
+func newVariant(m Variant) variant {
+	variants.Must(m)
+	return variant{}
 }
 
 func (variant) commitAfterConflict() bool  { return false }

@@ -2,10 +2,7 @@
 
 package agent
 
-import (
-	"fmt"
-	"slices"
-)
+import "github.com/rendermac/rendermac/internal/variantset"
 
 // The broken variants, only in a build with -tags mutations. Each removes
 // one of the agent's own fences and must fail the fleet run.
@@ -24,24 +21,14 @@ const (
 	VariantReuseCommitToken Variant = "reuse_commit_token"
 )
 
-// Variants lists the agent's broken variants.
-func Variants() []Variant {
-	return []Variant{VariantCommitAfterConflict, VariantNoReadDeadline, VariantDiskFullNotRetryable,
-		VariantReuseCommitToken}
-}
-
-// CheckVariant reports whether m is VariantNone or one of Variants.
-func CheckVariant(m Variant) error {
-	if m != VariantNone && !slices.Contains(Variants(), m) {
-		return fmt.Errorf("unknown agent variant %q (known: %v)", m, Variants())
-	}
-	return nil
-}
+// variants are the agent's broken variants (Variants, CheckVariant).
+var variants = variantset.New("agent", VariantCommitAfterConflict, VariantNoReadDeadline, VariantDiskFullNotRetryable,
+	VariantReuseCommitToken)
 
 // variant is the one broken variant an Agent runs.
 type variant struct{ m Variant }
 
-func newVariant(m Variant) variant { return variant{m: m} }
+func newVariant(m Variant) variant { return variant{m: variants.Must(m)} }
 
 func (v variant) commitAfterConflict() bool  { return v.m == VariantCommitAfterConflict }
 func (v variant) noReadDeadline() bool       { return v.m == VariantNoReadDeadline }

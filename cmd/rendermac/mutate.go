@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,8 @@ func runMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tests := fs.Bool("tests", false, "on a mutant the gate missed, also run the mutated package's tests")
 	gate := fs.String("gate", strings.Join(mutate.DefaultQualifyArgs, " "), "the bounded qualify flags each mutant runs")
 	out := fs.String("out", "evidence-out", "directory for the mutation card (Markdown, JSON, JUnit XML, HTML)")
+	noFocus := fs.Bool("no-focus", false, "run every mutant through the whole gate; by default each first runs the focused gate (only the "+
+		"checks that reach its rules, same sizes and seeds) and the whole gate only if that misses it")
 	list := fs.Bool("list", false, "list the catalogue and exit")
 	record := fs.String("record", "", "also write the JSON card to FILE when the whole catalogue ran (make mutate: docs/mutation-score.json, "+
 		"which qualify's card reads for its Rules section)")
@@ -61,10 +64,16 @@ func runMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			mutants = append(mutants, mutate.Catalogue[i])
 		}
 	}
+	var checks func(mutate.Mutant) []string
+	if !*noFocus {
+		if checks, err = mutantChecks(); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	fmt.Fprintf(stderr, "mutate: %d mutants, %d at a time, timeout %s each, gate: qualify %s\n", len(mutants), *workers, *timeout, *gate)
 	score, err := mutate.Run(ctx, mutate.Options{Root: root, Mutants: mutants, Workers: *workers, Timeout: *timeout,
-		QualifyArgs: strings.Fields(*gate), Tests: *tests, Progress: stderr})
+		QualifyArgs: strings.Fields(*gate), Tests: *tests, Progress: stderr, Checks: checks})
 	if err != nil {
 		return err
 	}
@@ -129,6 +138,30 @@ func runMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return exitError{1}
 	}
 	return nil
+}
+
+// mutantChecks gives each mutant the checks of qualify that reach the
+// rules it names (the rule trace), for mutate's focused first gate.
+func mutantChecks() (func(mutate.Mutant) []string, error) {
+	trace, err := ruleTrace()
+	if err != nil {
+		return nil, fmt.Errorf("the rule trace, which the focused gate needs (--no-focus runs without it): %w", err)
+	}
+	byRule := map[string][]string{}
+	for _, t := range trace {
+		byRule[t.ID] = t.Checks
+	}
+	return func(m mutate.Mutant) []string {
+		var out []string
+		for _, r := range m.Rules {
+			for _, c := range byRule[r] {
+				if !slices.Contains(out, c) {
+					out = append(out, c)
+				}
+			}
+		}
+		return out
+	}, nil
 }
 
 func indexMutant(id string) int {

@@ -43,6 +43,10 @@ type Mutant struct {
 	KilledBy   []string `json:"killed_by,omitempty"`
 	Detail     string   `json:"detail,omitempty"`
 	DurationMs int64    `json:"duration_ms,omitempty"`
+	// Gate is which qualify run decided: "focused" (the checks that reach
+	// the mutant's rules, at the bounded gate's sizes: mutate.FocusedArgs)
+	// or "bounded" (the whole bounded gate).
+	Gate string `json:"gate,omitempty"`
 }
 
 // Score is Killed/Total as a percentage (0 when nothing counted).
@@ -100,13 +104,13 @@ func PackageRows(m MutationScore) (header []string, rows [][]string) {
 
 // MutantRows is the table the Markdown card and the command's stdout show.
 func MutantRows(m MutationScore) (header []string, rows [][]string) {
-	header = []string{"ID", "Kind", "File", "Outcome", "Killed by"}
+	header = []string{"ID", "Kind", "File", "Outcome", "Gate", "Killed by"}
 	for _, mu := range m.Mutants {
 		by := strings.Join(mu.KilledBy, "; ")
 		if len(by) > 120 {
 			by = by[:117] + "..."
 		}
-		rows = append(rows, []string{mu.ID, mu.Kind, mu.File, mu.Outcome, by})
+		rows = append(rows, []string{mu.ID, mu.Kind, mu.File, mu.Outcome, mu.Gate, by})
 	}
 	return header, rows
 }

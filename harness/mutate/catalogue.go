@@ -15,6 +15,12 @@ type Mutant struct {
 	// (docs/SPEC.md and docs/semantics.md, `[R:area.name]`): its kill by
 	// qualify alone is what proves qualify checks them.
 	Rules []string
+	// InForce is, for a mutant of a migration, the definition it edits as
+	// server/store/schema.sql prints it, when pg_dump's form differs from
+	// the migration's text (default Old): the catalogue test checks it is
+	// in force, so a later migration that redefines it cannot leave the
+	// mutant editing dead text.
+	InForce string
 }
 
 // Catalogue is the source mutation campaign's list of mutants.
@@ -69,9 +75,10 @@ var Catalogue = []Mutant{
 	// 00007 redefines the index (on ended_at IS NULL, for HOT updates);
 	// the definition in force is the one to mutate.
 	{ID: "no-one-live-index", Kind: "migration", File: "server/store/migrations/00007_hot_attempts.sql",
-		Old:  "CREATE UNIQUE INDEX job_attempts_one_live_idx ON job_attempts (job_id) WHERE ended_at IS NULL",
-		New:  "CREATE INDEX job_attempts_one_live_idx ON job_attempts (job_id) WHERE ended_at IS NULL",
-		What: "the partial unique index that allows one live attempt per job is an ordinary index", Rules: []string{"sm.one-live-index"}},
+		Old:     "CREATE UNIQUE INDEX job_attempts_one_live_idx ON job_attempts (job_id) WHERE ended_at IS NULL",
+		New:     "CREATE INDEX job_attempts_one_live_idx ON job_attempts (job_id) WHERE ended_at IS NULL",
+		InForce: "CREATE UNIQUE INDEX job_attempts_one_live_idx ON public.job_attempts USING btree (job_id) WHERE (ended_at IS NULL)",
+		What:    "the partial unique index that allows one live attempt per job is an ordinary index", Rules: []string{"sm.one-live-index"}},
 	// Tenancy.
 	{ID: "api-get-any-buyer", Kind: "tenancy", File: "server/api/views.go",
 		Old: "WHERE j.id = $1 AND j.buyer_id = $2", New: "WHERE j.id = $1 AND $2::text IS NOT NULL",

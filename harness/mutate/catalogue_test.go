@@ -78,3 +78,28 @@ func TestTestPackagesIncludeConformanceForTheServiceLayer(t *testing.T) {
 	require.Equal(t, []string{"./server/...", "./harness/conformance"}, testPackages("server/store/migrations/00001_init.sql"))
 	require.Equal(t, []string{"./server/api"}, testPackages("server/api/auth.go"))
 }
+
+// A mutant of a migration edits a definition still in force: its text (or
+// InForce, pg_dump's form of it) is in server/store/schema.sql, the schema
+// the migrations leave (kept current by the store's tests). A later
+// migration that redefines the object makes this fail, naming the mutant
+// to re-aim, instead of leaving it editing history that no database runs.
+func TestMigrationMutantsEditTheSchemaInForce(t *testing.T) {
+	schema, err := os.ReadFile("../../server/store/schema.sql")
+	require.NoError(t, err)
+	n := 0
+	for _, m := range Catalogue {
+		if !strings.HasPrefix(m.File, "server/store/migrations/") {
+			require.Empty(t, m.InForce, "mutant %s: InForce is for migrations only", m.ID)
+			continue
+		}
+		want := m.InForce
+		if want == "" {
+			want = m.Old
+		}
+		require.Contains(t, string(schema), want, "mutant %s edits %s, which is not in force: server/store/schema.sql has no %q "+
+			"(a later migration redefines it: mutate that one, or set InForce to the dump's form)", m.ID, m.File, want)
+		n++
+	}
+	require.Positive(t, n)
+}

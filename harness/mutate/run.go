@@ -36,6 +36,12 @@ type Options struct {
 	Tests bool
 	// Progress gets one line per mutant as it finishes.
 	Progress io.Writer
+	// Checks, when set, names the checks of qualify that reach a mutant's
+	// rules (contract.Traced and the scenarios' rules headers, the
+	// vocabulary of contract.RuleTrace.Checks). Each mutant then first
+	// runs the focused gate (FocusedArgs), and the bounded gate only if
+	// that one misses it.
+	Checks func(Mutant) []string
 }
 
 // Tags is what the gate's binary and tests are built with.
@@ -140,7 +146,18 @@ func runOne(ctx context.Context, o Options, dir string, m Mutant) (r evidence.Mu
 		}
 		return r
 	}
-	killed, by, detail, err := qualify(ctx, dir, bin, o.QualifyArgs)
+	r.Gate = "bounded"
+	args := o.QualifyArgs
+	if o.Checks != nil {
+		if focused := FocusedArgs(o.QualifyArgs, o.Checks(m)); !slices.Equal(focused, o.QualifyArgs) {
+			killed, by, detail, err := qualify(ctx, dir, bin, focused)
+			if err == nil && killed && ctx.Err() == nil {
+				r.Outcome, r.KilledBy, r.Detail, r.Gate = "killed", by, detail, "focused"
+				return r
+			}
+		}
+	}
+	killed, by, detail, err := qualify(ctx, dir, bin, args)
 	switch {
 	case ctx.Err() != nil:
 		r.Outcome, r.KilledBy, r.Detail = "timeout", []string{"timeout"}, fmt.Sprintf("gate did not finish in %s", o.Timeout)
@@ -163,6 +180,58 @@ func runOne(ctx context.Context, o Options, dir string, m Mutant) (r evidence.Mu
 		}
 	}
 	return r
+}
+
+// FocusedArgs narrows the bounded gate to the checks that reach a mutant's
+// rules: the model-vs-Postgres and three-way campaigns only if a check
+// names them (or the token check, which reads every campaign), the
+// scenarios whose rules headers name a rule (none: --no-scenarios), and
+// the S3 runs of those only. The model campaign and the contract tables
+// run as in the bounded gate (they are cheap, and the model campaign
+// runs protocol's code). Every check it keeps runs with the bounded
+// gate's sizes and seeds, and every check is deterministic in its seed,
+// so a mutant the focused gate kills is one the bounded gate kills: the
+// first stage only saves the time of the checks that cannot see the
+// mutant. A gate given with --scenarios or --no-scenarios keeps its
+// scenario choice. Flags are appended: the last occurrence of a flag wins.
+func FocusedArgs(base, checks []string) []string {
+	has := func(c string) bool { return slices.Contains(checks, c) }
+	out := slices.Clone(base)
+	tokens := has("campaign-tokens")
+	if !tokens && !has("campaign:model-vs-postgres") {
+		out = append(out, "--pg-seeds", "0")
+	}
+	if !tokens && !has("campaign:model-vs-postgres-vs-stack") {
+		out = append(out, "--stack-seeds", "0")
+	}
+	if slices.ContainsFunc(base, func(a string) bool {
+		return a == "--scenarios" || a == "--no-scenarios" || strings.HasPrefix(a, "--scenarios=")
+	}) {
+		return out
+	}
+	var names, onS3 []string
+	for _, c := range checks {
+		name, ok := strings.CutPrefix(c, "scenario:")
+		if !ok {
+			continue
+		}
+		if n, s3 := strings.CutSuffix(name, "@s3"); s3 {
+			onS3 = append(onS3, n)
+		} else if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	switch {
+	case len(names) == 0 && len(onS3) == 0:
+		out = append(out, "--no-scenarios")
+	case len(names) == 0:
+		// --no-scenarios would skip the S3 runs too: run those scenarios
+		// in a directory as well, as the bounded gate does.
+		out = append(out, "--scenarios", strings.Join(onS3, ","))
+	default:
+		out = append(out, "--scenarios", strings.Join(names, ","))
+	}
+	return append(out, "--s3-scenarios="+strings.Join(onS3, ","))
 }
 
 // testPackages is what a mutant of file is tested with after the gate:

@@ -81,7 +81,7 @@ func TestInjectedBadImportsAreNamed(t *testing.T) {
 		{Path: "newthing"},
 	}
 	require.Equal(t, []string{
-		"agent imports server/gateway: not allowed (the agent talks to the control plane only through protocol; may import protocol, agent/..., internal/clock, internal/mp4, internal/certpool, internal/loopback)",
+		"agent imports server/gateway: not allowed (the agent talks to the control plane only through protocol; may import protocol, agent/..., internal/clock, internal/mp4, internal/certpool, internal/loopback, internal/variantset)",
 		"harness/bench imports harness/scenarios: not allowed (benchmarks and soaks use the targets and load clients, never the scenario catalogue; may import harness/targets, harness/loadgen, harness/deviceclient, server/..., internal/..., protocol, harness/model, harness/fuzz)",
 		"harness/fuzz imports internal/vcsstamp: not allowed (the generator and runner are pure: never pgx, never server; may import protocol, harness/model, internal/provenance)",
 		"harness/loadgen imports harness/bench: not allowed (load clients drive the real stack; they know nothing of the model or the catalogue; may import protocol, server/..., internal/..., harness/deviceclient)",

@@ -53,6 +53,7 @@ var dynamicPrograms = map[string][]string{
 	"internal/pebbleprovider/pebble.go":      {"pebble"},                                                                                          // the ACME test CA
 	"internal/patroniprovider/child.go":      {"etcd", "patroni", "initdb", "pg_ctl", "postgres", "pg_basebackup", "pg_rewind", "pg_controldata"}, // etcd and Patroni, which runs these from pgprovider.BinDir
 	"internal/pgprovider/local.go":           {"initdb", "postgres"},                                                                              // from the server binaries' directory
+	"server/store/schema_test.go":            {"pg_dump"},                                                                                         // from the server binaries' directory: the schema in force
 	"internal/s3provider/provider.go":        {"versitygw"},                                                                                       // found on PATH, GOBIN or GOPATH/bin
 	"server/controlplane/main_test.go":       {"go", selfBinary},                                                                                  // builds and runs the server
 	"server/controlplane/metrics_test.go":    {selfBinary},                                                                                        // the built server

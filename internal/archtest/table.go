@@ -50,9 +50,9 @@ var Layers = []Layer{
 	{Pkgs: []string{"protocol"}, Why: "the contract is stdlib only"},
 	{Pkgs: []string{"internal/..."}, May: []string{"internal/..."}, Why: "internal packages are leaves under the project"},
 	{Pkgs: []string{"docs"}, Why: "the contract's text, embedded: stdlib only"},
-	{Pkgs: []string{"server/..."}, May: []string{"protocol", "server/...", "internal/clock", "internal/dbstat", "internal/mp4", "internal/certpool", "internal/loopback"},
+	{Pkgs: []string{"server/..."}, May: []string{"protocol", "server/...", "internal/clock", "internal/dbstat", "internal/mp4", "internal/certpool", "internal/loopback", "internal/variantset"},
 		Why: "the control plane never imports the model or the harness"},
-	{Pkgs: []string{"agent/...", "agent"}, May: []string{"protocol", "agent/...", "internal/clock", "internal/mp4", "internal/certpool", "internal/loopback"},
+	{Pkgs: []string{"agent/...", "agent"}, May: []string{"protocol", "agent/...", "internal/clock", "internal/mp4", "internal/certpool", "internal/loopback", "internal/variantset"},
 		Why: "the agent talks to the control plane only through protocol"},
 	// The harness.
 	{Pkgs: []string{"harness/contract"}, May: []string{"protocol", "docs"}, Why: "protocol's tables checked against the contract's text"},

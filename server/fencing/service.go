@@ -13,6 +13,7 @@ import (
 
 	"github.com/rendermac/rendermac/internal/clock"
 	"github.com/rendermac/rendermac/internal/dbstat"
+	"github.com/rendermac/rendermac/internal/variantset"
 	"github.com/rendermac/rendermac/protocol"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/faultpoint"
@@ -39,7 +40,14 @@ const VariantNone Variant = ""
 
 // ErrNoVariants is returned by CheckVariant in a build without
 // -tags mutations for any name but VariantNone.
-var ErrNoVariants = errors.New("this binary was built without -tags mutations: it has no broken variants")
+var ErrNoVariants = variantset.ErrNone
+
+// Variants lists the broken variants this build has (none without
+// -tags mutations: variant_on.go, variant_off.go).
+func Variants() []Variant { return variants.All() }
+
+// CheckVariant reports whether m is VariantNone or one of Variants.
+func CheckVariant(m Variant) error { return variants.Check(m) }
 
 // Config tunes a Service. Zero fields take the defaults above; a nil
 // Services takes protocol.Services.

@@ -2,7 +2,7 @@
 
 package fencing
 
-import "fmt"
+import "github.com/rendermac/rendermac/internal/variantset"
 
 // variant is empty in the default build: every hook below is the constant
 // false, so the compiler folds each guarded branch away and the fences are
@@ -10,24 +10,12 @@ import "fmt"
 // only with -tags mutations.
 type variant struct{}
 
-// newVariant refuses a broken variant the build does not have: callers
-// check names with CheckVariant first, so reaching here is a bug.
+// variants is empty: the default build has no broken variant.
+var variants = variantset.New[Variant]("server")
+
 func newVariant(m Variant) variant {
-	if m != VariantNone {
-		panic(fmt.Sprintf("server: variant %q: %v", m, ErrNoVariants))
-	}
+	variants.Must(m)
 	return variant{}
-}
-
-// Variants lists the broken variants this build has: none.
-func Variants() []Variant { return nil }
-
-// CheckVariant accepts only VariantNone in the default build.
-func CheckVariant(m Variant) error {
-	if m != VariantNone {
-		return fmt.Errorf("server variant %q: %w", m, ErrNoVariants)
-	}
-	return nil
 }
 
 func (variant) noEpochCheck() bool               { return false }

@@ -2,10 +2,7 @@
 
 package fencing
 
-import (
-	"fmt"
-	"slices"
-)
+import "github.com/rendermac/rendermac/internal/variantset"
 
 // The mutations, only in a build with -tags mutations. Each exists to prove
 // that the harness and the tests can fail: it removes a single fence and
@@ -53,32 +50,17 @@ const (
 	VariantNoOutputSeal Variant = "no_output_seal"
 )
 
-// Variants lists the service layer's broken variants.
-func Variants() []Variant {
-	return []Variant{VariantNoEpochCheck, VariantCommitFromCancelling, VariantNoTokenCheck,
-		VariantCancelQueuedNoop, VariantCommitTx1IgnoresCancelling, VariantProgressIgnoresDevice,
-		VariantCommitIgnoresAttemptStatus, VariantIgnoreRetryBudget, VariantRequeueAnyFailure,
-		VariantIgnoreAdmissionDeadline, VariantCommitNotIdempotent, VariantNoOutputSeal}
-}
-
-// CheckVariant reports whether m is VariantNone or one of Variants.
-func CheckVariant(m Variant) error {
-	if m != VariantNone && !slices.Contains(Variants(), m) {
-		return fmt.Errorf("unknown server variant %q (known: %v)", m, Variants())
-	}
-	return nil
-}
+// variants are the service layer's broken variants (Variants, CheckVariant).
+var variants = variantset.New("server", VariantNoEpochCheck, VariantCommitFromCancelling, VariantNoTokenCheck,
+	VariantCancelQueuedNoop, VariantCommitTx1IgnoresCancelling, VariantProgressIgnoresDevice,
+	VariantCommitIgnoresAttemptStatus, VariantIgnoreRetryBudget, VariantRequeueAnyFailure,
+	VariantIgnoreAdmissionDeadline, VariantCommitNotIdempotent, VariantNoOutputSeal)
 
 // variant is the one broken variant a Service runs; each hook is true only
 // under its own variant.
 type variant struct{ m Variant }
 
-func newVariant(m Variant) variant {
-	if err := CheckVariant(m); err != nil {
-		panic("server: " + err.Error())
-	}
-	return variant{m: m}
-}
+func newVariant(m Variant) variant { return variant{m: variants.Must(m)} }
 
 func (v variant) noEpochCheck() bool               { return v.m == VariantNoEpochCheck }
 func (v variant) noTokenCheck() bool               { return v.m == VariantNoTokenCheck }

@@ -39,6 +39,13 @@ type Variant string
 // VariantNone is the correct gateway.
 const VariantNone Variant = ""
 
+// Variants lists the broken gateways this build has (none without
+// -tags mutations: variant_on.go, variant_off.go).
+func Variants() []Variant { return variants.All() }
+
+// CheckVariant reports whether m is VariantNone or one of Variants.
+func CheckVariant(m Variant) error { return variants.Check(m) }
+
 // Config tunes a Gateway. Zero fields take the defaults; PollInterval and
 // SweepInterval may be negative to turn that loop off (the harness sweeps
 // at instants of its own choosing).

@@ -2,34 +2,18 @@
 
 package gateway
 
-import (
-	"fmt"
-
-	"github.com/rendermac/rendermac/server/fencing"
-)
+import "github.com/rendermac/rendermac/internal/variantset"
 
 // variant is empty in the default build: its hooks are the constant false,
 // so the broken branches compile away. See variant_on.go.
 type variant struct{}
 
-// newVariant refuses a variant this build does not have (callers check
-// with CheckVariant first).
+// variants is empty: the default build has no broken gateway.
+var variants = variantset.New[Variant]("gateway")
+
 func newVariant(m Variant) variant {
-	if err := CheckVariant(m); err != nil {
-		panic("gateway: " + err.Error())
-	}
+	variants.Must(m)
 	return variant{}
-}
-
-// Variants lists the broken gateways this build has: none.
-func Variants() []Variant { return nil }
-
-// CheckVariant accepts only VariantNone in the default build.
-func CheckVariant(m Variant) error {
-	if m != VariantNone {
-		return fmt.Errorf("gateway variant %q: %w", m, fencing.ErrNoVariants)
-	}
-	return nil
 }
 
 func (variant) ackProgressOnError() bool { return false }

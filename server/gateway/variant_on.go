@@ -2,10 +2,7 @@
 
 package gateway
 
-import (
-	"fmt"
-	"slices"
-)
+import "github.com/rendermac/rendermac/internal/variantset"
 
 // The gateway mutations, only in a build with -tags mutations. Each is one
 // branch, taken only when Config.Variant equals it.
@@ -26,29 +23,14 @@ const (
 	VariantHeartbeatRejected Variant = "heartbeat_rejected"
 )
 
-// Variants lists the broken gateways.
-func Variants() []Variant {
-	return []Variant{VariantAckProgressOnError, VariantReleaseBeforeReply, VariantSessionFenced,
-		VariantHeartbeatRejected}
-}
-
-// CheckVariant reports whether m is VariantNone or one of Variants.
-func CheckVariant(m Variant) error {
-	if m != VariantNone && !slices.Contains(Variants(), m) {
-		return fmt.Errorf("unknown gateway variant %q (known: %v)", m, Variants())
-	}
-	return nil
-}
+// variants are the broken gateways (Variants, CheckVariant).
+var variants = variantset.New("gateway", VariantAckProgressOnError, VariantReleaseBeforeReply, VariantSessionFenced,
+	VariantHeartbeatRejected)
 
 // variant is the broken gateway a Gateway runs.
 type variant struct{ m Variant }
 
-func newVariant(m Variant) variant {
-	if err := CheckVariant(m); err != nil {
-		panic("gateway: " + err.Error())
-	}
-	return variant{m: m}
-}
+func newVariant(m Variant) variant { return variant{m: variants.Must(m)} }
 
 func (v variant) ackProgressOnError() bool { return v.m == VariantAckProgressOnError }
 func (v variant) releaseBeforeReply() bool { return v.m == VariantReleaseBeforeReply }
