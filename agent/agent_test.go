@@ -297,3 +297,36 @@ func TestRefusedDeviceTokenEndsRun(t *testing.T) {
 	require.ErrorContains(t, err, "401 unauthorized")
 	require.NotContains(t, err.Error(), "revoked-token")
 }
+
+// TestDrainFrameLetsTheRunningAttemptCommitAndStops: an operator's drain
+// (SPEC section 5, "Drain") acts as a first SIGTERM: no free slot from then
+// on, an offer that still arrives is refused no_capacity, the running
+// attempt commits, and Run returns after a normal closure.
+func TestDrainFrameLetsTheRunningAttemptCommitAndStops(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.gw.nextConn(t)
+	c.handshake(t, 2)
+	o := b.gw.offer("test.gated", nil, nil)
+	c.send(t, o)
+	c.expectSlots(t, 1)
+	c.expectProgress(t, o, protocol.AttemptDownloading)
+	c.expectProgress(t, o, protocol.AttemptRunning)
+	awaitSignal(t, b.gated.started, "runner start")
+
+	c.send(t, &protocol.Drain{Type: protocol.TypeDrain})
+	c.expectSlots(t, 0)
+	late := b.gw.offer(runner.ServiceSynthetic, nil, nil)
+	c.send(t, late)
+	c.expectFail(t, late, protocol.FailNoCapacity)
+	c.send(t, &protocol.FailOK{Type: protocol.TypeFailOK, JobID: late.JobID, AttemptID: late.AttemptID, Requeued: true})
+
+	close(b.gated.release)
+	c.expectProgress(t, o, protocol.AttemptUploading)
+	cm := next[protocol.Commit](t, c)
+	require.Equal(t, o.AttemptID, cm.AttemptID)
+	c.send(t, &protocol.CommitOK{Type: protocol.TypeCommitOK, JobID: o.JobID, AttemptID: o.AttemptID})
+	awaitSignal(t, c.closed, "session close")
+	require.Equal(t, websocket.StatusNormalClosure, websocket.CloseStatus(c.closeErr))
+	require.NoError(t, b.wait(t), "a drained agent's Run returns nil")
+}

@@ -15,6 +15,9 @@ func (a *Agent) dispatch(msg any) {
 		a.onConflict(m)
 	case *protocol.Cancel:
 		a.onCancel(m)
+	case *protocol.Drain:
+		a.log.Info("gateway: an operator drained this device")
+		a.Drain()
 	case *protocol.CommitOK:
 		a.onResult(protocol.TypeCommitOK, m.JobID, m.AttemptID, "")
 	case *protocol.CommitRejected:

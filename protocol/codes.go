@@ -103,6 +103,13 @@ const (
 	// while the attempt is in a lease phase, sealed from its claim on.
 	CodeUploadOK     Code = "upload_ok"
 	CodeOutputSealed Code = "output_sealed"
+	// PauseService and ResumeService (an operator's): the service is now
+	// paused or offered again, or already was (pausing and resuming are
+	// idempotent); an unknown service is not_found.
+	CodePaused        Code = "paused"
+	CodeAlreadyPaused Code = "already_paused"
+	CodeResumed       Code = "resumed"
+	CodeNotPaused     Code = "not_paused"
 )
 
 // ConflictReason says why progress got lease_conflict.
@@ -131,4 +138,7 @@ const (
 	ActorDevice  Actor = "device"
 	ActorVerify  Actor = "verifier"
 	ActorSweeper Actor = "sweeper"
+	// ActorOperator is a person at the console or `rendermac admin`; a job
+	// row names which operator (job_events.operator_id), a pause row too.
+	ActorOperator Actor = "operator"
 )

@@ -70,7 +70,7 @@ func TestWireConstants(t *testing.T) {
 	for typ, want := range map[string]string{
 		TypeHello: "hello", TypeSlots: "slots", TypeProgress: "progress", TypeFail: "fail", TypeCommit: "commit",
 		TypeWelcome: "welcome", TypeLeaseOffer: "lease_offer", TypeProgressOK: "progress_ok",
-		TypeLeaseConflict: "lease_conflict", TypeCancel: "cancel", TypeCommitOK: "commit_ok",
+		TypeLeaseConflict: "lease_conflict", TypeCancel: "cancel", TypeDrain: "drain", TypeCommitOK: "commit_ok",
 		TypeCommitRejected: "commit_rejected", TypeFailOK: "fail_ok", TypeFailRejected: "fail_rejected", TypeError: "error",
 	} {
 		require.Equal(t, want, typ)

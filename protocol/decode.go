@@ -45,6 +45,7 @@ var gatewayFrames = map[string]frameSpec{
 	TypeProgressOK:     {[]string{"job_id", "attempt_id", "lease_expires_at"}, func() validator { return &ProgressOK{} }},
 	TypeLeaseConflict:  {[]string{"job_id", "attempt_id", "reason"}, func() validator { return &LeaseConflict{} }},
 	TypeCancel:         {[]string{"job_id", "attempt_id"}, func() validator { return &Cancel{} }},
+	TypeDrain:          {nil, func() validator { return &Drain{} }},
 	TypeCommitOK:       {[]string{"job_id", "attempt_id"}, func() validator { return &CommitOK{} }},
 	TypeCommitRejected: {[]string{"job_id", "attempt_id", "code"}, func() validator { return &CommitRejected{} }},
 	TypeFailOK:         {[]string{"job_id", "attempt_id", "requeued"}, func() validator { return &FailOK{} }},

@@ -433,6 +433,7 @@ func gatewayMessages() map[string]any {
 		"progress_ok":     &ProgressOK{Type: "progress_ok", JobID: tJob, AttemptID: tAttempt, LeaseExpiresAt: exp},
 		"lease_conflict":  &LeaseConflict{Type: "lease_conflict", JobID: tJob, AttemptID: tAttempt, Reason: ReasonPhaseRegression},
 		"cancel":          &Cancel{Type: "cancel", JobID: tJob, AttemptID: tAttempt},
+		"drain":           &Drain{Type: "drain"},
 		"commit_ok":       &CommitOK{Type: "commit_ok", JobID: tJob, AttemptID: tAttempt},
 		"commit_rejected": &CommitRejected{Type: "commit_rejected", JobID: tJob, AttemptID: tAttempt, Code: CodeJobCancelled, Message: "cancelled"},
 		"fail_ok":         &FailOK{Type: "fail_ok", JobID: tJob, AttemptID: tAttempt, Requeued: true},

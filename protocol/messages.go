@@ -16,6 +16,7 @@ const (
 	TypeProgressOK     = "progress_ok"
 	TypeLeaseConflict  = "lease_conflict"
 	TypeCancel         = "cancel"
+	TypeDrain          = "drain"
 	TypeCommitOK       = "commit_ok"
 	TypeCommitRejected = "commit_rejected"
 	TypeFailOK         = "fail_ok"
@@ -136,6 +137,13 @@ type Cancel struct {
 	Type      string `json:"type"`
 	JobID     string `json:"job_id"`
 	AttemptID string `json:"attempt_id"`
+}
+
+// Drain tells the device to take no more offers and let its running
+// attempts finish (SPEC section 5, an operator's drain): the agent acts as
+// on a first SIGTERM.
+type Drain struct {
+	Type string `json:"type"`
 }
 
 // CommitOK says the job succeeded with this attempt's output.

@@ -157,6 +157,7 @@ func (m *LeaseOffer) validate() error {
 func (m *ProgressOK) validate() error     { return nil }
 func (m *LeaseConflict) validate() error  { return nil }
 func (m *Cancel) validate() error         { return nil }
+func (m *Drain) validate() error          { return nil }
 func (m *CommitOK) validate() error       { return nil }
 func (m *CommitRejected) validate() error { return nil }
 func (m *FailOK) validate() error         { return nil }

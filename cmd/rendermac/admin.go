@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -41,6 +44,8 @@ func adminCommands() []adminCommand {
 		{"create-operator", "--name NAME [--db URL]", "mint an operator credential for the web console at /console (printed once)", adminCreateOperator},
 		{"list-operators", "[--db URL]", "list operator credentials (never the secrets)", adminListOperators},
 		{"revoke-operator", "--id ID [--db URL]", "revoke an operator credential; its console sessions end", adminRevokeOperator},
+		{"service", "pause|resume NAME --server URL [--credential-file F]",
+			"pause or resume offering a service's jobs, as the operator whose credential is given", adminServiceState},
 		{"gen-key", "FILE", "write a new 32-byte random signing key to FILE (mode 0600)", adminGenKey},
 	}
 }
@@ -381,4 +386,77 @@ func adminRevokeOperator(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	fmt.Fprintf(stdout, "operator %s revoked; its console sessions end at their next request\n", *id)
 	return nil
+}
+
+// adminServiceState is `rendermac admin service pause|resume NAME`: the
+// operator's POST /v1/admin/services/NAME/pause or /resume on a running
+// server, so the audit row names the operator whose credential it is.
+func adminServiceState(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := adminFlagSet("service", stderr, false)
+	server := f.String("server", os.Getenv("RENDERMAC_SERVER"), "the control plane's URL, e.g. https://rendermac.example:8443 (env RENDERMAC_SERVER)")
+	credFile := f.String("credential-file", "", "file holding the operator credential (default: env RENDERMAC_OPERATOR_CREDENTIAL)")
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		return parseFlags(f.FlagSet, args)
+	}
+	if len(args) == 0 || (args[0] != "pause" && args[0] != "resume") {
+		return usageError{"want: rendermac admin service pause|resume NAME --server URL"}
+	}
+	action := args[0]
+	if err := parseFlags(f.FlagSet, args[1:]); err != nil {
+		return err
+	}
+	if f.NArg() != 1 || *server == "" {
+		return usageError{"want: rendermac admin service " + action + " NAME --server URL"}
+	}
+	cred := os.Getenv("RENDERMAC_OPERATOR_CREDENTIAL")
+	if *credFile != "" {
+		b, err := os.ReadFile(*credFile)
+		if err != nil {
+			return fmt.Errorf("read --credential-file: %w", err)
+		}
+		cred = strings.TrimSpace(string(b))
+	}
+	if cred == "" {
+		return usageError{"an operator credential is required: RENDERMAC_OPERATOR_CREDENTIAL or --credential-file (rendermac admin create-operator)"}
+	}
+	st, err := postServiceState(ctx, *server, cred, f.Arg(0), action)
+	if err != nil {
+		return err
+	}
+	state := "offered"
+	if st.Paused {
+		state = "paused: no job of it is offered; queued jobs wait and still expire at their admission deadlines"
+	}
+	fmt.Fprintf(stdout, "%s: %s (%s)\n", st.Service, st.Code, state)
+	return nil
+}
+
+// postServiceState sends the operator's pause or resume and decodes the
+// answer; a refusal is an error carrying the server's code and message.
+func postServiceState(ctx context.Context, server, credential, service, action string) (api.ServiceState, error) {
+	u := strings.TrimRight(server, "/") + "/v1/admin/services/" + url.PathEscape(service) + "/" + action
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return api.ServiceState{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+credential)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return api.ServiceState{}, fmt.Errorf("%s service %s: %w", action, service, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return api.ServiceState{}, fmt.Errorf("%s service %s: read answer: %w", action, service, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Code, Message string }
+		_ = json.Unmarshal(body, &e)
+		return api.ServiceState{}, fmt.Errorf("%s service %s: HTTP %d %s: %s", action, service, resp.StatusCode, e.Code, e.Message)
+	}
+	var st api.ServiceState
+	if err := json.Unmarshal(body, &st); err != nil {
+		return api.ServiceState{}, fmt.Errorf("%s service %s: answer is not JSON: %w", action, service, err)
+	}
+	return st, nil
 }

@@ -121,6 +121,13 @@ var Traced = map[string][]string{
 	"s3.served-key":       {"scenario:grant_kinds@s3"},
 	"s3.snapshot":         {"scenario:grant_kinds@s3"},
 	"s3.no-verdict":       {"scenario:grant_kinds@s3"},
+	// Pausing a service (issue 51): pause and resume are events of the
+	// generator, so the model and both differential campaigns compare them
+	// (the three-way one through the operators' API route).
+	"service.paused-not-offered":        {"campaign:model", pg, stack},
+	"service.paused-admission-deadline": {"campaign:model", pg, stack},
+	"service.pause-idempotent":          {"campaign:model", pg, stack},
+	"service.resume-offers":             {pg, stack},
 }
 
 // The campaigns, by the names qualify gives them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/rendermac/rendermac/protocol"
 )
@@ -64,7 +65,28 @@ const (
 	FaultUnstorableParams = "unstorable_params" // params Postgres cannot store (NUL, invalid UTF-8)
 	FaultDuplicate        = "duplicate"         // the previous frame sent again
 	FaultReorder          = "reorder"           // a frame delivered after the one drawn after it
+	// The pause rule's outcomes (SPEC section 3, "Pausing a service"),
+	// counted with the faults although an operator's pause is no fault.
+	FaultPausedLease  = "paused_lease"  // a lease whose device would have been offered a job of a paused service
+	FaultPausedExpiry = "paused_expiry" // a sweep that fails a paused service's queued job at its deadline
 )
+
+// Pauses is implemented by a reference target (the model) that can say
+// whether the pause rule decides the next lease or sweep; the runner asks
+// the first target, before the step, to count FaultPausedLease and
+// FaultPausedExpiry.
+type Pauses interface {
+	PausedBlocks(now time.Time, deviceID string) bool
+	PausedExpires(now time.Time) bool
+}
+
+// PausedBlocks implements Pauses.
+func (t *ModelTarget) PausedBlocks(now time.Time, deviceID string) bool {
+	return t.M.PausedBlocks(now, deviceID)
+}
+
+// PausedExpires implements Pauses.
+func (t *ModelTarget) PausedExpires(now time.Time) bool { return t.M.PausedExpires(now) }
 
 // Phases a fenced fault is counted at, besides the attempt statuses
 // leased..committing: the targeted attempt had ended, or there was none.
@@ -175,6 +197,14 @@ func (r *runner) countFaults(ev Event, c *Coverage) {
 		if ev.Param >= paramNUL {
 			kinds = append(kinds, FaultUnstorableParams)
 		}
+	case OpLease:
+		if p, ok := r.targets[0].(Pauses); ok && p.PausedBlocks(r.v.now, WorldDevices[ev.Device%len(WorldDevices)].ID) {
+			kinds = append(kinds, FaultPausedLease)
+		}
+	case OpSweep:
+		if p, ok := r.targets[0].(Pauses); ok && p.PausedExpires(r.v.now) {
+			kinds = append(kinds, FaultPausedExpiry)
+		}
 	case OpTick:
 		if ev.Advance >= clockJump {
 			kinds = append(kinds, FaultClockJump)
@@ -284,7 +314,10 @@ type Required struct {
 //     Withdraw's withdrawn and withdraw_conflict;
 //   - every fault kind the generator draws, and a boundary tick landing on
 //     each kind of boundary (lease expiry, admission deadline, heartbeat
-//     deadline) exactly and one microsecond either side.
+//     deadline) exactly and one microsecond either side;
+//   - the pause rule: each of pause's and resume's four replies, a lease
+//     the pause decided (paused_lease) and a sweep that failed a paused
+//     service's job at its deadline (paused_expiry).
 func RequiredCoverage() Required {
 	req := Required{
 		JobTransitions: []string{"queued->active", "queued->cancelled", "queued->failed",
@@ -299,7 +332,8 @@ func RequiredCoverage() Required {
 			"committing->succeeded", "committing->failed", "committing->cancelled"},
 		Faults: []string{FaultStaleAttempt, FaultForeignDevice, FaultWrongEpoch, FaultWrongToken, FaultStaleToken,
 			FaultBadOutput, FaultBadFailureCode, FaultForeignBuyer, FaultClockJump, FaultUnknownService,
-			FaultBadMaxAttempts, FaultUnstorableParams, FaultDuplicate, FaultReorder},
+			FaultBadMaxAttempts, FaultUnstorableParams, FaultDuplicate, FaultReorder,
+			FaultPausedLease, FaultPausedExpiry},
 	}
 	req.Faults = append(req.Faults, boundaryFaults()...)
 	for _, c := range []protocol.Code{protocol.CodeCreated, protocol.CodeValidation, protocol.CodeInsufficientFunds,
@@ -308,7 +342,8 @@ func RequiredCoverage() Required {
 		protocol.CodeAttemptNotCommittable, protocol.CodeLeaseExpired, protocol.CodeJobCancelled,
 		protocol.CodeVerificationFailed, protocol.CodeFailOK, protocol.CodeFailConflict, protocol.CodeBadFailureCode,
 		protocol.CodeWithdrawn, protocol.CodeWithdrawConflict, protocol.CodeCancelled, protocol.CodeCancelling, protocol.CodeJobTerminal, protocol.CodeNotFound,
-		protocol.CodeUploadOK, protocol.CodeOutputSealed} {
+		protocol.CodeUploadOK, protocol.CodeOutputSealed,
+		protocol.CodePaused, protocol.CodeAlreadyPaused, protocol.CodeResumed, protocol.CodeNotPaused} {
 		req.Replies = append(req.Replies, string(c))
 	}
 	for _, reason := range []protocol.ConflictReason{protocol.ReasonIdentityMismatch, protocol.ReasonAttemptTerminal,

@@ -36,11 +36,16 @@ const (
 	// not deliver (SPEC section 3, Withdraw): fenced like a fail, and
 	// refused once the device acted on the offer.
 	OpWithdraw
+	// OpPause and OpResume are an operator pausing and resuming a
+	// service (SPEC section 3, "Pausing a service"): the matcher offers no
+	// job of a paused service, whose queued jobs still expire.
+	OpPause
+	OpResume
 	opCount
 )
 
 var opNames = [opCount]string{"create", "lease", "progress", "commit", "commit_begin", "commit_finish", "fail", "cancel", "tick", "sweep", "upload",
-	"boundary", "withdraw"}
+	"boundary", "withdraw", "pause", "resume"}
 
 // Boundary is the kind of instant a boundary tick lands on.
 type Boundary uint8
@@ -112,8 +117,9 @@ type Event struct {
 	At       Boundary
 	OffsetUs int
 
+	// create, pause and resume.
+	Service string
 	// create only.
-	Service     string
 	MaxAttempts int
 	WindowSec   int
 	IdemKey     int // 0: no idempotency key
@@ -162,6 +168,8 @@ func (e Event) String() string {
 		kv("att", e.Attempt)
 	case OpTick:
 		kv("ms", e.Advance.Milliseconds())
+	case OpPause, OpResume:
+		kv("service", e.Service)
 	case OpBoundary:
 		kv("at", e.At)
 		kv("off", e.OffsetUs)

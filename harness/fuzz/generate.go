@@ -31,6 +31,7 @@ var DefaultGenConfig = GenConfig{
 	Weights: [opCount]int{
 		OpCreate: 12, OpLease: 18, OpProgress: 24, OpCommit: 14, OpCommitBegin: 4,
 		OpCommitFinish: 3, OpFail: 5, OpCancel: 5, OpTick: 8, OpSweep: 6, OpUpload: 3, OpBoundary: 6, OpWithdraw: 3,
+		OpPause: 2, OpResume: 3,
 	},
 	Perturb:   Ratio{1, 8},
 	Duplicate: Ratio{1, 25},
@@ -133,6 +134,8 @@ func genEvent(g *Rng, cfg GenConfig) Event {
 		if g.Chance(Ratio{1, 20}) {
 			ev.Advance = time.Duration(g.Between(60, 900)) * time.Second // a clock jump
 		}
+	case OpPause, OpResume:
+		genPause(g, &ev)
 	case OpBoundary:
 		ev.At = Boundary(g.IntN(int(boundaryCount)))
 		ev.OffsetUs = g.IntN(3) - 1
@@ -140,6 +143,19 @@ func genEvent(g *Rng, cfg GenConfig) Event {
 		ev.Advance = time.Duration(g.Between(500, 20_000)) * time.Millisecond
 	}
 	return ev
+}
+
+// pauseServices are the services pause and resume draw: the busiest
+// (synthetic.mp4, which two devices offer) most often.
+var pauseServices = []string{"synthetic.mp4", "synthetic.mp4", "ffmpeg.h264_720p", "ffmpeg.h264_1080p"}
+
+// genPause draws the service an operator pauses or resumes, now and then
+// one the catalogue lacks (not_found).
+func genPause(g *Rng, ev *Event) {
+	ev.Service = pauseServices[g.IntN(len(pauseServices))]
+	if g.Chance(Ratio{1, 30}) {
+		ev.Service = unknownService
+	}
 }
 
 func genCreate(g *Rng, ev *Event) {

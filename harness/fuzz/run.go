@@ -397,6 +397,10 @@ func (r *runner) apply(ctx context.Context, t Target, ev Event) (outcome, error)
 	case OpUpload:
 		f := r.v.fence(ev)
 		return one(t.Upload(ctx, now, f.jobID, f.attemptID))
+	case OpPause:
+		return one(t.PauseService(ctx, now, ev.Service))
+	case OpResume:
+		return one(t.ResumeService(ctx, now, ev.Service))
 	case OpSweep:
 		res, err := t.Sweep(ctx, now)
 		return outcome{sweep: &res}, err

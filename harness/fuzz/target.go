@@ -28,6 +28,11 @@ type Target interface {
 	// but could not deliver (never a frame).
 	Withdraw(ctx context.Context, now time.Time, deviceID string, w protocol.Withdrawal) (protocol.Reply, error)
 	Cancel(ctx context.Context, now time.Time, buyerID, jobID string) (protocol.Reply, error)
+	// PauseService and ResumeService are an operator's (the world's
+	// operator, WorldOperator): paused/already_paused, resumed/not_paused,
+	// or not_found for a service the catalogue lacks.
+	PauseService(ctx context.Context, now time.Time, service string) (protocol.Reply, error)
+	ResumeService(ctx context.Context, now time.Time, service string) (protocol.Reply, error)
 	Sweep(ctx context.Context, now time.Time) (protocol.SweepResult, error)
 	// Upload PUTs other bytes than the attempt's honest output to its
 	// output key: upload_ok or output_sealed. A target with a real store
@@ -101,6 +106,16 @@ func (t *ModelTarget) Withdraw(_ context.Context, now time.Time, dev string, w p
 // Cancel implements Target.
 func (t *ModelTarget) Cancel(_ context.Context, now time.Time, buyer, job string) (protocol.Reply, error) {
 	return t.M.Cancel(now, buyer, job), nil
+}
+
+// PauseService implements Target.
+func (t *ModelTarget) PauseService(_ context.Context, now time.Time, service string) (protocol.Reply, error) {
+	return t.M.PauseService(now, service), nil
+}
+
+// ResumeService implements Target.
+func (t *ModelTarget) ResumeService(_ context.Context, now time.Time, service string) (protocol.Reply, error) {
+	return t.M.ResumeService(now, service), nil
 }
 
 // Sweep implements Target.

@@ -16,8 +16,9 @@ import (
 // admission deadline or a heartbeat deadline, or a microsecond either side);
 // 6: the withdraw event (the gateway taking back an undelivered offer);
 // 7: a create's param is one its service declares (undeclared keys are
-// refused since issue 49).
-const GeneratorRulesVersion = 7
+// refused since issue 49); 8: pause and resume events (an operator pausing
+// a service, issue 51).
+const GeneratorRulesVersion = 8
 
 //go:embed *.go
 var sources embed.FS

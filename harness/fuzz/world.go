@@ -15,6 +15,10 @@ type WorldDevice struct {
 	SlotsTotal int
 }
 
+// WorldOperatorRow is the world's operator: its id, name and bearer
+// credential (the API's admin routes take it).
+type WorldOperatorRow struct{ ID, Name, Credential string }
+
 // The cast: a rich buyer, a poor one (so insufficient_funds happens), and
 // three devices with overlapping services and slots.
 var (
@@ -27,6 +31,10 @@ var (
 		{ID: "d0000000-0000-4000-8000-000000000002", Services: []string{"synthetic.mp4"}, SlotsTotal: 1},
 		{ID: "d0000000-0000-4000-8000-000000000003", Services: []string{"ffmpeg.h264_720p", "ffmpeg.h264_1080p"}, SlotsTotal: 1},
 	}
+	// WorldOperator is the operator who pauses and resumes services; the
+	// Postgres targets seed it (operators row) with WorldOperatorCredential.
+	WorldOperator = WorldOperatorRow{ID: "0e000000-0000-4000-8000-000000000001", Name: "operator-1",
+		Credential: "rmo_fuzz-world-operator-credential-not-a-secret"}
 	// Epoch is the instant every run starts at.
 	Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 )

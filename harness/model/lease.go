@@ -35,10 +35,12 @@ func (m *ExecutionModel) Lease(now time.Time, deviceID string) protocol.Reply {
 }
 
 // pickJob is Lease step 4: the queued job with the smallest (created_at, id)
-// whose service the device offers and whose deadline is still ahead.
+// whose service the device offers and is not paused, and whose deadline is
+// still ahead.
 func (m *ExecutionModel) pickJob(now time.Time, d *device) *job {
 	for _, j := range m.open {
-		if j.row.Status == protocol.JobQueued && j.row.AdmissionDeadline.After(now) && d.offers(j.row.Service) {
+		if j.row.Status == protocol.JobQueued && j.row.AdmissionDeadline.After(now) && d.offers(j.row.Service) &&
+			!m.paused[j.row.Service] {
 			return j
 		}
 	}

@@ -20,6 +20,8 @@ type ExecutionModel struct {
 	jobs     map[string]*job
 	attempts map[string]*attempt
 	idem     map[idemKey]*job
+	// paused holds the paused services: Lease offers none of their jobs.
+	paused map[string]bool
 
 	// buyerList and deviceList are in id order, allJobs in (created_at, id)
 	// order: the orders Snapshot and Sweep need, kept on insert so that no
@@ -147,6 +149,7 @@ func New(cfg Config, ids protocol.IDSource) *ExecutionModel {
 		jobs:     make(map[string]*job),
 		attempts: make(map[string]*attempt),
 		idem:     make(map[idemKey]*job),
+		paused:   make(map[string]bool),
 		chk:      newChecker(),
 	}
 }

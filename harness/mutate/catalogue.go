@@ -27,7 +27,7 @@ type Mutant struct {
 var Catalogue = []Mutant{
 	// Fenced WHERE clauses (a predicate the Go checks do not repeat).
 	{ID: "pick-any-service", Kind: "where-predicate", File: "server/fencing/lease.go",
-		Old: "AND service = ANY($1::text[])", New: "AND $1::text[] IS NOT NULL",
+		Old: "AND service = ANY(ARRAY(SELECT unnest($1::text[]) EXCEPT SELECT service FROM paused_services))", New: "AND $1::text[] IS NOT NULL",
 		What: "Lease picks a queued job whatever its service: a device is offered work it cannot run", Rules: []string{"lease.service"}},
 	{ID: "pick-past-deadline", Kind: "where-predicate", File: "server/fencing/lease.go",
 		Old: "AND admission_deadline > $2", New: "AND $2::timestamptz IS NOT NULL",

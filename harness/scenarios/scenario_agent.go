@@ -62,12 +62,15 @@ func (r *scRun) closeAgents() {
 
 // cmdConnect dials the gateway as the agent's device (paired with `slots`
 // slots on first use) and says hello with `free` free slots, running the
-// scenario's service or the comma-separated `services`.
+// scenario's service or the comma-separated `services`. dial=no only
+// pairs the device: it exists, never connected (an operator acts on it
+// while it is away).
 // Example: connect a1 slots=1 free=0 gateway=gw2
 // Example: connect a2 services=ffmpeg.h264_720p
+// Example: connect a3 dial=no
 func cmdConnect(r *scRun, st scStep) error {
 	if len(st.args) != 1 {
-		return errors.New("want: connect AGENT [slots=N] [free=N] [services=S,...] [gateway=G]")
+		return errors.New("want: connect AGENT [slots=N] [free=N] [services=S,...] [gateway=G] [dial=no]")
 	}
 	services := strings.Split(st.opt("services", scService), ",")
 	a := r.agents[st.args[0]]
@@ -84,6 +87,10 @@ func cmdConnect(r *scRun, st scStep) error {
 			return err
 		}
 		r.agents[a.name] = a
+	}
+	if st.opt("dial", "yes") == "no" {
+		r.tl.add(laneAgent, a.name+" paired, not connected")
+		return nil
 	}
 	slots, err := strconv.Atoi(st.opt("slots", strconv.Itoa(a.slots)))
 	if err != nil {
@@ -576,6 +583,8 @@ func (r *scRun) describe(agent string, held map[string]string, msg any) (string,
 		return protocol.TypeLeaseConflict, []string{string(m.Reason), r.name(m.AttemptID)}
 	case *protocol.Cancel:
 		return protocol.TypeCancel, []string{r.name(m.AttemptID)}
+	case *protocol.Drain:
+		return protocol.TypeDrain, []string{agent}
 	case *protocol.CommitOK:
 		return protocol.TypeCommitOK, []string{r.name(m.AttemptID)}
 	case *protocol.CommitRejected:

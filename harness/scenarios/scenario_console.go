@@ -109,14 +109,26 @@ func cmdOperator(r *scRun, st scStep) error {
 //	    named FILE; a 303 must have stored exactly the bytes sent, a
 //	    refusal must leave the cards directory as it was
 //	console pages [as=WHO] [via=G]
-//	    every page (fleet, queue, jobs, each job, cards) answers 200 and
+//	    every page (fleet, queue, jobs, each job, each device, cards) answers 200 and
 //	    holds none of the run's secrets, nor their hashes
+//	console act cancel|drain|revoke TARGET [as=WHO] [csrf=page|none|cookie:NAME] [confirm=no] [from=ADDR] [via=G] -> STATUS [CODE]
+//	    an action on a job (cancel J) or an agent's device (drain A,
+//	    revoke A): GET its confirmation page as WHO, take the form's CSRF
+//	    token (csrf=page, the default; none sends no token; cookie:NAME
+//	    takes the token of another session's page), POST the form as WHO
+//	    (Accept: application/json); a 200 must have journalled the action
+//	    with the actor operator naming WHO's operator (job_events for a
+//	    cancel, device_events for a device), a refusal must leave every
+//	    row as it was
 //
 // Example: console login o1 -> 303 cookie
 // Example: console login x credential=key:k2 -> 403 forbidden
 // Example: console tamper o1 as=t1 how=expiry
 // Example: console watched w1 change j1
 // Example: console upload 2030-01-02-a.json card -> 303
+// Example: console act cancel j1 as=cookie:o1 -> 200 cancelling
+// Example: console act drain a1 as=buyer -> 403 forbidden
+// Example: console act cancel j1 as=cookie:o1 csrf=none -> 403 csrf_refused
 func cmdConsole(r *scRun, st scStep) error {
 	switch arg(st, 0) {
 	case "login":
@@ -131,8 +143,10 @@ func cmdConsole(r *scRun, st scStep) error {
 		return r.consoleUpload(st)
 	case "pages":
 		return r.consolePages(st)
+	case "act":
+		return r.consoleAct(st)
 	}
-	return errors.New("want: console login|tamper|watch|watched|upload|pages ...")
+	return errors.New("want: console login|tamper|watch|watched|upload|pages|act ...")
 }
 
 func (r *scRun) consoleLogin(st scStep) error {
@@ -467,6 +481,9 @@ func (r *scRun) consolePages(st scStep) error {
 		paths = append(paths, "/jobs/"+id)
 	}
 	r.mu.Unlock()
+	for _, a := range r.agents {
+		paths = append(paths, "/devices/"+a.deviceID)
+	}
 	slices.Sort(paths[4:])
 	secrets := r.secretsSeen(true)
 	if len(secrets) == 0 {

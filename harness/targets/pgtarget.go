@@ -16,6 +16,7 @@ import (
 	"github.com/rendermac/rendermac/harness/fuzz"
 	"github.com/rendermac/rendermac/internal/mp4"
 	"github.com/rendermac/rendermac/protocol"
+	"github.com/rendermac/rendermac/server/api"
 	"github.com/rendermac/rendermac/server/artifact"
 	"github.com/rendermac/rendermac/server/fencing"
 	"github.com/rendermac/rendermac/server/store"
@@ -243,6 +244,9 @@ func (w *PostgresWorkers) Target(ctx context.Context, worker int, seed uint64) (
 			return nil, fmt.Errorf("seed device: %w", err)
 		}
 	}
+	if err := seedOperator(ctx, pool); err != nil {
+		return nil, err
+	}
 	return &PostgresTarget{svc: svc, pool: pool, store: st}, nil
 }
 
@@ -442,4 +446,26 @@ func (t *PostgresTarget) SweepEffects(ctx context.Context, now time.Time) (map[s
 		eff[job] = append(eff[job], SweepEffect(kind, att, from, to, code))
 	}
 	return eff, rows.Err()
+}
+
+// seedOperator inserts the world's operator, who pauses and resumes
+// services, with the hash of its credential (the stack's admin routes take
+// the credential itself).
+func seedOperator(ctx context.Context, pool *pgxpool.Pool) error {
+	op := fuzz.WorldOperator
+	if _, err := pool.Exec(ctx, `INSERT INTO operators (id, name, token_hash) VALUES ($1, $2, $3)`,
+		op.ID, op.Name, api.HashSecret(op.Credential)); err != nil {
+		return fmt.Errorf("seed operator: %w", err)
+	}
+	return nil
+}
+
+// PauseService implements fuzz.Target as the world's operator.
+func (t *PostgresTarget) PauseService(ctx context.Context, now time.Time, service string) (protocol.Reply, error) {
+	return t.svc.PauseService(ctx, now, fuzz.WorldOperator.ID, service)
+}
+
+// ResumeService implements fuzz.Target as the world's operator.
+func (t *PostgresTarget) ResumeService(ctx context.Context, now time.Time, service string) (protocol.Reply, error) {
+	return t.svc.ResumeService(ctx, now, fuzz.WorldOperator.ID, service)
 }

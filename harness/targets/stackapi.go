@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"time"
 
+	"github.com/rendermac/rendermac/harness/fuzz"
 	"github.com/rendermac/rendermac/harness/loadgen"
 	"github.com/rendermac/rendermac/protocol"
 )
@@ -112,4 +115,43 @@ func refusal(err error) (*loadgen.StatusError, error) {
 		return nil, fmt.Errorf("%s %s: HTTP %d with a body that is not JSON", se.Method, se.Path, se.Status)
 	}
 	return se, nil
+}
+
+// PauseService implements fuzz.Target with POST
+// /v1/admin/services/{name}/pause as the world's operator.
+func (t *StackTarget) PauseService(ctx context.Context, now time.Time, service string) (protocol.Reply, error) {
+	return t.admin(ctx, now, service, "pause")
+}
+
+// ResumeService implements fuzz.Target with POST
+// /v1/admin/services/{name}/resume as the world's operator.
+func (t *StackTarget) ResumeService(ctx context.Context, now time.Time, service string) (protocol.Reply, error) {
+	return t.admin(ctx, now, service, "resume")
+}
+
+// admin sends an operator's POST /v1/admin/services/{name}/{action} to the
+// API handler in process and maps its answer to the contract's reply: the
+// body's code of a 200, not_found of a 404.
+func (t *StackTarget) admin(ctx context.Context, now time.Time, service, action string) (protocol.Reply, error) {
+	if err := t.begin(now); err != nil {
+		return protocol.Reply{}, err
+	}
+	path := "/v1/admin/services/" + url.PathEscape(service) + "/" + action
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://api.invalid"+path, nil)
+	req.RemoteAddr = "127.0.0.1:1"
+	req.Header.Set("Authorization", "Bearer "+fuzz.WorldOperator.Credential)
+	rec := httptest.NewRecorder()
+	t.api.ServeHTTP(rec, req)
+	var body struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		return protocol.Reply{}, fmt.Errorf("POST %s: HTTP %d with a body that is not JSON", path, rec.Code)
+	}
+	switch rec.Code {
+	case http.StatusOK, http.StatusNotFound:
+		return protocol.Reply{Code: protocol.Code(body.Code), Message: body.Message}, nil
+	}
+	return protocol.Reply{}, fmt.Errorf("POST %s: HTTP %d %s: %s", path, rec.Code, body.Code, body.Message)
 }

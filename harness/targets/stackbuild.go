@@ -136,7 +136,7 @@ func (t *StackTarget) seed(ctx context.Context) error {
 			return fmt.Errorf("seed device: %w", err)
 		}
 	}
-	return nil
+	return seedOperator(ctx, t.r.pool)
 }
 
 // connect opens two sessions per device, each with hello slots_free 0 so

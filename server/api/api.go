@@ -163,6 +163,8 @@ func (a *API) routes() {
 	a.handle("GET /v1/jobs/{id}", a.buyer(a.getJob))
 	a.handle("POST /v1/jobs/{id}/cancel", a.buyer(a.cancelJob))
 	a.handle("GET /v1/jobs/{id}/events", a.buyer(a.jobEvents))
+	a.handle("POST /v1/admin/services/{name}/pause", a.operator(a.pauseService))
+	a.handle("POST /v1/admin/services/{name}/resume", a.operator(a.resumeService))
 	a.handle("POST /v1/provider/pair", a.pair)
 	a.handle("GET /v1/openapi.json", a.openAPI)
 	if a.cfg.Gateway != nil {

@@ -26,9 +26,11 @@ import (
 // and indexes; 00007: the live-attempt indexes on ended_at IS NULL, which
 // the statements' store.SQLUnended is written for; 00009: jobs.withdrawn_count,
 // which every lock of a job reads, and the attempt code offer_withdrawn;
-// 00010: job_attempts.failure_message, which the job view reads);
+// 00010: job_attempts.failure_message, which the job view reads; 00011:
+// paused_services, which the matcher reads; 00012: job_events.operator_id
+// and device_events, which console actions write);
 // /readyz is not ready below it.
-const SchemaVersion = 10
+const SchemaVersion = 12
 
 // pairingAlphabet has 32 symbols, so each draws exactly 5 random bits (no
 // modulo bias), and leaves out 0, 1, I and O, which people misread.

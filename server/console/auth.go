@@ -213,7 +213,7 @@ func (c *Console) guard(h http.Handler) http.Handler {
 				var live bool
 				err := c.pool.QueryRow(r.Context(), sqlOperatorLive, id).Scan(&live)
 				if err == nil {
-					h.ServeHTTP(w, r)
+					h.ServeHTTP(w, withSession(r, session{operatorID: id, binding: "cookie:" + ck.Value}))
 					return
 				}
 				if !errors.Is(err, pgx.ErrNoRows) {
@@ -227,23 +227,25 @@ func (c *Console) guard(h http.Handler) http.Handler {
 			c.refuse(w, r, http.StatusUnauthorized, "log in with an operator credential (rendermac admin create-operator)")
 			return
 		}
-		c.authenticate(w, r, secret, func() { h.ServeHTTP(w, r) })
+		c.authenticate(w, r, secret, func(id string) {
+			h.ServeHTTP(w, withSession(r, session{operatorID: id, binding: "bearer:" + api.HashSecret(secret)}))
+		})
 	})
 }
 
 // authenticate judges a presented secret and calls ok for an operator's.
-func (c *Console) authenticate(w http.ResponseWriter, r *http.Request, secret string, ok func()) {
+func (c *Console) authenticate(w http.ResponseWriter, r *http.Request, secret string, ok func(operatorID string)) {
 	ip := ratelimit.IPKey(r.RemoteAddr)
 	if allowed, wait := c.failures.Check(ip); !allowed {
 		ratelimit.Refuse(w, "failed console authentications from this address", wait)
 		return
 	}
-	kind, _, err := c.identify(r.Context(), secret)
+	kind, id, err := c.identify(r.Context(), secret)
 	switch {
 	case err != nil:
 		c.internal(w, r, err)
 	case kind == credOperator:
-		ok()
+		ok(id)
 	case kind == credOther:
 		c.failures.Allow(ip)
 		c.refuse(w, r, http.StatusForbidden, "a buyer's API key or a device token cannot open the console; use an operator credential")

@@ -53,6 +53,18 @@ type Config struct {
 	// Limits.AuthFailuresPerIP bounds wrong credentials per client IP, as
 	// for API keys (zero rules: the defaults).
 	Limits ratelimit.Limits
+	// Pauser pauses and resumes services for the services page (the
+	// control plane's fenced service layer); nil: the page lists nothing
+	// and offers no action.
+	Pauser ServicePauser
+	// Grants issues the job page's output download links (nil: the
+	// signer's, the filesystem store's signed URLs), as for buyers.
+	Grants grant.Issuer
+	// DownloadTTL is how long such a link stays valid (0: 15 minutes).
+	DownloadTTL time.Duration
+	// Actions is the service layer the console's actions call (cancel,
+	// drain, revoke); nil: their POSTs answer 503.
+	Actions Actions
 	// PollInterval is how often live updates look at the journal's head
 	// (0: 500ms); notifications on the existing channels wake it at once.
 	PollInterval time.Duration
@@ -65,6 +77,7 @@ type Console struct {
 	cfg        Config
 	clock      clock.Clock
 	sessionKey []byte
+	csrfKey    []byte
 	failures   *ratelimit.Keyed
 	tmpl       map[string]*template.Template
 	mux        *http.ServeMux
@@ -89,8 +102,15 @@ func New(pool *pgxpool.Pool, signer *grant.Signer, log *slog.Logger, cfg Config)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Grants == nil {
+		cfg.Grants = signer
+	}
+	if cfg.DownloadTTL <= 0 {
+		cfg.DownloadTTL = api.DefaultDownloadTTL
+	}
 	lim := cfg.Limits.WithDefaults()
 	c := &Console{pool: pool, log: log, cfg: cfg, clock: cfg.Clock, sessionKey: signer.DeriveKey(sessionPurpose),
+		csrfKey:  signer.DeriveKey(csrfPurpose),
 		failures: lim.Keyed(lim.AuthFailuresPerIP), tmpl: templates(), mux: http.NewServeMux(),
 		shutdown: make(chan struct{})}
 	c.hub = newHub(pool, log, cfg.PollInterval)
@@ -115,6 +135,9 @@ func (c *Console) routes() {
 	page("GET "+Prefix+"/cards/{name}", c.cardPage)
 	page("GET "+Prefix+"/cards/{name}/html", c.cardHTML)
 	page("GET "+Prefix+"/events", c.events)
+	c.serviceRoutes(page)
+	page("GET "+Prefix+"/devices/{id}", c.devicePage)
+	c.actionRoutes()
 	c.mux.Handle(Prefix+"/", c.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.refuse(w, r, http.StatusNotFound, "no such console page")
 	})))
@@ -147,7 +170,9 @@ type view struct {
 	// Live is the events stream's query ("" : no live updates).
 	Live    string
 	Message string
-	Data    any
+	// Flash is the outcome of the action the page was redirected from.
+	Flash string
+	Data  any
 }
 
 var funcs = template.FuncMap{
@@ -230,14 +255,21 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 // refuse answers an error: the login page (with the message) for 401, an
 // error page otherwise; JSON for a client that asks for it.
 func (c *Console) refuse(w http.ResponseWriter, r *http.Request, status int, message string) {
+	c.refuseCode(w, r, status, "", message)
+}
+
+// refuseCode is refuse with an explicit JSON error code ("": the status's).
+func (c *Console) refuseCode(w http.ResponseWriter, r *http.Request, status int, code, message string) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rendermac console"`)
 	}
-	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+	if wantsJSON(r) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		code := map[int]string{http.StatusUnauthorized: api.CodeUnauthorized, http.StatusForbidden: api.CodeForbidden,
-			http.StatusNotFound: string(protocol.CodeNotFound)}[status]
+		if code == "" {
+			code = map[int]string{http.StatusUnauthorized: api.CodeUnauthorized, http.StatusForbidden: api.CodeForbidden,
+				http.StatusNotFound: string(protocol.CodeNotFound)}[status]
+		}
 		if code == "" {
 			code = "bad_request"
 		}
@@ -249,6 +281,26 @@ func (c *Console) refuse(w http.ResponseWriter, r *http.Request, status int, mes
 		name = "login"
 	}
 	c.render(w, r, status, name, view{Title: http.StatusText(status), Message: message})
+}
+
+// downloadLink grants the job's output for a download, as the buyer's
+// job view does: a GET grant of its output key, dated by the decision
+// clock (the database's unless pinned).
+func (c *Console) downloadLink(ctx context.Context, p *JobPage) error {
+	now, err := store.ResolveNow(ctx, c.pool, clock.PinnedNow(c.cfg.Clock))
+	if err != nil {
+		return err
+	}
+	p.DownloadURL, err = c.cfg.Grants.Grant(ctx, grant.Get, p.OutputKey, now, c.cfg.DownloadTTL)
+	if err != nil {
+		return fmt.Errorf("download grant of %s: %w", p.Job.ID, err)
+	}
+	return nil
+}
+
+// wantsJSON reports whether the client asked for JSON answers.
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
 }
 
 // internal answers 500 and logs the cause, which the page never shows.
@@ -355,7 +407,13 @@ type jobsView struct {
 // contract's statuses and services and malformed ids or cursors.
 func parseJobFilter(r *http.Request) (JobFilter, error) {
 	q := r.URL.Query()
-	f := JobFilter{Status: q.Get("status"), Service: q.Get("service"), Buyer: q.Get("buyer"), Limit: DefaultPageSize}
+	f := JobFilter{Status: q.Get("status"), Service: q.Get("service"), Buyer: q.Get("buyer"), Limit: DefaultPageSize,
+		Search: strings.ToLower(strings.TrimSpace(q.Get("q")))}
+	if f.Search != "" {
+		if _, _, ok := idRange(f.Search); !ok {
+			return f, fmt.Errorf("search %q: want a job id or its start (hex digits and dashes)", f.Search)
+		}
+	}
 	if f.Status != "" && !slices.Contains(protocol.JobStatuses, protocol.JobStatus(f.Status)) {
 		return f, fmt.Errorf("status %q is not a job status", f.Status)
 	}
@@ -389,9 +447,19 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := jobsView{Filter: f, Statuses: protocol.JobStatuses, Services: protocol.Services}
 	err = c.readTx(r.Context(), func(tx pgx.Tx) error {
-		if v.Jobs, err = listJobs(r.Context(), tx, f); err != nil {
+		if f.Search != "" {
+			v.Jobs, err = searchJobs(r.Context(), tx, f.Search)
+		} else {
+			v.Jobs, err = listJobs(r.Context(), tx, f)
+		}
+		if err != nil {
 			return err
 		}
+		served, err := servedServices(r.Context(), tx)
+		if err != nil {
+			return err
+		}
+		markUnserved(v.Jobs, served)
 		v.Buyers, err = listBuyers(r.Context(), tx)
 		return err
 	})
@@ -399,7 +467,12 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, r, err)
 		return
 	}
-	if len(v.Jobs) == f.Limit {
+	if f.Search != "" && len(v.Jobs) == 1 {
+		// One job has that id or prefix: its page.
+		http.Redirect(w, r, Prefix+"/jobs/"+v.Jobs[0].ID, http.StatusSeeOther)
+		return
+	}
+	if f.Search == "" && len(v.Jobs) == f.Limit {
 		v.Next = Cursor(v.Jobs[len(v.Jobs)-1])
 	}
 	c.render(w, r, http.StatusOK, "jobs", view{Title: "Jobs", Nav: "jobs", Live: "page=jobs", Data: v})
@@ -410,9 +483,19 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 	var p JobPage
 	err := c.readTx(r.Context(), func(tx pgx.Tx) error {
 		var err error
-		p, err = loadJob(r.Context(), tx, id)
+		if p, err = loadJob(r.Context(), tx, id); err != nil {
+			return err
+		}
+		if p.Job.Status != string(protocol.JobQueued) {
+			return nil
+		}
+		served, err := servedServices(r.Context(), tx)
+		p.Job.Unserved = !served[p.Job.Service]
 		return err
 	})
+	if err == nil && p.Job.Status == string(protocol.JobSucceeded) && p.OutputKey != "" {
+		err = c.downloadLink(r.Context(), &p)
+	}
 	switch {
 	case errors.Is(err, errNoJob):
 		c.refuse(w, r, http.StatusNotFound, "no job "+id)
@@ -421,5 +504,5 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "job", view{Title: "Job " + id, Nav: "jobs", Live: "job=" + id, Data: p})
+	c.render(w, r, http.StatusOK, "job", view{Title: "Job " + id, Nav: "jobs", Live: "job=" + id, Flash: flash(r), Data: p})
 }

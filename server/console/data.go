@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -46,8 +47,9 @@ FROM job_attempts a JOIN devices d ON d.id = a.device_id WHERE a.job_id = $1 ORD
 
 	sqlJobJournal = `
 SELECT e.id, e.kind, coalesce(e.attempt_id::text, ''), coalesce(a.attempt_number, 0), coalesce(a.lease_epoch, 0),
-       coalesce(e.from_status, ''), e.to_status, e.code, e.actor, e.at
-FROM job_events e LEFT JOIN job_attempts a ON a.id = e.attempt_id
+       coalesce(e.from_status, ''), e.to_status, e.code,
+       e.actor || coalesce(' ' || o.name || ' (' || o.id::text || ')', ''), e.at
+FROM job_events e LEFT JOIN job_attempts a ON a.id = e.attempt_id LEFT JOIN operators o ON o.id = e.operator_id
 WHERE e.job_id = $1 ORDER BY e.id`
 
 	sqlJobHold = `SELECT amount_cents, status, created_at, settled_at FROM holds WHERE job_id = $1`
@@ -136,14 +138,18 @@ type JobRow struct {
 	FailureCode                             string
 	CreatedAt, UpdatedAt                    time.Time
 	Seq                                     int64
+	// Unserved: queued, and no online device offers its service.
+	Unserved bool
 }
 
 // JobFilter is the jobs page's query: filters, a page size and a keyset
 // position (the Seq of the last row of the previous page; 0: the newest).
 type JobFilter struct {
 	Status, Service, Buyer string
-	Limit                  int
-	Before                 int64
+	// Search is a job id or its start (q=); it replaces the filters.
+	Search string
+	Limit  int
+	Before int64
 }
 
 // Page sizes of the jobs page.
@@ -202,6 +208,68 @@ WHERE ` + strings.Join(where, " AND ") + ` ORDER BY e.id DESC LIMIT ` + arg(f.Li
 	})
 }
 
+// jobSearchShown bounds the jobs a search by id prefix lists.
+const jobSearchShown = 50
+
+// jobIDPrefix is what the jobs page's search takes: the start of a job id.
+var jobIDPrefix = regexp.MustCompile(`^[0-9a-f-]{1,36}$`)
+
+// idRange turns a job id prefix into the smallest and largest uuid that
+// start with it, so the search walks the jobs' primary key.
+func idRange(prefix string) (lo, hi string, ok bool) {
+	hex := strings.ReplaceAll(prefix, "-", "")
+	if !jobIDPrefix.MatchString(prefix) || hex == "" || len(hex) > 32 {
+		return "", "", false
+	}
+	dash := func(h string) string { return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:] }
+	return dash(hex + strings.Repeat("0", 32-len(hex))), dash(hex + strings.Repeat("f", 32-len(hex))), true
+}
+
+// searchJobs lists the jobs whose id starts with prefix, in id order.
+func searchJobs(ctx context.Context, q store.Querier, prefix string) ([]JobRow, error) {
+	lo, hi, ok := idRange(prefix)
+	if !ok {
+		return nil, fmt.Errorf("search %q: want the start of a job id (hex digits and dashes)", prefix)
+	}
+	rows, err := q.Query(ctx, `SELECT `+jobListColumns+`, 0::bigint FROM jobs j JOIN buyers b ON b.id = j.buyer_id
+WHERE j.id BETWEEN $1::uuid AND $2::uuid ORDER BY j.id LIMIT $3`, lo, hi, jobSearchShown)
+	if err != nil {
+		return nil, fmt.Errorf("search jobs: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (JobRow, error) {
+		var j JobRow
+		return j, r.Scan(&j.ID, &j.Status, &j.Service, &j.BuyerID, &j.BuyerName, &j.AttemptCount, &j.MaxAttempts,
+			&j.FailureCode, &j.CreatedAt, &j.UpdatedAt, &j.Seq)
+	})
+}
+
+// sqlServedServices lists the services some online device offers.
+const sqlServedServices = `SELECT DISTINCT unnest(services) FROM devices WHERE status = 'online'`
+
+// servedServices is the set of services some online device offers.
+func servedServices(ctx context.Context, q store.Querier) (map[string]bool, error) {
+	rows, err := q.Query(ctx, sqlServedServices)
+	if err != nil {
+		return nil, fmt.Errorf("services online: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("services online: %w", err)
+	}
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// markUnserved flags the queued rows whose service no online device offers.
+func markUnserved(jobs []JobRow, served map[string]bool) {
+	for i := range jobs {
+		jobs[i].Unserved = jobs[i].Status == string(protocol.JobQueued) && !served[jobs[i].Service]
+	}
+}
+
 // Buyer names a buyer for the jobs page's filter.
 type Buyer struct{ ID, Name string }
 
@@ -219,7 +287,10 @@ func listBuyers(ctx context.Context, q store.Querier) ([]Buyer, error) {
 // JobPage is a job's page: the job, its attempts with their phases, its
 // journal as a timeline, its hold and its webhooks.
 type JobPage struct {
-	Job         JobRow
+	Job JobRow
+	// DownloadURL is a download grant of a succeeded job's output, as
+	// the buyer's GET /v1/jobs/{id} gives one.
+	DownloadURL string
 	InputBytes  int64
 	OutputKey   string
 	OutputBytes int64
@@ -229,6 +300,23 @@ type JobPage struct {
 	Timeline    []Entry
 	Hold        *Hold
 	Webhooks    []Webhook
+}
+
+// Terminal reports whether the job has ended (nothing to cancel).
+func (p JobPage) Terminal() bool { return protocol.JobStatus(p.Job.Status).Terminal() }
+
+// FailureMessage is the device's reason for the job's failure: the
+// message of its last attempt that ended with one.
+func (p JobPage) FailureMessage() string {
+	if p.Job.FailureCode == "" {
+		return ""
+	}
+	for i := len(p.Attempts) - 1; i >= 0; i-- {
+		if m := p.Attempts[i].FailureMessage; m != "" {
+			return m
+		}
+	}
+	return ""
 }
 
 // AttemptView is one attempt of a job with its phases.
@@ -314,6 +402,13 @@ type Webhook struct {
 	DeliveredAt   *time.Time
 	LastError     string
 }
+
+// noWebhookURL is the outbox's last_error of an event whose buyer had no
+// webhook URL: marked delivered so the deliverer skips it, never sent.
+const noWebhookURL = "no webhook url"
+
+// NotSent reports whether the event was never sent (no webhook URL).
+func (w Webhook) NotSent() bool { return w.LastError == noWebhookURL }
 
 // errNoJob means no job has the id.
 var errNoJob = fmt.Errorf("no such job")

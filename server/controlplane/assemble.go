@@ -78,7 +78,8 @@ func Assemble(p Parts) *Assembly {
 	gcfg.Clock, gcfg.Grants = p.Clock, p.Grants
 	gw := gateway.New(svc, p.Pool, p.Signer, m, p.Log, gcfg)
 	ccfg := p.Console
-	ccfg.Clock, ccfg.Limits = p.Clock, p.API.Limits
+	ccfg.Clock, ccfg.Limits, ccfg.Pauser, ccfg.Actions = p.Clock, p.API.Limits, svc, svc
+	ccfg.Grants, ccfg.DownloadTTL = p.Grants, p.API.DownloadTTL
 	con := console.New(p.Pool, p.Signer, p.Log, ccfg)
 	acfg := p.API
 	acfg.Gateway, acfg.Clock, acfg.Grants, acfg.Console = gw.Handler(), p.Clock, p.Grants, con.Handler()

@@ -84,6 +84,32 @@ func (s *Service) Cancel(ctx context.Context, now time.Time, buyerID, jobID stri
 	return r, err
 }
 
+// CancelByOperator is an operator's cancel of any buyer's job, from the
+// console: the same two-phase cancel as Cancel (a queued job cancelled at
+// once, an active or verifying one cancelling and its device told), its
+// journal rows by the actor operator naming operatorID. A job that does not
+// exist is not_found.
+func (s *Service) CancelByOperator(ctx context.Context, now time.Time, operatorID, jobID string) (protocol.Reply, error) {
+	if !protocol.ValidID(operatorID) {
+		return protocol.Reply{}, fmt.Errorf("cancel job %s: operator id %q is not a uuid", jobID, operatorID)
+	}
+	var r protocol.Reply
+	var l cancelLock
+	err := s.pipelined(ctx, OpCancel, now, protocol.ActorOperator, func(b *pgx.Batch) { l.queue(b, jobID) },
+		func(ctx context.Context, st *step) error {
+			st.operatorID = operatorID
+			j, ok := l.job.lockedJob()
+			owner := ""
+			if ok {
+				owner = j.BuyerID
+			}
+			var err error
+			r, err = s.cancel(ctx, st, owner, &l)
+			return err
+		})
+	return r, err
+}
+
 // cancelLock is what Cancel locks, in the order of doc.go: the job, then
 // its live attempt, if any (found: the notice's attempt and device).
 type cancelLock struct {

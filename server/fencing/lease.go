@@ -26,9 +26,13 @@ WHERE device_id = $1 AND status IN ` + store.SQLLiveStatuses + ` AND ` + store.S
 	// ORDER BY names jobs.id: a bare id would be the output column id::text,
 	// and sorting by that text (the same order) cannot use jobs_queued_idx,
 	// so every pick sorted its candidates (uuid_out per row scanned).
+	// A paused service's jobs are not offered (SPEC, "Pausing a service"):
+	// the device's services less the paused ones are computed once, an
+	// InitPlan, so the scan of jobs_queued_idx is the plan it was.
 	sqlPickJob = `
 SELECT id::text, attempt_count, service, params, input_bytes, input_sha256 FROM jobs
-WHERE status = 'queued' AND service = ANY($1::text[]) AND admission_deadline > $2
+WHERE status = 'queued' AND admission_deadline > $2
+  AND service = ANY(ARRAY(SELECT unnest($1::text[]) EXCEPT SELECT service FROM paused_services))
 ORDER BY jobs.created_at, jobs.id
 LIMIT 1 FOR UPDATE SKIP LOCKED`
 

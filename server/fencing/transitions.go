@@ -55,6 +55,13 @@ FROM jobs j JOIN buyers b ON b.id = j.buyer_id WHERE j.id = $1`
 	sqlJournal = store.SQLJournalInsert + `
 VALUES ($1, $2, nullif($3, '')::uuid, nullif($4, ''), $5, $6, $7, $8)`
 
+	// sqlJournalByOperator is sqlJournalRows for a step an operator took:
+	// the rows also name the operator ($9), as job_events' CHECK requires
+	// of every row whose actor is operator.
+	sqlJournalByOperator = `INSERT INTO job_events (kind, job_id, attempt_id, from_status, to_status, code, actor, at, operator_id)
+SELECT k, j, nullif(a, '')::uuid, nullif(f, ''), t, c, $7, $8, $9::uuid
+FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(k, j, a, f, t, c)`
+
 	// sqlJournalRows is sqlJournal for several rows of one step (one actor,
 	// one instant) in one statement: unnest keeps the arrays' order, so the
 	// rows get their serial ids in the order the step journalled them.
@@ -69,6 +76,9 @@ type step struct {
 	tx    pgx.Tx
 	now   time.Time
 	actor protocol.Actor
+	// operatorID names the operator of a step whose actor is
+	// protocol.ActorOperator ("" otherwise).
+	operatorID string
 	// pipe collects the step's writes, to be sent in one round trip by
 	// flush, or by commit with COMMIT behind them (see Service.pipelined).
 	pipe *pgx.Batch
@@ -104,9 +114,11 @@ func (st *step) write(_ context.Context, what string, one bool, sql string, args
 // queueJournal queues the journal rows of a pipelined step as one
 // statement, behind its writes: they reference only rows written before.
 func (st *step) queueJournal() {
-	switch ev := st.events; len(ev.kind) {
-	case 0:
-	case 1:
+	switch ev := st.events; {
+	case len(ev.kind) == 0:
+	case st.actor == protocol.ActorOperator:
+		st.pipe.Queue(sqlJournalByOperator, ev.kind, ev.job, ev.attempt, ev.from, ev.to, ev.code, string(st.actor), st.now, st.operatorID)
+	case len(ev.kind) == 1:
 		st.pipe.Queue(sqlJournal, ev.kind[0], ev.job[0], ev.attempt[0], ev.from[0], ev.to[0], ev.code[0], string(st.actor), st.now)
 	default:
 		st.pipe.Queue(sqlJournalRows, ev.kind, ev.job, ev.attempt, ev.from, ev.to, ev.code, string(st.actor), st.now)

@@ -201,7 +201,7 @@ func TestFailOutcomes(t *testing.T) {
 				require.NotEqual(t, o.CommitToken, again.CommitToken)
 			}
 			require.Equal(t, tc.job, b.jobStatus(t, o.JobID))
-			require.Equal(t, 1.0, metricValue(b.m.Fails.WithLabelValues(string(tc.reply))))
+			require.Equal(t, 1.0, metricValue(b.m.Fails.WithLabelValues(failLabel(tc.code), string(tc.reply))))
 		})
 	}
 }

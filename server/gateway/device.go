@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rendermac/rendermac/internal/dbstat"
 	"github.com/rendermac/rendermac/protocol"
@@ -25,22 +25,66 @@ import (
 // update (which counts the live attempts in its own snapshot, taken after
 // the lock is held: READ COMMITTED gives every statement a new one), and
 // COMMIT, pipelined. A statement that fails skips the rest, COMMIT too.
-func (g *Gateway) describeDevice(ctx context.Context, deviceID string, h *protocol.Hello) (ok bool, err error) {
+func (g *Gateway) describeDevice(ctx context.Context, deviceID string, h *protocol.Hello) (ok, drain bool, err error) {
 	b := &pgx.Batch{}
 	// Queued as text, not with b.BeginTx: a pool batch that begins a
 	// transaction that way keeps its connection until a Tx commits it, and
 	// this batch commits itself.
 	b.Queue("begin isolation level read committed")
 	b.Queue(sqlLockDeviceForHello, deviceID)
-	b.Queue(sqlDescribeDevice, deviceID, uniq(h.Services), h.SlotsTotal, store.NowArg(g.now())).Exec(func(tag pgconn.CommandTag) error {
-		ok = tag.RowsAffected() == 1
-		return nil
+	b.Queue(sqlDescribeDevice, deviceID, uniq(h.Services), h.SlotsTotal, store.NowArg(g.now())).QueryRow(func(r pgx.Row) error {
+		err := r.Scan(&drain)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		ok = err == nil
+		return err
 	})
 	store.QueueCommit(b)
 	if err := g.pool.SendBatch(dbstat.WithOp(ctx, OpHello), b).Close(); err != nil {
-		return false, fmt.Errorf("describe device %s: %w", deviceID, err)
+		return false, false, fmt.Errorf("describe device %s: %w", deviceID, err)
 	}
-	return ok, nil
+	return ok, drain, nil
+}
+
+// pendingDrains lists the given devices with a drain not yet delivered.
+func (g *Gateway) pendingDrains(ctx context.Context, deviceIDs []string) ([]string, error) {
+	if len(deviceIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := g.pool.Query(dbstat.WithOp(ctx, OpDrain), sqlPendingDrains, deviceIDs)
+	if err != nil {
+		return nil, fmt.Errorf("pending drains: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("pending drains: %w", err)
+	}
+	return ids, nil
+}
+
+// sendDrain tells every session of the device on this gateway to drain.
+func (g *Gateway) sendDrain(deviceID string) {
+	for _, s := range g.sessionsOf(deviceID) {
+		s.spawn(s.drainDevice)
+	}
+}
+
+// drainDevice closes the session to offers, then writes the drain frame
+// and, once it is written, clears the device's drain request: a drain is
+// delivered once, and an agent restarted afterwards takes work again. A
+// frame that could not be written leaves the request for the next hello.
+func (s *session) drainDevice() {
+	s.mu.Lock()
+	s.deviceDrained = true
+	s.mu.Unlock()
+	if !s.write(&protocol.Drain{Type: protocol.TypeDrain}) {
+		return
+	}
+	s.log.Info("drain sent: an operator drained this device")
+	if _, err := s.g.pool.Exec(dbstat.WithOp(s.g.ctx, OpDrain), sqlDrainDelivered, s.deviceID); err != nil {
+		s.log.Warn("clear delivered drain; it is sent again at the next hello", "err", err)
+	}
 }
 
 // pendingCancels lists the live attempts on the given devices whose job is

@@ -19,7 +19,7 @@ import (
 // overtake it.
 func (s *session) onHello(m *protocol.Hello) {
 	at := s.g.cfg.Clock.Now()
-	ok, err := s.g.describeDevice(s.g.ctx, s.deviceID, m)
+	ok, drain, err := s.g.describeDevice(s.g.ctx, s.deviceID, m)
 	if err != nil {
 		s.log.Error("describe device from hello", "err", err)
 		_ = s.conn.Close(websocket.StatusInternalError, "internal error")
@@ -41,6 +41,9 @@ func (s *session) onHello(m *protocol.Hello) {
 		return
 	}
 	s.mu.Lock()
+	// A drain waiting for this device closes the session to offers before
+	// any can be made; its frame follows the cancels below.
+	s.deviceDrained = s.deviceDrained || drain
 	s.welcomed = true
 	s.mu.Unlock()
 	s.log.Info("session welcomed", "agent_version", m.AgentVersion, "slots_total", m.SlotsTotal, "slots_free", m.SlotsFree)
@@ -53,6 +56,10 @@ func (s *session) onHello(m *protocol.Hello) {
 	}
 	for _, n := range notices {
 		s.write(&protocol.Cancel{Type: protocol.TypeCancel, JobID: n.JobID, AttemptID: n.AttemptID})
+	}
+	if drain {
+		// An operator drained the device while no session of it was here.
+		s.drainDevice()
 	}
 	s.wakeOffer()
 }
@@ -180,7 +187,7 @@ func (s *session) onFail(m *protocol.Fail) {
 	if r.Code != protocol.CodeFailOK {
 		s.touchIfRejectedVariant()
 	}
-	s.g.m.Fails.WithLabelValues(string(r.Code)).Inc()
+	s.g.m.Fails.WithLabelValues(failLabel(m.FailureCode), string(r.Code)).Inc()
 	s.log.Info("fail", "job_id", m.JobID, "attempt_id", m.AttemptID, "failure_code", m.FailureCode, "code", r.Code,
 		"requeued", r.Requeued)
 	if !s.write(reply) {
@@ -323,4 +330,13 @@ func uniq(in []string) []string {
 		}
 	}
 	return out
+}
+
+// failLabel is a device's failure code as a metric label: one of the
+// contract's codes, or "invalid", so a device cannot grow the series.
+func failLabel(c protocol.FailureCode) string {
+	if c.Valid() {
+		return string(c)
+	}
+	return "invalid"
 }

@@ -51,7 +51,7 @@ func (g *Gateway) listenOnce(ctx context.Context, connected func()) error {
 		return fmt.Errorf("connect listener: %w", err)
 	}
 	defer release()
-	for _, ch := range []string{fencing.CancelChannel, JobsChannel, fencing.LostChannel} {
+	for _, ch := range []string{fencing.CancelChannel, JobsChannel, fencing.LostChannel, fencing.DrainChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return fmt.Errorf("listen %s: %w", ch, err)
 		}
@@ -85,6 +85,10 @@ func (g *Gateway) dispatchNotification(ctx context.Context, n *pgconn.Notificati
 		g.onCancelNotice(ctx, n.Payload)
 	case fencing.LostChannel:
 		g.onLostNotice(n.Payload)
+	case fencing.DrainChannel:
+		if protocol.ValidID(n.Payload) {
+			g.sendDrain(n.Payload)
+		}
 	case JobsChannel:
 		if g.ignoreJobs.Load() {
 			break
@@ -202,6 +206,13 @@ func (g *Gateway) reconcileCancels(ctx context.Context) error {
 	}
 	for _, n := range notices {
 		g.sendCancel(n)
+	}
+	drains, err := g.pendingDrains(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range drains {
+		g.sendDrain(id)
 	}
 	return nil
 }

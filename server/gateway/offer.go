@@ -142,7 +142,7 @@ func (s *session) offerOne() int {
 func (s *session) promise(service string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.welcomed || s.draining || s.revoked || s.ended || s.slotsFree-s.promised <= 0 ||
+	if s.closedToOffersLocked() || s.slotsFree-s.promised <= 0 ||
 		!slices.Contains(s.services, service) {
 		return false
 	}
@@ -174,7 +174,14 @@ func (s *session) claim() bool {
 
 // claimableLocked reports whether claim would take a slot now.
 func (s *session) claimableLocked() bool {
-	return s.welcomed && !s.draining && !s.revoked && !s.ended && s.slotsFree > 0 && s.ctx.Err() == nil
+	return !s.closedToOffersLocked() && s.slotsFree > 0 && s.ctx.Err() == nil
+}
+
+// closedToOffersLocked reports whether the session takes no offer at all:
+// not welcomed yet, drained by the gateway (superseded, shutting down),
+// its device drained by an operator, revoked, or ended.
+func (s *session) closedToOffersLocked() bool {
+	return !s.welcomed || s.draining || s.deviceDrained || s.revoked || s.ended
 }
 
 // unclaim ends a claim; free is how many slots it gives back (0 or 1).

@@ -67,6 +67,9 @@ type session struct {
 	draining bool
 	ended    bool
 	revoked  bool // Lease said not_found: no more offers on this session
+	// deviceDrained: an operator drained the device and the drain frame
+	// was sent (or is being sent): no more offers on this session.
+	deviceDrained bool
 	// lostPending counts attempt_lost frames onLostNotice announced to
 	// the session and not yet written; deliver waits for them on lostDone
 	// (a condition on mu).

@@ -28,7 +28,15 @@ WHERE device_id = $1 AND ` + store.SQLUnended + ` AND status IN ` + store.SQLLiv
 	sqlDescribeDevice = `
 UPDATE devices SET services = $2, slots_total = greatest($3::int, (` + sqlCountLive + `)::int), ` + store.SQLHeartbeatSet + `
 FROM (SELECT coalesce($4::timestamptz, now()) AS now) t
-WHERE id = $1 AND ` + store.SQLHeartbeatGuard
+WHERE id = $1 AND ` + store.SQLHeartbeatGuard + `
+RETURNING drain_requested_at IS NOT NULL`
+
+	// sqlPendingDrains: the given devices with a drain not yet delivered.
+	sqlPendingDrains = `SELECT id::text FROM devices WHERE id = ANY($1::uuid[]) AND drain_requested_at IS NOT NULL ORDER BY id`
+
+	// sqlDrainDelivered clears a device's drain request once its frame
+	// was written.
+	sqlDrainDelivered = `UPDATE devices SET drain_requested_at = NULL WHERE id = $1`
 
 	// Live attempts of cancelling jobs on the given devices: the cancel
 	// notices a session or the listener may have missed.
@@ -60,6 +68,7 @@ const (
 	OpAuth           = "auth"
 	OpPoll           = "poll"
 	OpLostLookup     = "lost_lookup"
+	OpDrain          = "drain"
 )
 
 // sweepLockKey is the advisory lock key of the sweeper ("rendmcsw" in ASCII).

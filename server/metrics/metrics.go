@@ -24,7 +24,9 @@ type Metrics struct {
 	LeasesSkipped prometheus.Counter
 	// Commits counts commit results by outcome (the reply code).
 	Commits *prometheus.CounterVec
-	// Fails counts fail results by reply code.
+	// Fails counts fail frames by the failure code the device sent
+	// (failure_code; "invalid" for a code outside the contract's, so the
+	// label stays bounded) and the reply (reply: fail_ok or a refusal).
 	Fails *prometheus.CounterVec
 	// Withdrawals counts the gateway's withdrawals of undelivered offers
 	// by reply code (withdrawn, withdraw_conflict).
@@ -59,7 +61,7 @@ func New() *Metrics {
 		Leases:        prometheus.NewCounter(prometheus.CounterOpts{Name: "rendermac_leases_total", Help: "Lease offers sent to devices."}),
 		LeasesSkipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "rendermac_leases_skipped_total", Help: "Offer passes that ran no Lease transaction: no job announced since a Lease found the device's services empty."}),
 		Commits:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_commits_total", Help: "Commit results by outcome."}, []string{"outcome"}),
-		Fails:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_fails_total", Help: "Fail results by reply code."}, []string{"code"}),
+		Fails:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_fails_total", Help: "Fail frames by the device's failure code and the reply."}, []string{"failure_code", "reply"}),
 		Withdrawals:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_offers_withdrawn_total", Help: "Undelivered lease offers the gateway withdrew, by reply code."}, []string{"code"}),
 		Conflicts:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rendermac_lease_conflicts_total", Help: "lease_conflict replies by reason."}, []string{"reason"}),
 		Sessions:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "rendermac_sessions", Help: "Open device sessions."}),

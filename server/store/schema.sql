@@ -88,6 +88,27 @@ CREATE TABLE public.buyers (
     CONSTRAINT buyers_webhook_url_check CHECK (((webhook_url ~ '^https?://[^[:space:]]+$'::text) AND (octet_length(webhook_url) <= 2048)))
 );
 
+CREATE TABLE public.device_events (
+    id bigint NOT NULL,
+    device_id uuid NOT NULL,
+    action text NOT NULL,
+    actor text NOT NULL,
+    operator_id uuid,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT device_events_action_check CHECK ((action = ANY (ARRAY['drain'::text, 'revoke'::text]))),
+    CONSTRAINT device_events_actor_check CHECK ((actor = ANY (ARRAY['operator'::text, 'admin'::text]))),
+    CONSTRAINT device_events_check CHECK (((actor = 'operator'::text) = (operator_id IS NOT NULL)))
+);
+
+CREATE SEQUENCE public.device_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE public.device_events_id_seq OWNED BY public.device_events.id;
+
 CREATE TABLE public.devices (
     id uuid NOT NULL,
     name text NOT NULL,
@@ -97,6 +118,7 @@ CREATE TABLE public.devices (
     status text DEFAULT 'offline'::text NOT NULL,
     last_seen_at timestamp with time zone,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    drain_requested_at timestamp with time zone,
     CONSTRAINT devices_slots_total_check CHECK ((slots_total >= 1)),
     CONSTRAINT devices_status_check CHECK ((status = ANY (ARRAY['online'::text, 'offline'::text, 'revoked'::text])))
 )
@@ -152,9 +174,11 @@ CREATE TABLE public.job_events (
     code text DEFAULT ''::text NOT NULL,
     actor text NOT NULL,
     at timestamp with time zone NOT NULL,
-    CONSTRAINT job_events_actor_check CHECK ((actor = ANY (ARRAY['buyer'::text, 'matcher'::text, 'device'::text, 'verifier'::text, 'sweeper'::text]))),
+    operator_id uuid,
+    CONSTRAINT job_events_actor_check CHECK ((actor = ANY (ARRAY['buyer'::text, 'matcher'::text, 'device'::text, 'verifier'::text, 'sweeper'::text, 'operator'::text]))),
     CONSTRAINT job_events_check CHECK (((kind = 'attempt'::text) = (attempt_id IS NOT NULL))),
-    CONSTRAINT job_events_kind_check CHECK ((kind = ANY (ARRAY['job'::text, 'attempt'::text])))
+    CONSTRAINT job_events_kind_check CHECK ((kind = ANY (ARRAY['job'::text, 'attempt'::text]))),
+    CONSTRAINT job_events_operator_named CHECK (((actor = 'operator'::text) = (operator_id IS NOT NULL)))
 );
 
 CREATE SEQUENCE public.job_events_id_seq
@@ -225,6 +249,34 @@ CREATE TABLE public.pairing_codes (
     CONSTRAINT pairing_codes_wrong_guesses_check CHECK ((wrong_guesses >= 0))
 );
 
+CREATE TABLE public.paused_services (
+    service text NOT NULL,
+    paused_at timestamp with time zone NOT NULL,
+    operator_id uuid NOT NULL,
+    CONSTRAINT paused_services_service_check CHECK (((octet_length(service) >= 1) AND (octet_length(service) <= 64)))
+);
+
+CREATE TABLE public.service_pause_events (
+    seq bigint NOT NULL,
+    service text NOT NULL,
+    action text NOT NULL,
+    actor text NOT NULL,
+    operator_id uuid NOT NULL,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT service_pause_events_action_check CHECK ((action = ANY (ARRAY['pause'::text, 'resume'::text]))),
+    CONSTRAINT service_pause_events_actor_check CHECK ((actor = 'operator'::text)),
+    CONSTRAINT service_pause_events_service_check CHECK (((octet_length(service) >= 1) AND (octet_length(service) <= 64)))
+);
+
+CREATE SEQUENCE public.service_pause_events_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE public.service_pause_events_seq_seq OWNED BY public.service_pause_events.seq;
+
 CREATE TABLE public.webhook_outbox (
     id bigint NOT NULL,
     job_id uuid NOT NULL,
@@ -247,7 +299,11 @@ CREATE SEQUENCE public.webhook_outbox_id_seq
 
 ALTER SEQUENCE public.webhook_outbox_id_seq OWNED BY public.webhook_outbox.id;
 
+ALTER TABLE ONLY public.device_events ALTER COLUMN id SET DEFAULT nextval('public.device_events_id_seq'::regclass);
+
 ALTER TABLE ONLY public.job_events ALTER COLUMN id SET DEFAULT nextval('public.job_events_id_seq'::regclass);
+
+ALTER TABLE ONLY public.service_pause_events ALTER COLUMN seq SET DEFAULT nextval('public.service_pause_events_seq_seq'::regclass);
 
 ALTER TABLE ONLY public.webhook_outbox ALTER COLUMN id SET DEFAULT nextval('public.webhook_outbox_id_seq'::regclass);
 
@@ -259,6 +315,9 @@ ALTER TABLE ONLY public.api_keys
 
 ALTER TABLE ONLY public.buyers
     ADD CONSTRAINT buyers_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.device_events
+    ADD CONSTRAINT device_events_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_pkey PRIMARY KEY (id);
@@ -302,8 +361,16 @@ ALTER TABLE ONLY public.pairing_codes
 ALTER TABLE ONLY public.pairing_codes
     ADD CONSTRAINT pairing_codes_pkey PRIMARY KEY (code_hash);
 
+ALTER TABLE ONLY public.paused_services
+    ADD CONSTRAINT paused_services_pkey PRIMARY KEY (service);
+
+ALTER TABLE ONLY public.service_pause_events
+    ADD CONSTRAINT service_pause_events_pkey PRIMARY KEY (seq);
+
 ALTER TABLE ONLY public.webhook_outbox
     ADD CONSTRAINT webhook_outbox_pkey PRIMARY KEY (id);
+
+CREATE INDEX device_events_device_idx ON public.device_events USING btree (device_id, id);
 
 CREATE INDEX holds_buyer_idx ON public.holds USING btree (buyer_id) WHERE (status = 'held'::text);
 
@@ -338,6 +405,12 @@ CREATE TRIGGER jobs_status_transition BEFORE UPDATE OF status ON public.jobs FOR
 ALTER TABLE ONLY public.api_keys
     ADD CONSTRAINT api_keys_buyer_id_fkey FOREIGN KEY (buyer_id) REFERENCES public.buyers(id);
 
+ALTER TABLE ONLY public.device_events
+    ADD CONSTRAINT device_events_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.devices(id);
+
+ALTER TABLE ONLY public.device_events
+    ADD CONSTRAINT device_events_operator_id_fkey FOREIGN KEY (operator_id) REFERENCES public.operators(id);
+
 ALTER TABLE ONLY public.holds
     ADD CONSTRAINT holds_buyer_id_fkey FOREIGN KEY (buyer_id) REFERENCES public.buyers(id);
 
@@ -356,6 +429,9 @@ ALTER TABLE ONLY public.job_events
 ALTER TABLE ONLY public.job_events
     ADD CONSTRAINT job_events_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
 
+ALTER TABLE ONLY public.job_events
+    ADD CONSTRAINT job_events_operator_id_fkey FOREIGN KEY (operator_id) REFERENCES public.operators(id);
+
 ALTER TABLE ONLY public.jobs
     ADD CONSTRAINT jobs_buyer_id_fkey FOREIGN KEY (buyer_id) REFERENCES public.buyers(id);
 
@@ -364,6 +440,12 @@ ALTER TABLE ONLY public.jobs
 
 ALTER TABLE ONLY public.pairing_codes
     ADD CONSTRAINT pairing_codes_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.devices(id);
+
+ALTER TABLE ONLY public.paused_services
+    ADD CONSTRAINT paused_services_operator_id_fkey FOREIGN KEY (operator_id) REFERENCES public.operators(id);
+
+ALTER TABLE ONLY public.service_pause_events
+    ADD CONSTRAINT service_pause_events_operator_id_fkey FOREIGN KEY (operator_id) REFERENCES public.operators(id);
 
 ALTER TABLE ONLY public.webhook_outbox
     ADD CONSTRAINT webhook_outbox_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
