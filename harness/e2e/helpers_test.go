@@ -130,6 +130,7 @@ func newStackWith(t *testing.T, tune func(*controlplane.Config)) *stack {
 	t.Cleanup(s.client.CloseIdleConnections)
 	s.start()
 	t.Cleanup(s.shutdown)
+	checkOpenAPI(t, s.client, s.baseURL())
 
 	ctx := context.Background()
 	buyerID := protocol.UUIDFrom(rand.Reader)
@@ -460,6 +461,7 @@ func runAgent(t *testing.T, name string, creds agent.Credentials, opts agentOpti
 	}
 	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(client.CloseIdleConnections)
+	checkOpenAPI(t, client, serverURL)
 	a, err := agent.New(agent.Config{
 		ServerURL: serverURL, DeviceToken: creds.DeviceToken, Services: services, Slots: max(opts.slots, 1),
 		WorkDir: t.TempDir(), Rand: mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())),

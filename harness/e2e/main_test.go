@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"testing"
@@ -22,6 +23,7 @@ func TestMain(m *testing.M) {
 	// is the client's, not a leak of the code under test.
 	// The S3 tests share one versitygw process; it goes with the tests.
 	os.Exit(pgtest.Run(m, func() {
+		fmt.Println(openAPI().Summary())
 		http.DefaultClient.CloseIdleConnections()
 		if err := s3provider.Shutdown(); err != nil {
 			panic(err)

@@ -118,8 +118,8 @@ var opsMutants = []Mutant{
 		Rules: []string{"pair.lookup"}},
 	// /metrics.
 	{ID: "metrics-any-peer", Kind: "metrics-access", File: "server/api/api.go",
-		Old:   "a.mux.Handle(\"GET /metrics\", a.guardMetrics(a.cfg.MetricsTokenHash == \"\"))",
-		New:   "a.mux.Handle(\"GET /metrics\", a.guardMetrics(false))",
+		Old:   "a.guardMetrics(a.cfg.MetricsTokenHash == \"\")",
+		New:   "a.guardMetrics(false)",
 		What:  "/metrics on the API listener answers any peer without a token (killed by metrics_access)",
 		Rules: []string{"metrics.access"}},
 	{ID: "metrics-on-api-listener", Kind: "metrics-access", File: "server/api/api.go",

@@ -15,8 +15,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rendermac/rendermac/client"
+	"github.com/rendermac/rendermac/internal/openapicheck"
+	"github.com/rendermac/rendermac/server/api"
 )
 
 // The buyers' HTTP API (SPEC section 6) as a client that sends exactly what
@@ -123,7 +126,32 @@ func (r *scRun) apiDo(base, method, path, key string, header http.Header, body [
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return apiReply{status: resp.StatusCode, header: resp.Header, body: data}, err
+	if err != nil {
+		return apiReply{}, err
+	}
+	return apiReply{status: resp.StatusCode, header: resp.Header, body: data}, checkOpenAPI(req, body, resp, data)
+}
+
+// scOpenAPI checks the exchanges of the scripts' API steps against the
+// API's OpenAPI document (SPEC section 6, [R:api.openapi-document]).
+var scOpenAPI = sync.OnceValues(func() (*openapicheck.Checker, error) {
+	return openapicheck.New(api.OpenAPIDocument(), openapicheck.ControlPlane)
+})
+
+// checkOpenAPI fails an exchange that disagrees with the OpenAPI document:
+// a response it does not describe, or a request it refuses that the server
+// accepted (openapicheck).
+func checkOpenAPI(req *http.Request, body []byte, resp *http.Response, data []byte) error {
+	oa, err := scOpenAPI()
+	if err != nil {
+		return err
+	}
+	c := oa.Session()
+	c.Check(req, body, resp, data)
+	if f := c.Failures(); len(f) > 0 {
+		return fmt.Errorf("the exchange disagrees with the OpenAPI document (server/api/openapi.json): %s", strings.Join(f, "; "))
+	}
+	return nil
 }
 
 // placeholders in a script's paths and bodies: {JOB} is the job's id,

@@ -99,8 +99,10 @@ type API struct {
 	log     *slog.Logger
 	cfg     Config
 	mux     *http.ServeMux
-	limits  apiLimits
-	clock   dbClock
+	// patterns are the mux's route patterns, in registration order.
+	patterns []string
+	limits   apiLimits
+	clock    dbClock
 }
 
 // apiLimits are the API's per-key rate limiters.
@@ -151,28 +153,35 @@ func New(svc *fencing.Service, pool *pgxpool.Pool, st artifact.Store, signer *gr
 }
 
 func (a *API) routes() {
-	a.mux.HandleFunc("GET /healthz", a.healthz)
-	a.mux.HandleFunc("GET /readyz", a.readyz)
+	a.handle("GET /healthz", a.healthz)
+	a.handle("GET /readyz", a.readyz)
 	if !a.cfg.MetricsElsewhere {
-		a.mux.Handle("GET /metrics", a.guardMetrics(a.cfg.MetricsTokenHash == ""))
+		a.handle("GET /metrics", a.guardMetrics(a.cfg.MetricsTokenHash == "").ServeHTTP)
 	}
-	a.mux.HandleFunc("POST /v1/inputs", a.buyer(a.createInput))
-	a.mux.HandleFunc("POST /v1/jobs", a.buyer(a.createJob))
-	a.mux.HandleFunc("GET /v1/jobs", a.buyer(a.listJobs))
-	a.mux.HandleFunc("GET /v1/jobs/{id}", a.buyer(a.getJob))
-	a.mux.HandleFunc("POST /v1/jobs/{id}/cancel", a.buyer(a.cancelJob))
-	a.mux.HandleFunc("GET /v1/jobs/{id}/events", a.buyer(a.jobEvents))
-	a.mux.HandleFunc("POST /v1/admin/services/{name}/pause", a.operator(a.pauseService))
-	a.mux.HandleFunc("POST /v1/admin/services/{name}/resume", a.operator(a.resumeService))
-	a.mux.HandleFunc("POST /v1/provider/pair", a.pair)
+	a.handle("POST /v1/inputs", a.buyer(a.createInput))
+	a.handle("POST /v1/jobs", a.buyer(a.createJob))
+	a.handle("GET /v1/jobs", a.buyer(a.listJobs))
+	a.handle("GET /v1/jobs/{id}", a.buyer(a.getJob))
+	a.handle("POST /v1/jobs/{id}/cancel", a.buyer(a.cancelJob))
+	a.handle("GET /v1/jobs/{id}/events", a.buyer(a.jobEvents))
+	a.handle("POST /v1/admin/services/{name}/pause", a.operator(a.pauseService))
+	a.handle("POST /v1/admin/services/{name}/resume", a.operator(a.resumeService))
+	a.handle("POST /v1/provider/pair", a.pair)
+	a.handle("GET /v1/openapi.json", a.openAPI)
 	if a.cfg.Gateway != nil {
-		a.mux.Handle("GET /v1/provider/ws", a.cfg.Gateway)
+		a.handle("GET /v1/provider/ws", a.cfg.Gateway.ServeHTTP)
 	}
 	if a.cfg.Console != nil {
-		a.mux.Handle("/console", a.cfg.Console)
-		a.mux.Handle("/console/", a.cfg.Console)
+		a.handle("/console", a.cfg.Console.ServeHTTP)
+		a.handle("/console/", a.cfg.Console.ServeHTTP)
 	}
-	a.mux.HandleFunc("/", a.noRoute)
+	a.handle("/", a.noRoute)
+}
+
+// handle registers h for pattern on the mux and remembers the pattern.
+func (a *API) handle(pattern string, h http.HandlerFunc) {
+	a.patterns = append(a.patterns, pattern)
+	a.mux.HandleFunc(pattern, h)
 }
 
 // Route labels of the artifact handler, which is dispatched before the mux.

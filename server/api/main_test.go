@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -31,7 +32,11 @@ import (
 
 // TestMain stops the shared Postgres cluster, then checks for leaked
 // goroutines (servers, pools and connections every test must close).
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, nil)) }
+// It prints how many exchanges the tests validated against the OpenAPI
+// document (openapi_test.go).
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Run(m, func() { fmt.Println(openAPI().Summary()) }))
+}
 
 const (
 	templateName = "rendermac_api"
@@ -88,7 +93,7 @@ func setup(t *testing.T, opts ...func(*api.Config)) *bundle {
 		o(&cfg)
 	}
 	b.api = api.New(b.svc, pool, fs, b.signer, metrics.New(), log, cfg)
-	b.srv = httptest.NewServer(b.api.Handler())
+	b.srv = httptest.NewServer(checkOpenAPI(t, b.api.Handler()))
 	t.Cleanup(b.srv.Close)
 	b.key = b.buyer(t, buyerID, balance)
 	b.otherKey = b.buyer(t, otherBuyerID, balance)
