@@ -221,7 +221,7 @@ func (p paramsFlag) Set(s string) error {
 }
 
 func submitFlags(set *flag.FlagSet) func(context.Context, *jobsRun, []string) error {
-	service := set.String("service", "", "the service to run (required; the catalogue: docs/SPEC.md, `rendermac admin services`)")
+	service := set.String("service", "", "the service to run (required): one of the server's catalogue (docs/SPEC.md \"Service catalogue\"); an unknown one is refused with the list")
 	params := paramsFlag{}
 	set.Var(params, "param", "a param of the service as KEY=VALUE (repeatable)")
 	input := set.String("input", "", "a file to upload as the job's input (streamed, its SHA-256 computed on the way)")

@@ -15,7 +15,7 @@ var openAPIMutants = []Mutant{
 	{ID: "api-openapi-content-type", Kind: "content-type", File: "server/api/openapi.go",
 		Old: `h.Set("Content-Type", "application/json")`, New: `h.Set("Content-Type", "text/plain; charset=utf-8")`,
 		What: "the document is served as text/plain, not application/json", Rules: []string{"api.openapi-document"}},
-	{ID: "api-attempt-count-omitted", Kind: "wire-shape", File: "server/api/views.go",
+	{ID: "api-attempt-count-omitted", Kind: "wire-shape", File: "protocol/buyer/buyer.go",
 		Old: "`json:\"attempt_count\"`", New: "`json:\"attempt_count,omitempty\"`",
 		What: "a job without attempts is sent without attempt_count, which the document requires", Rules: []string{"api.openapi-document"}},
 }
