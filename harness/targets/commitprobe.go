@@ -50,6 +50,20 @@ func (p *CommitProbe) LiveAttempt(jobID string) (protocol.AttemptRow, bool) {
 	return protocol.AttemptRow{}, false
 }
 
+// PausedBlocks implements fuzz.Pauses when the wrapped target does, so the
+// three-way campaign's coverage counts the leases and sweeps the pause rule
+// decides (without it the coverage gate saw none there, however many ran).
+func (p *CommitProbe) PausedBlocks(now time.Time, deviceID string) bool {
+	ps, ok := p.Target.(fuzz.Pauses)
+	return ok && ps.PausedBlocks(now, deviceID)
+}
+
+// PausedExpires implements fuzz.Pauses when the wrapped target does.
+func (p *CommitProbe) PausedExpires(now time.Time) bool {
+	ps, ok := p.Target.(fuzz.Pauses)
+	return ok && ps.PausedExpires(now)
+}
+
 // CommitBegin implements fuzz.Target.
 func (p *CommitProbe) CommitBegin(ctx context.Context, now time.Time, dev string, c protocol.Commit, ok bool) (protocol.Reply, error) {
 	r, err := p.Target.CommitBegin(ctx, now, dev, c, ok)
